@@ -1,0 +1,72 @@
+"""Input checks shared by the package: each raises ValueError/TypeError naming the argument."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def shape_str(t: Tensor) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+
+
+def check_tensor(name: str, t: object) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    return t
+
+
+def check_float(name: str, t: object) -> Tensor:
+    t = check_tensor(name, t)
+    if not t.is_floating_point():
+        raise TypeError(
+            f"{name}: expected a floating-point tensor (float32 or float64), got dtype {t.dtype}"
+        )
+    return t
+
+
+def check_rank(name: str, t: Tensor, ranks: tuple[int, ...] | int, legend: str) -> Tensor:
+    ranks = (ranks,) if isinstance(ranks, int) else ranks
+    if t.dim() not in ranks:
+        want = " or ".join(str(r) for r in ranks)
+        raise ValueError(f"{name}: expected {want} dims {legend}, got shape {shape_str(t)}")
+    return t
+
+
+def check_min_rank(name: str, t: Tensor, rank: int, legend: str) -> Tensor:
+    if t.dim() < rank:
+        raise ValueError(f"{name}: expected at least {rank} dims {legend}, got shape {shape_str(t)}")
+    return t
+
+
+def check_bool_mask(name: str, mask: object, target: tuple[int, ...], legend: str) -> Tensor:
+    """A mask must be a bool tensor that broadcasts to `target` (True = may attend)."""
+    mask = check_tensor(name, mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"{name}: expected a bool tensor (True = may attend), got dtype {mask.dtype}"
+        )
+    try:
+        shape = torch.broadcast_shapes(mask.shape, target)
+    except RuntimeError:
+        shape = None
+    if shape != torch.Size(target):
+        raise ValueError(
+            f"{name}: expected a shape broadcastable to {legend} = {tuple(target)}, "
+            f"got shape {shape_str(mask)}"
+        )
+    return mask
+
+
+def check_positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}: expected a positive int, got {type(value).__name__} {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name}: expected a positive int, got {value}")
+    return value
+
+
+def check_same_dtype(names: tuple[str, ...], tensors: tuple[Tensor, ...]) -> None:
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) > 1:
+        got = ", ".join(f"{n}={t.dtype}" for n, t in zip(names, tensors))
+        raise TypeError(f"{'/'.join(names)}: expected one dtype, got {got}")

@@ -1,0 +1,177 @@
+"""Attention as plain functions on tensors.
+
+Shape legend used throughout:
+    ... : any batch dims (B, or B, H)
+    L   : number of queries (target length)
+    S   : number of keys and values (source length)
+    E   : query/key feature size (d_k)
+    Ev  : value feature size (d_v)
+
+Mask convention (the only one in this package): a **bool** tensor, broadcastable to
+(..., L, S), where **True = may attend** and False = blocked. This is the convention of
+``torch.nn.functional.scaled_dot_product_attention``; ``torch.nn.MultiheadAttention`` uses
+the opposite one (see ``attn.masks.to_torch_mha_mask``).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ._checks import (
+    check_bool_mask,
+    check_float,
+    check_min_rank,
+    check_same_dtype,
+    shape_str,
+)
+
+__all__ = [
+    "masked_softmax",
+    "softmax_with_fill",
+    "attention_from_scores",
+    "scaled_dot_product_attention",
+]
+
+
+def _check_scores_and_mask(scores: object, mask: object | None) -> tuple[Tensor, Tensor | None]:
+    scores = check_float("scores", scores)
+    check_min_rank("scores", scores, 2, "(..., L, S)")
+    if mask is not None:
+        mask = check_bool_mask("mask", mask, tuple(scores.shape), "(..., L, S)")
+    return scores, mask
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Softmax over the last dim (keys), ignoring blocked keys.
+
+    Args:
+        scores: (..., L, S) float scores.
+        mask: optional bool, broadcastable to (..., L, S); True = may attend.
+
+    Returns:
+        weights: (..., L, S). Each row sums to 1 over its allowed keys. A row whose mask
+        allows **no** key gets weights of **zeros** (not NaN, not uniform).
+    """
+    scores, mask = _check_scores_and_mask(scores, mask)
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    row_has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
+    filled = scores.masked_fill(~mask, float("-inf"))
+    # A row with no allowed key would be all -inf (softmax -> NaN): give it finite scores,
+    # then zero it out below. Its gradient is zero as well.
+    filled = filled.masked_fill(~row_has_key, 0.0)
+    weights = torch.softmax(filled, dim=-1)
+    return weights.masked_fill(~row_has_key, 0.0)
+
+
+def softmax_with_fill(scores: Tensor, mask: Tensor, fill_value: float) -> Tensor:
+    """Softmax after writing `fill_value` into blocked positions (the textbook recipe).
+
+    Shown in the course to compare choices: the chapter fills with ``-inf`` (a fully
+    blocked row becomes NaN), the article with ``-1e9`` (a fully blocked row becomes
+    uniform). ``masked_softmax`` is the package's safe choice.
+
+    Args:
+        scores: (..., L, S) float scores.
+        mask: bool, broadcastable to (..., L, S); True = may attend.
+        fill_value: the number written where the mask is False.
+
+    Returns:
+        weights: (..., L, S)
+    """
+    scores, mask = _check_scores_and_mask(scores, mask)
+    if mask is None:
+        raise TypeError("mask: expected a bool tensor (True = may attend), got None")
+    return torch.softmax(scores.masked_fill(~mask, fill_value), dim=-1)
+
+
+def attention_from_scores(
+    scores: Tensor, value: Tensor, mask: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """Turn scores into weights (masked softmax) and take the weighted sum of values.
+
+    Args:
+        scores: (..., L, S) from any scoring function.
+        value: (..., S, Ev)
+        mask: optional bool, broadcastable to (..., L, S); True = may attend.
+
+    Returns:
+        output: (..., L, Ev); zeros for a query row whose mask allows no key.
+        weights: (..., L, S)
+    """
+    value = check_float("value", value)
+    check_min_rank("value", value, 2, "(..., S, Ev)")
+    if scores.shape[-1] != value.shape[-2]:
+        raise ValueError(
+            f"value: expected {scores.shape[-1]} rows (S, the number of keys), "
+            f"got shape {shape_str(value)}"
+        )
+    weights = masked_softmax(scores, mask)  # (..., L, S)
+    return weights @ value, weights  # (..., L, Ev), (..., L, S)
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    *,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T * scale) V, returning the weights too.
+
+    Args:
+        query: (..., L, E)
+        key: (..., S, E)
+        value: (..., S, Ev)
+        mask: optional bool, broadcastable to (..., L, S); **True = may attend**
+            (as in ``torch.nn.functional.scaled_dot_product_attention``).
+        scale: multiplies the scores; defaults to 1/sqrt(E).
+
+    Returns:
+        output: (..., L, Ev), same dtype and device as ``query``.
+        weights: (..., L, S); rows sum to 1. A query row whose mask allows no key gets
+        weights **and** output of zeros, never NaN.
+
+    Raises:
+        TypeError: non-tensor, integer or mixed dtypes, non-bool mask.
+        ValueError: fewer than 2 dims, E or S mismatch, batch dims that do not
+            broadcast, a mask of the wrong shape, a scale that is not positive.
+    """
+    query = check_float("query", query)
+    key = check_float("key", key)
+    value = check_float("value", value)
+    check_min_rank("query", query, 2, "(..., L, E)")
+    check_min_rank("key", key, 2, "(..., S, E)")
+    check_min_rank("value", value, 2, "(..., S, Ev)")
+    check_same_dtype(("query", "key", "value"), (query, key, value))
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(
+            f"key: expected feature size E={query.shape[-1]} to match query {shape_str(query)}, "
+            f"got shape {shape_str(key)}"
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"value: expected S={key.shape[-2]} rows to match key {shape_str(key)}, "
+            f"got shape {shape_str(value)}"
+        )
+    try:
+        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"query/key/value: expected batch dims that broadcast, got shapes "
+            f"{shape_str(query)}, {shape_str(key)}, {shape_str(value)}"
+        ) from None
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"scale: expected a positive float or None, got {type(scale).__name__}")
+    elif not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale: expected a positive finite float, got {scale}")
+    if mask is not None:
+        target = (*batch, query.shape[-2], key.shape[-2])
+        check_bool_mask("mask", mask, target, "(..., L, S)")
+    scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, E) @ (..., E, S) -> (..., L, S)
+    return attention_from_scores(scores, value, mask)

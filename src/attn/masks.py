@@ -1,0 +1,79 @@
+"""Boolean attention masks. Convention: **True = may attend**, False = blocked.
+
+This is the convention of ``torch.nn.functional.scaled_dot_product_attention`` and of every
+function in this package. ``torch.nn.MultiheadAttention`` (``attn_mask``,
+``key_padding_mask``) uses the opposite one, True = blocked: convert with
+``to_torch_mha_mask`` / ``from_torch_mha_mask``.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ._checks import check_positive_int, check_tensor, shape_str
+
+__all__ = ["causal_mask", "padding_mask", "to_torch_mha_mask", "from_torch_mha_mask"]
+
+
+def causal_mask(L: int, S: int | None = None, *, device: torch.device | str | None = None) -> Tensor:
+    """Query i may attend to keys 0..i (the lower triangle, diagonal included).
+
+    Args:
+        L: number of queries.
+        S: number of keys; defaults to L. With S > L the triangle is aligned to the top
+            left: query i still sees keys 0..i.
+
+    Returns:
+        mask: bool (L, S); True = may attend.
+    """
+    check_positive_int("L", L)
+    S = L if S is None else check_positive_int("S", S)
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril()  # (L, S)
+
+
+def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:
+    """Keys at positions >= length are padding and may not be attended to.
+
+    Args:
+        lengths: (B,) integer tensor or list of ints, each in 0..max_len.
+        max_len: S, the padded length.
+
+    Returns:
+        mask: bool (B, 1, 1, S); True = may attend. The two singleton dims make it
+        broadcast against per-head weights (B, H, L, S); use ``mask[:, 0]`` for
+        single-head weights (B, L, S).
+    """
+    check_positive_int("max_len", max_len)
+    if isinstance(lengths, (list, tuple)):
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in lengths):
+            raise TypeError(f"lengths: expected a list of ints, got {lengths!r}")
+        lengths = torch.tensor(lengths, dtype=torch.long)
+    lengths = check_tensor("lengths", lengths)
+    if lengths.is_floating_point() or lengths.dtype == torch.bool or lengths.is_complex():
+        raise TypeError(f"lengths: expected an integer tensor, got dtype {lengths.dtype}")
+    if lengths.dim() != 1:
+        raise ValueError(f"lengths: expected 1 dim (B,), got shape {shape_str(lengths)}")
+    if (lengths < 0).any():
+        raise ValueError(f"lengths: expected values >= 0, got {lengths.tolist()}")
+    if (lengths > max_len).any():
+        raise ValueError(f"lengths: expected values <= max_len={max_len}, got {lengths.tolist()}")
+    positions = torch.arange(max_len, device=lengths.device)  # (S,)
+    mask = positions[None, :] < lengths[:, None]  # (B, S)
+    return mask[:, None, None, :]  # (B, S) -> (B, 1, 1, S)
+
+
+def _check_bool(name: str, mask: object) -> Tensor:
+    mask = check_tensor(name, mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"{name}: expected a bool tensor, got dtype {mask.dtype}")
+    return mask
+
+
+def to_torch_mha_mask(mask: Tensor) -> Tensor:
+    """This package's mask (True = may attend) -> ``nn.MultiheadAttention``'s (True = blocked)."""
+    return ~_check_bool("mask", mask)
+
+
+def from_torch_mha_mask(mask: Tensor) -> Tensor:
+    """``nn.MultiheadAttention``'s mask (True = blocked) -> this package's (True = may attend)."""
+    return ~_check_bool("mask", mask)

@@ -1,0 +1,221 @@
+"""Attention heatmaps that can be redrawn in place.
+
+Nothing here touches matplotlib's global settings or pyplot's figure list: figures are built
+with ``matplotlib.figure.Figure`` on an Agg canvas, so a widget can own one, change its data
+and re-render it to PNG without a new figure per move.
+
+Shape legend: L queries (rows), S keys (columns), H heads.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.image import AxesImage
+from matplotlib.text import Text
+
+__all__ = ["new_figure", "figure_png", "token_font", "Heatmap", "heatmap", "HeadGrid", "head_grid"]
+
+
+def new_figure(width: float, height: float, dpi: int = 72) -> Figure:
+    """A figure on an Agg canvas, outside pyplot (never shown twice, never leaked)."""
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_png(fig: Figure) -> bytes:
+    """Render ``fig`` to PNG bytes (what a widget sends to the browser)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi)
+    return buf.getvalue()
+
+
+@lru_cache(maxsize=1)
+def _font_path() -> str:
+    return str(resources.files("attn") / "fonts" / "NotoSansCJKsc-course-subset.otf")
+
+
+def token_font(size: float = 10) -> FontProperties:
+    """A font that has the course's Chinese tokens (a Noto Sans CJK SC subset, shipped)."""
+    return FontProperties(fname=_font_path(), size=size)
+
+
+def _as_matrix(name: str, weights: object, ndim: int) -> np.ndarray:
+    arr = weights.detach().cpu().numpy() if hasattr(weights, "detach") else np.asarray(weights)
+    if arr.ndim != ndim:
+        legend = "(L, S)" if ndim == 2 else "(H, L, S)"
+        raise ValueError(f"{name}: expected {ndim} dims {legend}, got shape {tuple(arr.shape)}")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name}: expected numbers, got dtype {arr.dtype}")
+    return arr.astype(float)
+
+
+@dataclass
+class Heatmap:
+    """One attention map drawn with ``imshow``; ``update`` changes it in place."""
+
+    ax: Axes
+    image: AxesImage
+    texts: list[Text] = field(default_factory=list)
+    annotate: bool = False
+    fmt: str = "{:.2f}"
+
+    def _set_ticks(self, L: int, S: int, x_tokens: Sequence[str] | None,
+                   y_tokens: Sequence[str] | None, font_size: float) -> None:
+        ax, font = self.ax, token_font(font_size)
+        ax.set_xticks(range(S))
+        ax.set_yticks(range(L))
+        ax.set_xticklabels(list(x_tokens) if x_tokens is not None else [str(j) for j in range(S)],
+                           fontproperties=font, rotation=90 if S > 8 else 0)
+        ax.set_yticklabels(list(y_tokens) if y_tokens is not None else [str(i) for i in range(L)],
+                           fontproperties=font)
+
+    def update(self, weights: object, x_tokens: Sequence[str] | None = None,
+               y_tokens: Sequence[str] | None = None, *, title: str | None = None,
+               font_size: float = 9) -> "Heatmap":
+        """New data (L, S) into the existing image; labels are redone only if given."""
+        w = _as_matrix("weights", weights, 2)
+        L, S = w.shape
+        old = self.image.get_array().shape
+        self.image.set_data(w)
+        if old != (L, S):
+            self.image.set_extent((-0.5, S - 0.5, L - 0.5, -0.5))
+            self.ax.set_xlim(-0.5, S - 0.5)
+            self.ax.set_ylim(L - 0.5, -0.5)
+        if old != (L, S) or x_tokens is not None or y_tokens is not None:
+            self._set_ticks(L, S, x_tokens if x_tokens is not None else None,
+                            y_tokens if y_tokens is not None else x_tokens, font_size)
+        if self.annotate:
+            self._annotate(w)
+        if title is not None:
+            self.ax.set_title(title)
+        return self
+
+    def _annotate(self, w: np.ndarray) -> None:
+        L, S = w.shape
+        while len(self.texts) < L * S:  # grow the pool once; later moves reuse it
+            self.texts.append(self.ax.text(0, 0, "", ha="center", va="center", fontsize=8))
+        vmin, vmax = self.image.get_clim()
+        mid = (vmin + vmax) / 2
+        for n, t in enumerate(self.texts):
+            if n < L * S:
+                i, j = divmod(n, S)
+                v = w[i, j]
+                t.set_position((j, i))
+                t.set_text("NaN" if np.isnan(v) else self.fmt.format(v))
+                t.set_color("white" if (not np.isnan(v) and v > mid) else "black")
+                t.set_visible(True)
+            else:
+                t.set_visible(False)
+
+
+def heatmap(
+    weights: object,
+    x_tokens: Sequence[str] | None = None,
+    y_tokens: Sequence[str] | None = None,
+    *,
+    ax: Axes | None = None,
+    annotate: bool = False,
+    cmap: str = "Blues",
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+    title: str | None = None,
+    colorbar: bool = False,
+    fmt: str = "{:.2f}",
+    font_size: float = 9,
+) -> Heatmap:
+    """Draw one (L, S) attention map: rows are queries, columns keys.
+
+    Args:
+        weights: (L, S) tensor or array.
+        x_tokens: S key labels; y_tokens: L query labels (default: ``x_tokens``).
+        ax: where to draw; a new 4x4-inch figure (outside pyplot) if None.
+        annotate: write each value in its cell.
+
+    Returns:
+        A ``Heatmap``; call ``.update(new_weights)`` to redraw in place.
+    """
+    w = _as_matrix("weights", weights, 2)
+    if ax is None:
+        ax = new_figure(4, 4, dpi=80).add_subplot()
+    image = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
+    hm = Heatmap(ax=ax, image=image, annotate=annotate, fmt=fmt)
+    hm._set_ticks(w.shape[0], w.shape[1], x_tokens,
+                  y_tokens if y_tokens is not None else x_tokens, font_size)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    if annotate:
+        hm._annotate(w)
+    if title is not None:
+        ax.set_title(title)
+    return hm
+
+
+@dataclass
+class HeadGrid:
+    """A grid of per-head maps (the chapter's 2 x 4 figure); ``update`` redraws in place."""
+
+    fig: Figure
+    heatmaps: list[Heatmap]
+
+    def update(self, weights: object, tokens: Sequence[str] | None = None,
+               titles: Sequence[str] | None = None) -> "HeadGrid":
+        """weights (H, L, S) with H <= the grid's size; unused cells are hidden."""
+        w = _as_matrix("weights", weights, 3)
+        if w.shape[0] > len(self.heatmaps):
+            raise ValueError(
+                f"weights: expected at most {len(self.heatmaps)} heads for this grid, "
+                f"got shape {tuple(w.shape)}"
+            )
+        for h, hm in enumerate(self.heatmaps):
+            visible = h < w.shape[0]
+            hm.ax.set_visible(visible)
+            if visible:
+                title = titles[h] if titles is not None else f"Head {h + 1}"
+                hm.update(w[h], tokens, title=title)
+        return self
+
+
+def head_grid(
+    weights: object,
+    tokens: Sequence[str] | None = None,
+    *,
+    nrows: int = 2,
+    ncols: int = 4,
+    fig: Figure | None = None,
+    figsize: tuple[float, float] | None = None,
+    dpi: int = 72,
+    annotate: bool = False,
+    cmap: str = "Blues",
+    titles: Sequence[str] | None = None,
+) -> HeadGrid:
+    """Draw H = weights.shape[0] heads in an nrows x ncols grid.
+
+    Args:
+        weights: (H, L, S) with H <= nrows * ncols.
+        tokens: labels for both axes (self-attention), or None for indices.
+        fig: an existing figure to draw into; a new Agg figure (outside pyplot) if None.
+
+    Returns:
+        A ``HeadGrid``; ``.update(new_weights)`` redraws in place and hides unused cells.
+    """
+    w = _as_matrix("weights", weights, 3)
+    if fig is None:
+        fig = new_figure(*(figsize or (2.6 * ncols, 2.6 * nrows)), dpi=dpi)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    maps = []
+    for ax in axes:
+        maps.append(heatmap(np.zeros(w.shape[1:]), tokens, ax=ax, annotate=annotate, cmap=cmap,
+                            font_size=8))
+    fig.set_layout_engine("constrained")
+    grid = HeadGrid(fig=fig, heatmaps=maps)
+    return grid.update(w, tokens, titles)

@@ -1,0 +1,168 @@
+"""Why divide by sqrt(d_k): the d_k explorer and the numbers behind it.
+
+With q, k of d_k independent N(0, 1) entries, q . k has variance d_k. Unscaled, the scores
+spread out as d_k grows, the softmax saturates towards one-hot, and its Jacobian (the
+gradient that flows back through it) shrinks towards zero. Divided by sqrt(d_k), the
+variance stays 1 and the softmax stays soft at every d_k.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+
+from .._checks import check_positive_int
+from ..plotting import new_figure
+from ._base import Explorer
+
+__all__ = ["ScalingStats", "scaling_stats", "scaling_curves", "scaling_explorer", "D_K_GRID"]
+
+D_K_GRID: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+@dataclass(frozen=True)
+class ScalingStats:
+    """Averages over random rows for one d_k; ``raw`` = unscaled, ``scaled`` = / sqrt(d_k)."""
+
+    d_k: int
+    score_var_raw: float
+    score_var_scaled: float
+    max_weight_raw: float  # mean of a row's largest softmax weight (1/n_keys = flat, 1 = one-hot)
+    max_weight_scaled: float
+    grad_norm_raw: float  # mean Frobenius norm of the softmax Jacobian diag(p) - p p^T
+    grad_norm_scaled: float
+    example_raw: tuple[float, ...]  # one row of weights, to look at
+    example_scaled: tuple[float, ...]
+
+
+def _softmax_stats(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """scores (..., N, n) -> mean largest weight (...,), mean Jacobian norm (...,), p."""
+    p = torch.softmax(scores, dim=-1)  # (..., N, n)
+    # ||diag(p) - p p^T||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2
+    s2, s3 = (p**2).sum(-1), (p**3).sum(-1)  # (..., N)
+    jac = (s2 - 2 * s3 + s2**2).clamp_min(0).sqrt()
+    return p.max(-1).values.mean(-1), jac.mean(-1), p
+
+
+@lru_cache(maxsize=4)
+def _table(d_max: int, n_keys: int, n_rows: int, seed: int) -> dict[str, torch.Tensor]:
+    """Statistics for every d_k in 1..d_max at once.
+
+    Draw q (N, d_max) and k (N, n, d_max) once; the score with d_k dims is the sum of the
+    first d_k coordinate products, so one cumulative sum gives the scores for all d_k.
+    """
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(n_rows, 1, d_max, generator=g, dtype=torch.float64)  # (N, 1, D)
+    k = torch.randn(n_rows, n_keys, d_max, generator=g, dtype=torch.float64)  # (N, n, D)
+    raw = (q * k).cumsum(-1).permute(2, 0, 1)  # (N, n, D) -> (D, N, n): raw[d-1] uses d dims
+    d = torch.arange(1, d_max + 1, dtype=torch.float64)[:, None, None]  # (D, 1, 1)
+    scaled = raw / d.sqrt()
+    out: dict[str, torch.Tensor] = {}
+    for name, scores in (("raw", raw), ("scaled", scaled)):
+        mw, jac, p = _softmax_stats(scores)
+        out["var_" + name] = scores.flatten(1).var(-1)  # (D,)
+        out["max_" + name], out["jac_" + name] = mw, jac  # (D,), (D,)
+        out["example_" + name] = p[:, 0, :]  # (D, n): the first query's weights
+    return out
+
+
+def scaling_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 1000, seed: int = 0) -> ScalingStats:
+    """Draw n_rows queries and n_keys keys per query with N(0, 1) entries; measure both ways.
+
+    Args:
+        d_k: the query/key size, >= 1.
+        n_keys: keys per query (the softmax width).
+        n_rows: how many query rows to average over.
+        seed: the random generator's seed (same seed, same numbers).
+
+    The draws for every d_k <= 512 come from one table (the first d_k coordinates of the
+    same vectors), so neighbouring d_k values differ only by the added dimensions.
+    """
+    check_positive_int("d_k", d_k)
+    check_positive_int("n_keys", n_keys)
+    check_positive_int("n_rows", n_rows)
+    t = _table(max(512, d_k), n_keys, n_rows, seed)
+    i = d_k - 1
+    return ScalingStats(
+        d_k=d_k,
+        score_var_raw=t["var_raw"][i].item(),
+        score_var_scaled=t["var_scaled"][i].item(),
+        max_weight_raw=t["max_raw"][i].item(),
+        max_weight_scaled=t["max_scaled"][i].item(),
+        grad_norm_raw=t["jac_raw"][i].item(),
+        grad_norm_scaled=t["jac_scaled"][i].item(),
+        example_raw=tuple(t["example_raw"][i].tolist()),
+        example_scaled=tuple(t["example_scaled"][i].tolist()),
+    )
+
+
+def scaling_curves(d_ks: tuple[int, ...] = D_K_GRID, **kwargs: int) -> list[ScalingStats]:
+    """``scaling_stats`` over a grid of d_k values (the explorer's background curves)."""
+    return [scaling_stats(d, **kwargs) for d in d_ks]
+
+
+def _readout(s: ScalingStats) -> str:
+    return (
+        f"<table><tr><th>d_k = {s.d_k}</th><th>unscaled q·k</th><th>q·k / √d_k</th></tr>"
+        f"<tr><td>variance of scores</td><td>{s.score_var_raw:.2f}</td><td>{s.score_var_scaled:.2f}</td></tr>"
+        f"<tr><td>mean largest weight</td><td>{s.max_weight_raw:.3f}</td><td>{s.max_weight_scaled:.3f}</td></tr>"
+        f"<tr><td>softmax gradient size ‖J‖</td><td>{s.grad_norm_raw:.4f}</td><td>{s.grad_norm_scaled:.4f}</td></tr>"
+        "</table>"
+    )
+
+
+def scaling_explorer(d_k: int = 64, *, n_keys: int = 16) -> Explorer:
+    """A d_k slider (1 to 512): variance, peakedness and gradient, scaled vs unscaled."""
+    curves = scaling_curves(n_keys=n_keys)
+    xs = [c.d_k for c in curves]
+    fig = new_figure(10, 2.8, dpi=72)
+    axes = fig.subplots(1, 4)
+    panels = (
+        ("variance of scores", "score_var", "log"),
+        ("mean largest weight", "max_weight", "linear"),
+        ("softmax gradient ‖J‖", "grad_norm", "log"),
+    )
+    markers = []
+    for ax, (title, attr, yscale) in zip(axes, panels):
+        ax.plot(xs, [getattr(c, attr + "_raw") for c in curves], "o-", color="tab:red", ms=3, label="unscaled")
+        ax.plot(xs, [getattr(c, attr + "_scaled") for c in curves], "o-", color="tab:blue", ms=3, label="/ √d_k")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale(yscale)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("d_k")
+        (m_raw,) = ax.plot([d_k], [1], "s", color="tab:red", ms=8, mfc="none")
+        (m_sc,) = ax.plot([d_k], [1], "s", color="tab:blue", ms=8, mfc="none")
+        markers.append((attr, m_raw, m_sc))
+    axes[0].legend(fontsize=8, loc="upper left")
+    ax_bar = axes[3]
+    pos = np.arange(n_keys)
+    bars_raw = ax_bar.bar(pos - 0.2, np.zeros(n_keys), width=0.4, color="tab:red", label="unscaled")
+    bars_sc = ax_bar.bar(pos + 0.2, np.zeros(n_keys), width=0.4, color="tab:blue", label="/ √d_k")
+    ax_bar.set_ylim(0, 1)
+    ax_bar.set_xticks([])
+    ax_bar.set_xlabel(f"weights of one query ({n_keys} keys)")
+    title = ax_bar.set_title("", fontsize=10)
+    fig.set_layout_engine("constrained")
+
+    def update(d_k: int) -> tuple[ScalingStats, str]:
+        s = scaling_stats(d_k, n_keys=n_keys)
+        for attr, m_raw, m_sc in markers:
+            m_raw.set_data([d_k], [getattr(s, attr + "_raw")])
+            m_sc.set_data([d_k], [getattr(s, attr + "_scaled")])
+        for bar, v in zip(bars_raw, s.example_raw):
+            bar.set_height(v)
+        for bar, v in zip(bars_sc, s.example_scaled):
+            bar.set_height(v)
+        title.set_text(f"d_k = {d_k}")
+        return s, _readout(s)
+
+    def live() -> list:
+        return [a for _, m_raw, m_sc in markers for a in (m_raw, m_sc)] + list(bars_raw) + list(bars_sc) + [title]
+
+    slider = widgets.IntSlider(value=d_k, min=1, max=512, step=1, description="d_k",
+                               continuous_update=True)
+    return Explorer({"d_k": slider}, fig, update, live, title="Scaled vs unscaled dot products")
