@@ -6,7 +6,7 @@ from torch import Tensor
 
 
 def shape_str(t: Tensor) -> str:
-    return "(" + ", ".join(str(s) for s in t.shape) + ")"
+    return str(tuple(t.shape))
 
 
 def check_tensor(name: str, t: object) -> Tensor:

@@ -1,0 +1,35 @@
+import torch
+
+from attn import examples
+
+
+def test_sentence_and_gloss_align():
+    assert examples.SENTENCE == ("小明", "在", "北京", "大学", "学习", "人工智能")
+    assert len(examples.SENTENCE_GLOSS) == len(examples.SENTENCE) == len(examples.CHAPTER_XUEXI_ROW)
+    assert abs(sum(examples.CHAPTER_XUEXI_ROW) - 1) < 1e-12
+
+
+def test_worked_example_shapes_and_fresh_copies():
+    ex = examples.worked_example()
+    assert ex["X"].shape == (3, 4) and ex["W_Q"].shape == ex["W_K"].shape == ex["W_V"].shape == (4, 2)
+    ex["X"][0, 0] = 99
+    assert examples.worked_example()["X"][0, 0] == 1
+    assert examples.worked_example(torch.float32)["X"].dtype == torch.float32
+
+
+def test_printed_claims_have_the_chapter_shapes():
+    p = examples.CHAPTER_PRINTED
+    for name, rows, cols in [("Q", 3, 2), ("K", 3, 2), ("V", 3, 2), ("QK^T", 3, 3),
+                             ("scaled", 3, 3), ("weights", 3, 3), ("output", 3, 2)]:
+        assert len(p[name]) == rows and all(len(r) == cols for r in p[name])
+
+
+def test_k_and_v_as_printed_are_right_and_q_row_2_is_not():
+    ex = examples.worked_example()
+    p = examples.CHAPTER_PRINTED
+    assert torch.equal(ex["X"] @ ex["W_K"], torch.tensor(p["K"], dtype=torch.float64))
+    assert torch.equal(ex["X"] @ ex["W_V"], torch.tensor(p["V"], dtype=torch.float64))
+    Q = ex["X"] @ ex["W_Q"]
+    printed_Q = torch.tensor(p["Q"], dtype=torch.float64)
+    assert torch.equal(Q[[0, 2]], printed_Q[[0, 2]])
+    assert not torch.equal(Q[1], printed_Q[1])

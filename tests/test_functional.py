@@ -1,0 +1,176 @@
+"""attn.functional against torch's own scaled_dot_product_attention, plus properties."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attn import causal_mask, masked_softmax, scaled_dot_product_attention, softmax_with_fill
+
+DTYPES = [torch.float32, torch.float64]
+TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
+
+
+def rand(*shape, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [((4, 3), (6, 3), (6, 5)), ((2, 4, 3), (2, 6, 3), (2, 6, 2)),
+                                   ((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 4))])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_matches_torch_sdpa_without_mask(dtype, shape, seed):
+    q, k, v = (rand(*s, dtype=dtype, seed=seed + i) for i, s in enumerate(shape))
+    out, w = scaled_dot_product_attention(q, k, v)
+    ref = F.scaled_dot_product_attention(q, k, v)
+    assert out.dtype == dtype and out.shape == ref.shape
+    assert w.shape == (*q.shape[:-1], k.shape[-2])
+    torch.testing.assert_close(out, ref, atol=TOL[dtype], rtol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matches_torch_sdpa_with_causal_and_random_masks(dtype):
+    q, k, v = rand(2, 3, 5, 4, dtype=dtype), rand(2, 3, 7, 4, dtype=dtype, seed=1), rand(2, 3, 7, 6, dtype=dtype, seed=2)
+    causal = causal_mask(5, 7)
+    out, _ = scaled_dot_product_attention(q, k, v, causal)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=causal),
+                               atol=TOL[dtype], rtol=0)
+    g = torch.Generator().manual_seed(3)
+    rnd = torch.rand(2, 1, 5, 7, generator=g) > 0.4
+    rnd[..., 0] = True  # every row keeps a key, so torch's result is defined
+    out, _ = scaled_dot_product_attention(q, k, v, rnd)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=rnd),
+                               atol=TOL[dtype], rtol=0)
+
+
+def test_custom_scale_matches_torch():
+    q, k, v = rand(3, 4), rand(5, 4, seed=1), rand(5, 2, seed=2)
+    out, _ = scaled_dot_product_attention(q, k, v, scale=0.3)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, scale=0.3), atol=1e-12, rtol=0)
+
+
+def test_fully_masked_row_gives_zeros_not_nan_and_no_nan_gradient():
+    q = rand(3, 4).requires_grad_()
+    k, v = rand(5, 4, seed=1), rand(5, 2, seed=2)
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[1] = False
+    out, w = scaled_dot_product_attention(q, k, v, mask)
+    assert torch.equal(w[1], torch.zeros(5, dtype=w.dtype))
+    assert torch.equal(out[1], torch.zeros(2, dtype=out.dtype))
+    torch.testing.assert_close(w[0].sum(), torch.tensor(1.0, dtype=w.dtype))
+    out.sum().backward()
+    assert torch.isfinite(q.grad).all()
+    assert torch.equal(q.grad[1], torch.zeros(4, dtype=q.dtype))
+
+
+def test_textbook_fills_on_a_fully_masked_row():
+    scores = rand(2, 3)
+    mask = torch.tensor([[True, False, True], [False, False, False]])
+    neg_inf = softmax_with_fill(scores, mask, float("-inf"))
+    assert torch.isnan(neg_inf[1]).all() and torch.isfinite(neg_inf[0]).all()
+    big = softmax_with_fill(scores, mask, -1e9)
+    torch.testing.assert_close(big[1], torch.full((3,), 1 / 3, dtype=big.dtype))
+    safe = masked_softmax(scores, mask)
+    assert torch.equal(safe[1], torch.zeros(3, dtype=safe.dtype))
+    torch.testing.assert_close(safe[0], neg_inf[0])
+
+
+def test_does_not_mutate_arguments_and_keeps_device():
+    q, k, v = rand(2, 3, 4), rand(2, 5, 4, seed=1), rand(2, 5, 3, seed=2)
+    mask = causal_mask(3, 5)
+    copies = [t.clone() for t in (q, k, v, mask)]
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
+    for t, c in zip((q, k, v, mask), copies):
+        assert torch.equal(t, c)
+    assert out.device == q.device
+
+
+@settings(max_examples=40, deadline=None)
+@given(L=st.integers(1, 6), S=st.integers(1, 6), E=st.integers(1, 5), seed=st.integers(0, 10_000),
+       p=st.floats(0.0, 1.0))
+def test_rows_sum_to_one_or_zero(L, S, E, seed, p):
+    q, k, v = rand(L, E, seed=seed), rand(S, E, seed=seed + 1), rand(S, 3, seed=seed + 2)
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.rand(L, S, generator=g) < p
+    _, w = scaled_dot_product_attention(q, k, v, mask)
+    sums = w.sum(-1)
+    expected = mask.any(-1).to(w.dtype)
+    torch.testing.assert_close(sums, expected, atol=1e-12, rtol=0)
+    assert (w >= 0).all() and not torch.isnan(w).any()
+    assert torch.equal(w[~mask], torch.zeros_like(w[~mask]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(L=st.integers(2, 7), E=st.integers(1, 6), seed=st.integers(0, 10_000))
+def test_self_attention_is_permutation_equivariant(L, E, seed):
+    x = rand(L, E, seed=seed)
+    perm = torch.randperm(L, generator=torch.Generator().manual_seed(seed))
+    out, w = scaled_dot_product_attention(x, x, x)
+    out_p, w_p = scaled_dot_product_attention(x[perm], x[perm], x[perm])
+    torch.testing.assert_close(out_p, out[perm], atol=1e-12, rtol=0)
+    torch.testing.assert_close(w_p, w[perm][:, perm], atol=1e-12, rtol=0)
+
+
+# ---- errors: each names the argument and says expected vs got ----
+
+def test_error_wrong_rank():
+    with pytest.raises(ValueError, match=r"query: expected at least 2 dims .*got shape \(4,\)"):
+        scaled_dot_product_attention(rand(4), rand(5, 4), rand(5, 4))
+
+
+def test_error_feature_sizes_differ():
+    with pytest.raises(ValueError, match=r"key: expected feature size E=4 .*got shape \(5, 3\)"):
+        scaled_dot_product_attention(rand(2, 4), rand(5, 3), rand(5, 4))
+
+
+def test_error_key_value_lengths_differ():
+    with pytest.raises(ValueError, match=r"value: expected S=5 rows .*got shape \(6, 4\)"):
+        scaled_dot_product_attention(rand(2, 4), rand(5, 4), rand(6, 4))
+
+
+def test_error_batch_dims_do_not_broadcast():
+    with pytest.raises(ValueError, match=r"query/key/value: expected batch dims that broadcast"):
+        scaled_dot_product_attention(rand(2, 3, 4), rand(3, 5, 4), rand(3, 5, 4))
+
+
+def test_error_integer_tensor():
+    with pytest.raises(TypeError, match=r"query: expected a floating-point tensor .*got dtype torch.int64"):
+        scaled_dot_product_attention(torch.ones(2, 4, dtype=torch.long), rand(5, 4), rand(5, 4))
+
+
+def test_error_not_a_tensor():
+    with pytest.raises(TypeError, match=r"key: expected a torch.Tensor, got list"):
+        scaled_dot_product_attention(rand(2, 4), [[1.0] * 4], rand(5, 4))
+
+
+def test_error_mixed_dtypes():
+    with pytest.raises(TypeError, match=r"query/key/value: expected one dtype"):
+        scaled_dot_product_attention(rand(2, 4, dtype=torch.float32), rand(5, 4), rand(5, 4))
+
+
+def test_error_mask_not_bool():
+    with pytest.raises(TypeError, match=r"mask: expected a bool tensor \(True = may attend\), got dtype torch.float32"):
+        scaled_dot_product_attention(rand(2, 4), rand(5, 4), rand(5, 4), torch.ones(2, 5))
+
+
+def test_error_mask_wrong_shape():
+    with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable to \(\.\.\., L, S\) = \(2, 5\), got shape \(3, 5\)"):
+        scaled_dot_product_attention(rand(2, 4), rand(5, 4), rand(5, 4), torch.ones(3, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, math.inf])
+def test_error_bad_scale(scale):
+    with pytest.raises(ValueError, match=r"scale: expected a positive finite float"):
+        scaled_dot_product_attention(rand(2, 4), rand(5, 4), rand(5, 4), scale=scale)
+
+
+def test_error_masked_softmax_scores_rank_and_dtype():
+    with pytest.raises(ValueError, match=r"scores: expected at least 2 dims"):
+        masked_softmax(rand(3))
+    with pytest.raises(TypeError, match=r"scores: expected a floating-point tensor"):
+        masked_softmax(torch.ones(2, 3, dtype=torch.int32))
+    with pytest.raises(TypeError, match=r"mask: expected a bool tensor .*got None"):
+        softmax_with_fill(rand(2, 3), None, -1e9)

@@ -1,0 +1,62 @@
+import pytest
+import torch
+
+from attn import causal_mask, from_torch_mha_mask, padding_mask, to_torch_mha_mask
+
+
+def test_causal_mask_is_lower_triangle():
+    m = causal_mask(3)
+    assert m.dtype == torch.bool and m.shape == (3, 3)
+    assert m.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+
+
+def test_causal_mask_rectangular():
+    m = causal_mask(2, 4)
+    assert m.shape == (2, 4)
+    assert m.tolist() == [[True, False, False, False], [True, True, False, False]]
+
+
+def test_padding_mask_shape_and_values():
+    m = padding_mask(torch.tensor([3, 1]), 4)
+    assert m.shape == (2, 1, 1, 4) and m.dtype == torch.bool
+    assert m[:, 0, 0].tolist() == [[True, True, True, False], [True, False, False, False]]
+    assert padding_mask([0, 4], 4)[:, 0, 0].tolist() == [[False] * 4, [True] * 4]
+
+
+def test_padding_mask_broadcasts_to_heads():
+    weights = torch.zeros(2, 3, 5, 4)  # (B, H, L, S)
+    assert torch.broadcast_shapes(padding_mask([1, 2], 4).shape, weights.shape) == weights.shape
+
+
+def test_conversion_round_trip():
+    m = causal_mask(4)
+    assert torch.equal(to_torch_mha_mask(m), ~m)
+    assert torch.equal(from_torch_mha_mask(to_torch_mha_mask(m)), m)
+
+
+@pytest.mark.parametrize("lengths, match", [
+    (torch.tensor([-1, 2]), r"lengths: expected values >= 0, got \[-1, 2\]"),
+    (torch.tensor([5, 2]), r"lengths: expected values <= max_len=4, got \[5, 2\]"),
+    (torch.tensor([[1, 2]]), r"lengths: expected 1 dim \(B,\), got shape \(1, 2\)"),
+])
+def test_padding_mask_value_errors(lengths, match):
+    with pytest.raises(ValueError, match=match):
+        padding_mask(lengths, 4)
+
+
+def test_padding_mask_type_errors():
+    with pytest.raises(TypeError, match=r"lengths: expected an integer tensor, got dtype torch.float32"):
+        padding_mask(torch.tensor([1.0, 2.0]), 4)
+    with pytest.raises(TypeError, match=r"lengths: expected a list of ints"):
+        padding_mask([1.5, 2], 4)
+    with pytest.raises(TypeError, match=r"max_len: expected a positive int, got float"):
+        padding_mask([1, 2], 4.0)
+
+
+def test_mask_argument_errors():
+    with pytest.raises(ValueError, match=r"L: expected a positive int, got 0"):
+        causal_mask(0)
+    with pytest.raises(TypeError, match=r"S: expected a positive int, got str"):
+        causal_mask(3, "4")
+    with pytest.raises(TypeError, match=r"mask: expected a bool tensor, got dtype torch.int64"):
+        to_torch_mha_mask(torch.ones(2, 2, dtype=torch.long))

@@ -1,0 +1,159 @@
+"""The course's modules against torch.nn.MultiheadAttention with copied weights."""
+import pytest
+import torch
+from torch import nn
+
+from attn import MultiHeadAttention, SelfAttention, causal_mask, padding_mask, to_torch_mha_mask
+
+TOL = 1e-12
+
+
+def rand(*shape, seed=0, dtype=torch.float64):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def torch_mha(E, H, bias, seed=0):
+    torch.manual_seed(seed)
+    mha = nn.MultiheadAttention(E, H, bias=bias, batch_first=True, dtype=torch.float64)
+    if bias:  # torch initialises biases to zero: make them matter
+        with torch.no_grad():
+            mha.in_proj_bias.normal_()
+            mha.out_proj.bias.normal_()
+    return mha.eval()
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("E, H", [(8, 1), (8, 2), (12, 4), (16, 8)])
+def test_self_attention_equals_torch(E, H, bias):
+    ref = torch_mha(E, H, bias)
+    ours = MultiHeadAttention.from_torch(ref)
+    x = rand(2, 5, E)
+    out, w = ours(x)
+    ref_out, ref_w = ref(x, x, x, need_weights=True, average_attn_weights=False)
+    assert out.shape == (2, 5, E) and w.shape == (2, H, 5, 5)
+    torch.testing.assert_close(out, ref_out, atol=TOL, rtol=0)
+    torch.testing.assert_close(w, ref_w, atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_causal_mask_equals_torch(bias):
+    ref = torch_mha(12, 3, bias, seed=1)
+    ours = MultiHeadAttention.from_torch(ref)
+    x = rand(2, 6, 12, seed=1)
+    mask = causal_mask(6)
+    out, w = ours(x, mask=mask)
+    ref_out, ref_w = ref(x, x, x, attn_mask=to_torch_mha_mask(mask), average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, atol=TOL, rtol=0)
+    torch.testing.assert_close(w, ref_w, atol=TOL, rtol=0)
+
+
+def test_padding_mask_equals_torch_key_padding_mask():
+    ref = torch_mha(8, 2, True, seed=2)
+    ours = MultiHeadAttention.from_torch(ref)
+    x = rand(3, 5, 8, seed=2)
+    lengths = torch.tensor([5, 3, 1])
+    mask = padding_mask(lengths, 5)  # (B, 1, 1, S)
+    out, w = ours(x, mask=mask)
+    kpm = to_torch_mha_mask(mask[:, 0, 0])  # (B, S), True = blocked
+    ref_out, ref_w = ref(x, x, x, key_padding_mask=kpm, average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, atol=TOL, rtol=0)
+    torch.testing.assert_close(w, ref_w, atol=TOL, rtol=0)
+    assert torch.equal(w[2, :, :, 1:], torch.zeros_like(w[2, :, :, 1:]))
+
+
+def test_cross_attention_equals_torch():
+    ref = torch_mha(8, 4, True, seed=3)
+    ours = MultiHeadAttention.from_torch(ref)
+    q, kv = rand(2, 3, 8, seed=3), rand(2, 7, 8, seed=4)
+    out, w = ours(q, kv, kv)
+    ref_out, ref_w = ref(q, kv, kv, average_attn_weights=False)
+    assert w.shape == (2, 4, 3, 7)
+    torch.testing.assert_close(out, ref_out, atol=TOL, rtol=0)
+    torch.testing.assert_close(w, ref_w, atol=TOL, rtol=0)
+
+
+def test_averaged_weights_are_the_mean_of_ours():
+    ref = torch_mha(8, 4, False, seed=5)
+    x = rand(1, 4, 8)
+    _, w = MultiHeadAttention.from_torch(ref)(x)
+    _, avg = ref(x, x, x)  # default: averaged over heads
+    torch.testing.assert_close(avg, w.mean(1), atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_to_torch_round_trip(bias):
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(8, 2, bias=bias).double()
+    mha = ours.to_torch()
+    x = rand(2, 4, 8)
+    out, w = ours(x)
+    ref_out, ref_w = mha(x, x, x, average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, atol=TOL, rtol=0)
+    torch.testing.assert_close(w, ref_w, atol=TOL, rtol=0)
+
+
+def test_fast_path_equals_teaching_path_and_fully_masked_rows_are_zero():
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2).double()
+    x = rand(2, 4, 8)
+    mask = causal_mask(4).clone()
+    mask[2] = False
+    slow, _ = m(x, mask=mask)
+    fast, none = m(x, mask=mask, need_weights=False)
+    assert none is None and not torch.isnan(fast).any()
+    torch.testing.assert_close(fast, slow, atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dtype_is_kept(dtype):
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2).to(dtype)
+    out, w = m(rand(1, 3, 8, dtype=dtype))
+    assert out.dtype == dtype and w.dtype == dtype
+    s = SelfAttention(8, 4, 3).to(dtype)
+    out, w = s(rand(1, 3, 8, dtype=dtype))
+    assert out.dtype == dtype and out.shape == (1, 3, 3) and w.shape == (1, 3, 3)
+
+
+def test_self_attention_matches_manual_computation():
+    torch.manual_seed(0)
+    s = SelfAttention(4, 2, 3).double()
+    x = rand(2, 5, 4)
+    out, w = s(x)
+    q, k, v = x @ s.W_q.weight.T, x @ s.W_k.weight.T, x @ s.W_v.weight.T
+    expected_w = torch.softmax(q @ k.transpose(1, 2) / 2 ** 0.5, -1)
+    torch.testing.assert_close(w, expected_w)
+    torch.testing.assert_close(out, expected_w @ v)
+    out_c, w_c = s(x, causal_mask(5))
+    assert torch.equal(w_c[0].triu(1), torch.zeros(5, 5, dtype=w_c.dtype))
+
+
+def test_module_errors():
+    with pytest.raises(ValueError, match=r"d_model: expected a positive multiple of num_heads=3, got 8"):
+        MultiHeadAttention(8, 3)
+    with pytest.raises(ValueError, match=r"num_heads: expected a positive int, got 0"):
+        MultiHeadAttention(8, 0)
+    with pytest.raises(TypeError, match=r"d_model: expected a positive int, got float"):
+        MultiHeadAttention(8.0, 2)
+    m = MultiHeadAttention(8, 2).double()
+    with pytest.raises(ValueError, match=r"query: expected 3 dims \(B, L, E\), got shape \(4, 8\)"):
+        m(rand(4, 8))
+    with pytest.raises(ValueError, match=r"query: expected last dim E=8, got shape \(1, 4, 6\)"):
+        m(rand(1, 4, 6))
+    with pytest.raises(ValueError, match=r"key/value: expected shapes"):
+        m(rand(1, 4, 8), rand(1, 5, 8), rand(1, 6, 8))
+    with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable to \(B, H, L, S\)"):
+        m(rand(1, 4, 8), mask=torch.ones(3, 3, dtype=torch.bool))
+    with pytest.raises(TypeError, match=r"mask: expected a bool tensor"):
+        m(rand(1, 4, 8), mask=torch.ones(4, 4))
+    with pytest.raises(TypeError, match=r"query: expected a floating-point tensor"):
+        m(torch.ones(1, 4, 8, dtype=torch.long))
+    with pytest.raises(TypeError, match=r"module: expected nn.MultiheadAttention, got Linear"):
+        MultiHeadAttention.from_torch(nn.Linear(2, 2))
+    with pytest.raises(ValueError, match=r"module: expected batch_first=True"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2))
+    s = SelfAttention(4, 2, 2).double()
+    with pytest.raises(ValueError, match=r"x: expected last dim d_model=4, got shape \(1, 3, 5\)"):
+        s(rand(1, 3, 5))
+    with pytest.raises(ValueError, match=r"x: expected 3 dims \(B, L, d_model\), got shape \(3, 4\)"):
+        s(rand(3, 4))

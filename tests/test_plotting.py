@@ -1,0 +1,67 @@
+import subprocess
+import sys
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+from matplotlib.ft2font import FT2Font
+
+from attn import plotting
+
+
+def test_import_changes_no_global_matplotlib_setting():
+    code = ("import matplotlib, json; before = dict(matplotlib.rcParams); "
+            "import attn, attn.plotting, attn.widgets; "
+            "after = dict(matplotlib.rcParams); "
+            "print(json.dumps(sorted(k for k in after if str(after[k]) != str(before[k]))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_font_has_the_course_tokens():
+    font = FT2Font(plotting._font_path())
+    for ch in "小明在北京大学学习人工智能[CLS]":
+        assert font.get_char_index(ord(ch)) != 0, ch
+
+
+def test_heatmap_updates_in_place():
+    w = torch.softmax(torch.randn(3, 4, generator=torch.Generator().manual_seed(0)), -1)
+    hm = plotting.heatmap(w, ["a", "b", "c", "d"], ["x", "y", "z"], annotate=True)
+    image, fig = hm.image, hm.ax.figure
+    np.testing.assert_allclose(image.get_array(), w.numpy())
+    assert [t.get_text() for t in hm.ax.get_xticklabels()] == ["a", "b", "c", "d"]
+    assert hm.texts[0].get_text() == f"{w[0, 0].item():.2f}"
+    hm.update(torch.zeros(3, 4))
+    assert hm.image is image and hm.ax.figure is fig
+    assert np.all(image.get_array() == 0) and hm.texts[0].get_text() == "0.00"
+
+
+def test_heatmap_update_changes_shape_and_shows_nan():
+    hm = plotting.heatmap(np.eye(2), annotate=True)
+    hm.update(np.full((3, 3), np.nan))
+    assert hm.image.get_array().shape == (3, 3)
+    assert hm.ax.get_xlim() == (-0.5, 2.5)
+    assert sum(t.get_visible() and t.get_text() == "NaN" for t in hm.texts) == 9
+
+
+def test_head_grid_hides_unused_heads_and_updates_in_place():
+    w = np.random.default_rng(0).random((8, 4, 4))
+    grid = plotting.head_grid(w, list("abcd"))
+    assert len(grid.heatmaps) == 8 and all(hm.ax.get_visible() for hm in grid.heatmaps)
+    first = grid.heatmaps[0].image
+    grid.update(w[:3])
+    assert [hm.ax.get_visible() for hm in grid.heatmaps] == [True] * 3 + [False] * 5
+    assert grid.heatmaps[0].image is first
+    assert grid.heatmaps[0].ax.get_title() == "Head 1"
+    assert plotting.figure_png(grid.fig)[:4] == b"\x89PNG"
+
+
+def test_plotting_errors():
+    with pytest.raises(ValueError, match=r"weights: expected 2 dims \(L, S\), got shape \(2, 2, 2\)"):
+        plotting.heatmap(np.zeros((2, 2, 2)))
+    grid = plotting.head_grid(np.zeros((2, 3, 3)), nrows=1, ncols=2)
+    with pytest.raises(ValueError, match=r"weights: expected at most 2 heads for this grid, got shape \(3, 3, 3\)"):
+        grid.update(np.zeros((3, 3, 3)))
+    with pytest.raises(ValueError, match=r"weights: expected 3 dims \(H, L, S\)"):
+        grid.update(np.zeros((3, 3)))
