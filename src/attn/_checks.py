@@ -1,6 +1,8 @@
 """Input checks shared by the package: each raises ValueError/TypeError naming the argument."""
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -70,3 +72,43 @@ def check_same_dtype(names: tuple[str, ...], tensors: tuple[Tensor, ...]) -> Non
     if len(dtypes) > 1:
         got = ", ".join(f"{n}={t.dtype}" for n, t in zip(names, tensors))
         raise TypeError(f"{'/'.join(names)}: expected one dtype, got {got}")
+
+
+def check_qkv(query: object, key: object, value: object) -> torch.Size:
+    """Check query (..., L, E), key (..., S, E), value (..., S, Ev); return the broadcast batch shape."""
+    query = check_float("query", query)
+    key = check_float("key", key)
+    value = check_float("value", value)
+    check_min_rank("query", query, 2, "(..., L, E)")
+    check_min_rank("key", key, 2, "(..., S, E)")
+    check_min_rank("value", value, 2, "(..., S, Ev)")
+    check_same_dtype(("query", "key", "value"), (query, key, value))
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(
+            f"key: expected feature size E={query.shape[-1]} to match query {shape_str(query)}, "
+            f"got shape {shape_str(key)}"
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"value: expected S={key.shape[-2]} rows to match key {shape_str(key)}, "
+            f"got shape {shape_str(value)}"
+        )
+    try:
+        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"query/key/value: expected batch dims that broadcast, got shapes "
+            f"{shape_str(query)}, {shape_str(key)}, {shape_str(value)}"
+        ) from None
+    return batch
+
+
+def check_scale(scale: object, E: int) -> float:
+    """None -> 1/sqrt(E); otherwise a positive finite number."""
+    if scale is None:
+        return 1.0 / math.sqrt(E)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"scale: expected a positive float or None, got {type(scale).__name__}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale: expected a positive finite float, got {scale}")
+    return float(scale)

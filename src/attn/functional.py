@@ -14,18 +14,10 @@ the opposite one (see ``attn.masks.to_torch_mha_mask``).
 """
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
-from ._checks import (
-    check_bool_mask,
-    check_float,
-    check_min_rank,
-    check_same_dtype,
-    shape_str,
-)
+from ._checks import check_bool_mask, check_float, check_min_rank, check_qkv, check_scale, shape_str
 
 __all__ = [
     "masked_softmax",
@@ -140,36 +132,8 @@ def scaled_dot_product_attention(
         ValueError: fewer than 2 dims, E or S mismatch, batch dims that do not
             broadcast, a mask of the wrong shape, a scale that is not positive.
     """
-    query = check_float("query", query)
-    key = check_float("key", key)
-    value = check_float("value", value)
-    check_min_rank("query", query, 2, "(..., L, E)")
-    check_min_rank("key", key, 2, "(..., S, E)")
-    check_min_rank("value", value, 2, "(..., S, Ev)")
-    check_same_dtype(("query", "key", "value"), (query, key, value))
-    if query.shape[-1] != key.shape[-1]:
-        raise ValueError(
-            f"key: expected feature size E={query.shape[-1]} to match query {shape_str(query)}, "
-            f"got shape {shape_str(key)}"
-        )
-    if key.shape[-2] != value.shape[-2]:
-        raise ValueError(
-            f"value: expected S={key.shape[-2]} rows to match key {shape_str(key)}, "
-            f"got shape {shape_str(value)}"
-        )
-    try:
-        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"query/key/value: expected batch dims that broadcast, got shapes "
-            f"{shape_str(query)}, {shape_str(key)}, {shape_str(value)}"
-        ) from None
-    if scale is None:
-        scale = 1.0 / math.sqrt(query.shape[-1])
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise TypeError(f"scale: expected a positive float or None, got {type(scale).__name__}")
-    elif not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale: expected a positive finite float, got {scale}")
+    batch = check_qkv(query, key, value)
+    scale = check_scale(scale, query.shape[-1])
     if mask is not None:
         target = (*batch, query.shape[-2], key.shape[-2])
         check_bool_mask("mask", mask, target, "(..., L, S)")

@@ -5,7 +5,6 @@ H heads, D = E // H per-head size. Masks are bool, True = may attend.
 """
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.nn.functional as F
