@@ -94,13 +94,21 @@ def _attend_rows(
     i1 = i0 + Lq
     stop = min(S, i1) if causal else S  # causal: keys after the last query are never seen
     batch = torch.broadcast_shapes(q.shape[:-2], key.shape[:-2], value.shape[:-2])
+    if mask is not None:
+        batch = torch.broadcast_shapes(batch, mask.shape[:-2])
     m = q.new_full((*batch, Lq, 1), float("-inf"))  # running max        (..., Lq, 1)
     l = q.new_zeros((*batch, Lq, 1))  # running sum of exp(s - m)           (..., Lq, 1)
     acc = q.new_zeros((*batch, Lq, value.shape[-1]))  # running sum of exp(s - m) v  (..., Lq, Ev)
     rows = torch.arange(i0, i1, device=q.device)[:, None]  # (Lq, 1) query positions
+    q = q * scale  # scale once here rather than every block of scores
+    # Without autograd, work on each block of scores in place (fewer passes over memory);
+    # only temporaries made in this loop are changed, never an argument.
+    in_place = not (torch.is_grad_enabled() and (q.requires_grad or value.requires_grad or key.requires_grad))
     for j0 in range(0, stop, block_size):
         j1 = min(j0 + block_size, stop)
-        s = (q @ key[..., j0:j1, :].transpose(-2, -1)) * scale  # (..., Lq, E) @ (..., E, Sb) -> (..., Lq, Sb)
+        s = q @ key[..., j0:j1, :].transpose(-2, -1)  # (..., Lq, E) @ (..., E, Sb) -> (..., Lq, Sb)
+        if s.shape[:-1] != m.shape[:-1]:  # value or mask has more batch entries than q and k
+            s = s.expand(*m.shape[:-1], j1 - j0).clone()  # -> (..., Lq, Sb)
         allowed = None
         if mask is not None:
             allowed = _mask_block(mask, i0, i1, j0, j1)  # broadcastable to (..., Lq, Sb)
@@ -108,15 +116,15 @@ def _attend_rows(
             below = torch.arange(j0, j1, device=q.device) <= rows  # (Lq, Sb)
             allowed = below if allowed is None else allowed & below
         if allowed is not None:
-            s = s.masked_fill(~allowed, float("-inf"))
+            s = s.masked_fill_(~allowed, float("-inf")) if in_place else s.masked_fill(~allowed, float("-inf"))
         m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., Lq, 1)
         # A row that has seen no allowed key yet has m_new = -inf: subtract 0 instead,
         # so exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
         m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)
-        p = torch.exp(s - m_safe)  # (..., Lq, Sb); 0 where blocked
+        p = s.sub_(m_safe).exp_() if in_place else torch.exp(s - m_safe)  # (..., Lq, Sb); 0 where blocked
         rescale = torch.exp(m - m_safe)  # (..., Lq, 1); 0 on the first block seen
-        l = l * rescale + p.sum(dim=-1, keepdim=True)
-        acc = acc * rescale + p @ value[..., j0:j1, :]  # (..., Lq, Sb) @ (..., Sb, Ev) -> (..., Lq, Ev)
+        l = (l * rescale).add_(p.sum(dim=-1, keepdim=True))
+        acc = (acc * rescale).add_(p @ value[..., j0:j1, :])  # (..., Lq, Sb) @ (..., Sb, Ev) -> (..., Lq, Ev)
         m = m_new
     # A row with no allowed key has l = 0 and acc = 0: give it zeros, not 0 / 0.
     return acc / l.masked_fill(l == 0, 1.0)
@@ -177,6 +185,8 @@ def blockwise_attention(
     L, S = query.shape[-2], key.shape[-2]
     if mask is not None:
         mask = check_bool_mask("mask", mask, (*batch, L, S), "(..., L, S)")
+        if mask.dim() < 2:
+            mask = mask.reshape((1,) * (2 - mask.dim()) + tuple(mask.shape))  # (S,) -> (1, S)
     step = L if query_block_size is None else query_block_size
     if step >= L:
         return _attend_rows(query, key, value, mask, causal, 0, block_size, scale)

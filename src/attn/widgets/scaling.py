@@ -39,35 +39,47 @@ class ScalingStats:
     example_scaled: tuple[float, ...]
 
 
-def _softmax_stats(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """scores (..., N, n) -> mean largest weight (...,), mean Jacobian norm (...,), p."""
-    p = torch.softmax(scores, dim=-1)  # (..., N, n)
+def _softmax_stats(scores: torch.Tensor) -> tuple[float, float, torch.Tensor]:
+    """scores (N, n) -> mean largest weight, mean softmax-Jacobian norm, weights p (N, n)."""
+    p = torch.softmax(scores, dim=-1)  # (N, n)
     # ||diag(p) - p p^T||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2
-    s2, s3 = (p**2).sum(-1), (p**3).sum(-1)  # (..., N)
-    jac = (s2 - 2 * s3 + s2**2).clamp_min(0).sqrt()
-    return p.max(-1).values.mean(-1), jac.mean(-1), p
+    s2, s3 = (p**2).sum(-1), (p**3).sum(-1)  # (N,)
+    jac = (s2 - 2 * s3 + s2**2).clamp_min(0).sqrt()  # (N,)
+    return p.max(-1).values.mean().item(), jac.mean().item(), p
 
 
-@lru_cache(maxsize=4)
-def _table(d_max: int, n_keys: int, n_rows: int, seed: int) -> dict[str, torch.Tensor]:
-    """Statistics for every d_k in 1..d_max at once.
+@lru_cache(maxsize=2)
+def _score_table(d_max: int, n_keys: int, n_rows: int, seed: int) -> torch.Tensor:
+    """Unscaled scores for every d_k in 1..d_max at once: (D, N, n), entry [d-1] uses d dims.
 
-    Draw q (N, d_max) and k (N, n, d_max) once; the score with d_k dims is the sum of the
-    first d_k coordinate products, so one cumulative sum gives the scores for all d_k.
+    Draw n_rows queries q (N, 1, D) and n_keys keys per query k (N, n, D) with N(0, 1)
+    entries, once (float32: fast to draw). The score with d_k dims is the sum of the first
+    d_k coordinate products, so one cumulative sum gives the scores for every d_k, and every
+    d_k <= D shares the same vectors.
     """
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(n_rows, 1, d_max, generator=g, dtype=torch.float64)  # (N, 1, D)
-    k = torch.randn(n_rows, n_keys, d_max, generator=g, dtype=torch.float64)  # (N, n, D)
-    raw = (q * k).cumsum(-1).permute(2, 0, 1)  # (N, n, D) -> (D, N, n): raw[d-1] uses d dims
-    d = torch.arange(1, d_max + 1, dtype=torch.float64)[:, None, None]  # (D, 1, 1)
-    scaled = raw / d.sqrt()
-    out: dict[str, torch.Tensor] = {}
-    for name, scores in (("raw", raw), ("scaled", scaled)):
-        mw, jac, p = _softmax_stats(scores)
-        out["var_" + name] = scores.flatten(1).var(-1)  # (D,)
-        out["max_" + name], out["jac_" + name] = mw, jac  # (D,), (D,)
-        out["example_" + name] = p[:, 0, :]  # (D, n): the first query's weights
-    return out
+    q = torch.randn(n_rows, 1, d_max, generator=g)  # (N, 1, D)
+    k = torch.randn(n_rows, n_keys, d_max, generator=g)  # (N, n, D)
+    return (q * k).cumsum(-1).permute(2, 0, 1).contiguous()  # (N, n, D) -> (D, N, n)
+
+
+@lru_cache(maxsize=1024)
+def _stats(d_k: int, n_keys: int, n_rows: int, seed: int) -> ScalingStats:
+    raw = _score_table(max(512, d_k), n_keys, n_rows, seed)[d_k - 1].double()  # (N, n)
+    scaled = raw / math.sqrt(d_k)
+    max_raw, jac_raw, p_raw = _softmax_stats(raw)
+    max_sc, jac_sc, p_sc = _softmax_stats(scaled)
+    return ScalingStats(
+        d_k=d_k,
+        score_var_raw=raw.var().item(),
+        score_var_scaled=scaled.var().item(),
+        max_weight_raw=max_raw,
+        max_weight_scaled=max_sc,
+        grad_norm_raw=jac_raw,
+        grad_norm_scaled=jac_sc,
+        example_raw=tuple(p_raw[0].tolist()),
+        example_scaled=tuple(p_sc[0].tolist()),
+    )
 
 
 def scaling_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 1000, seed: int = 0) -> ScalingStats:
@@ -79,25 +91,21 @@ def scaling_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 1000, seed: int =
         n_rows: how many query rows to average over.
         seed: the random generator's seed (same seed, same numbers).
 
-    The draws for every d_k <= 512 come from one table (the first d_k coordinates of the
+    Returns:
+        ``ScalingStats``: variance of the n_rows x n_keys scores, the mean over rows of the
+        largest softmax weight, and the mean over rows of the Frobenius norm of the softmax
+        Jacobian diag(p) - p p^T, each unscaled (``_raw``) and divided by sqrt(d_k)
+        (``_scaled``); plus the weights of the first row both ways.
+
+    The vectors for every d_k <= 512 come from one draw (the first d_k coordinates of the
     same vectors), so neighbouring d_k values differ only by the added dimensions.
     """
     check_positive_int("d_k", d_k)
     check_positive_int("n_keys", n_keys)
     check_positive_int("n_rows", n_rows)
-    t = _table(max(512, d_k), n_keys, n_rows, seed)
-    i = d_k - 1
-    return ScalingStats(
-        d_k=d_k,
-        score_var_raw=t["var_raw"][i].item(),
-        score_var_scaled=t["var_scaled"][i].item(),
-        max_weight_raw=t["max_raw"][i].item(),
-        max_weight_scaled=t["max_scaled"][i].item(),
-        grad_norm_raw=t["jac_raw"][i].item(),
-        grad_norm_scaled=t["jac_scaled"][i].item(),
-        example_raw=tuple(t["example_raw"][i].tolist()),
-        example_scaled=tuple(t["example_scaled"][i].tolist()),
-    )
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed: expected an int, got {type(seed).__name__}")
+    return _stats(d_k, n_keys, n_rows, seed)
 
 
 def scaling_curves(d_ks: tuple[int, ...] = D_K_GRID, **kwargs: int) -> list[ScalingStats]:
@@ -106,20 +114,39 @@ def scaling_curves(d_ks: tuple[int, ...] = D_K_GRID, **kwargs: int) -> list[Scal
 
 
 def _readout(s: ScalingStats) -> str:
+    notes = []
+    if s.d_k == 1:
+        notes.append("At d_k = 1, √d_k = 1: scaling changes nothing, both columns are equal.")
+    else:
+        notes.append(
+            f"Unscaled, the variance of the scores is {s.score_var_raw / s.score_var_scaled:.1f} times "
+            f"the scaled one (d_k = {s.d_k}); the largest weight averages {s.max_weight_raw:.2f} "
+            f"against {s.max_weight_scaled:.2f}, and the gradient through the softmax is "
+            f"{s.grad_norm_raw / s.grad_norm_scaled:.2f} times the scaled one."
+        )
     return (
         f"<table><tr><th>d_k = {s.d_k}</th><th>unscaled q·k</th><th>q·k / √d_k</th></tr>"
         f"<tr><td>variance of scores</td><td>{s.score_var_raw:.2f}</td><td>{s.score_var_scaled:.2f}</td></tr>"
         f"<tr><td>mean largest weight</td><td>{s.max_weight_raw:.3f}</td><td>{s.max_weight_scaled:.3f}</td></tr>"
         f"<tr><td>softmax gradient size ‖J‖</td><td>{s.grad_norm_raw:.4f}</td><td>{s.grad_norm_scaled:.4f}</td></tr>"
-        "</table>"
+        "</table><p>" + " ".join(notes) + "</p>"
     )
 
 
 def scaling_explorer(d_k: int = 64, *, n_keys: int = 16) -> Explorer:
-    """A d_k slider (1 to 512): variance, peakedness and gradient, scaled vs unscaled."""
+    """A d_k slider (1 to 512): variance, peakedness and gradient, scaled vs unscaled.
+
+    Three panels plot ``scaling_stats`` over d_k = 1, 2, 4, ..., 512 (both ways) with a
+    marker at the slider's d_k; the fourth shows one query's softmax weights both ways.
+    """
+    check_positive_int("d_k", d_k)
+    check_positive_int("n_keys", n_keys)
+    d_k = min(d_k, 512)
     curves = scaling_curves(n_keys=n_keys)
     xs = [c.d_k for c in curves]
     fig = new_figure(10, 2.8, dpi=72)
+    # Fixed positions instead of a layout engine: the figure is built once, quickly.
+    fig.subplots_adjust(left=0.045, right=0.99, bottom=0.17, top=0.9, wspace=0.3)
     axes = fig.subplots(1, 4)
     panels = (
         ("variance of scores", "score_var", "log"),
@@ -128,25 +155,28 @@ def scaling_explorer(d_k: int = 64, *, n_keys: int = 16) -> Explorer:
     )
     markers = []
     for ax, (title, attr, yscale) in zip(axes, panels):
-        ax.plot(xs, [getattr(c, attr + "_raw") for c in curves], "o-", color="tab:red", ms=3, label="unscaled")
-        ax.plot(xs, [getattr(c, attr + "_scaled") for c in curves], "o-", color="tab:blue", ms=3, label="/ √d_k")
+        ax.plot(xs, [getattr(c, attr + "_raw") for c in curves], "o-", color="tab:red", ms=3,
+                label="unscaled q·k")
+        ax.plot(xs, [getattr(c, attr + "_scaled") for c in curves], "o-", color="tab:blue", ms=3,
+                label="q·k / √d_k")
         ax.set_xscale("log", base=2)
+        ax.set_xticks([1, 8, 64, 512], ["1", "8", "64", "512"])
         ax.set_yscale(yscale)
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("d_k")
+        ax.set_xlabel("d_k", labelpad=1)
         (m_raw,) = ax.plot([d_k], [1], "s", color="tab:red", ms=8, mfc="none")
         (m_sc,) = ax.plot([d_k], [1], "s", color="tab:blue", ms=8, mfc="none")
         markers.append((attr, m_raw, m_sc))
+    axes[1].set_ylim(0, 1.02)
     axes[0].legend(fontsize=8, loc="upper left")
     ax_bar = axes[3]
     pos = np.arange(n_keys)
-    bars_raw = ax_bar.bar(pos - 0.2, np.zeros(n_keys), width=0.4, color="tab:red", label="unscaled")
-    bars_sc = ax_bar.bar(pos + 0.2, np.zeros(n_keys), width=0.4, color="tab:blue", label="/ √d_k")
+    bars_raw = ax_bar.bar(pos - 0.2, np.zeros(n_keys), width=0.4, color="tab:red")
+    bars_sc = ax_bar.bar(pos + 0.2, np.zeros(n_keys), width=0.4, color="tab:blue")
     ax_bar.set_ylim(0, 1)
     ax_bar.set_xticks([])
-    ax_bar.set_xlabel(f"weights of one query ({n_keys} keys)")
+    ax_bar.set_xlabel(f"weights of one query ({n_keys} keys)", labelpad=1)
     title = ax_bar.set_title("", fontsize=10)
-    fig.set_layout_engine("constrained")
 
     def update(d_k: int) -> tuple[ScalingStats, str]:
         s = scaling_stats(d_k, n_keys=n_keys)
@@ -161,7 +191,8 @@ def scaling_explorer(d_k: int = 64, *, n_keys: int = 16) -> Explorer:
         return s, _readout(s)
 
     def live() -> list:
-        return [a for _, m_raw, m_sc in markers for a in (m_raw, m_sc)] + list(bars_raw) + list(bars_sc) + [title]
+        return ([a for _, m_raw, m_sc in markers for a in (m_raw, m_sc)]
+                + list(bars_raw) + list(bars_sc) + [title])
 
     slider = widgets.IntSlider(value=d_k, min=1, max=512, step=1, description="d_k",
                                continuous_update=True)

@@ -1,0 +1,335 @@
+"""Attention at scale on the CPU: time and peak memory of a causal multi-head forward pass.
+
+Every configuration runs in a fresh subprocess (``python -m benchmarks.scale --worker JSON``),
+so that one configuration's memory cannot hide in another's. In the worker:
+
+* memory: reset the peak resident set size (write 5 to /proc/self/clear_refs, Linux), run
+  the first forward pass, read VmHWM; the figure is VmHWM minus VmRSS just before the pass:
+  the growth of the process's peak memory caused by that pass (inputs and weights excluded).
+  Where clear_refs is not allowed it falls back to ``resource.getrusage(RUSAGE_SELF).ru_maxrss``
+  (a peak that cannot be reset, so setup may hide part of it; the JSON says which was used).
+* time: then ``repeats`` more passes under ``torch.inference_mode``; the median is reported.
+
+Methods for the layer (B, L, E) -> (B, L, E), all with the weights of one
+``attn.MultiHeadAttention(E, H)``:
+
+* ``sdpa``: the reference: the same four projections around a bare
+  ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``;
+* ``sdpa_mask``: the same with a bool (L, L) causal mask instead of ``is_causal``;
+* ``fast``: ``MultiHeadAttention(x, mask=causal_mask(L), need_weights=False)``;
+* ``teaching``: ``MultiHeadAttention(x, mask=causal_mask(L))``, which returns the weights;
+* ``torch_weights`` / ``torch_fast``: ``nn.MultiheadAttention`` with the same weights,
+  ``need_weights=True`` (per-head weights) / ``False`` (``is_causal=True`` hint);
+* ``blockwise``: ``attn.blockwise.blockwise_multi_head_attention(causal=True)``.
+
+Methods for one head (1, 1, L, D), the memory check at long L: ``naive``
+(``attn.functional.scaled_dot_product_attention``, holds the (L, L) weights), ``blockwise``
+(``attn.blockwise.blockwise_attention``), ``sdpa`` (PyTorch's fused kernel).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from typing import Any
+
+from ._common import machine, median, say, table, write_json
+
+LAYER_METHODS = ("sdpa", "sdpa_mask", "fast", "teaching", "torch_weights", "torch_fast", "blockwise")
+HEAD_METHODS = ("naive", "blockwise", "sdpa")
+BLOCK = {"block_size": 256, "query_block_size": 512}  # a good pair on this machine
+
+
+# --- the worker (one configuration, in its own process) ----------------------------------------
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _layer_fn(method: str, L: int, B: int, E: int, H: int):
+    import torch
+    import torch.nn.functional as F
+
+    from attn.blockwise import blockwise_multi_head_attention
+    from attn.masks import causal_mask, to_torch_mha_mask
+    from attn.modules import MultiHeadAttention
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(E, H, bias=True).eval()
+    x = torch.randn(B, L, E)  # (B, L, E)
+    mask = causal_mask(L)  # (L, L) bool, True = may attend
+
+    def reference(attn_mask=None):
+        q = mha.split_heads(mha.W_q(x))  # (B, L, E) -> (B, H, L, D)
+        k = mha.split_heads(mha.W_k(x))
+        v = mha.split_heads(mha.W_v(x))
+        if attn_mask is None:
+            heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, L, D)
+        else:
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+        return mha.W_o(mha.merge_heads(heads))  # (B, H, L, D) -> (B, L, E)
+
+    if method == "sdpa":
+        return lambda: reference()
+    if method == "sdpa_mask":
+        return lambda: reference(mask)
+    if method == "fast":
+        return lambda: mha(x, mask=mask, need_weights=False)[0]
+    if method == "teaching":
+        return lambda: mha(x, mask=mask)[0]
+    if method in ("torch_weights", "torch_fast"):
+        torch_mha = mha.to_torch().eval()
+        blocked = to_torch_mha_mask(mask)  # True = blocked, nn.MultiheadAttention's convention
+        if method == "torch_weights":
+            return lambda: torch_mha(x, x, x, attn_mask=blocked, need_weights=True,
+                                     average_attn_weights=False)[0]
+        return lambda: torch_mha(x, x, x, attn_mask=blocked, need_weights=False, is_causal=True)[0]
+    if method == "blockwise":
+        return lambda: blockwise_multi_head_attention(mha, x, causal=True, **BLOCK)
+    raise ValueError(f"method: expected one of {LAYER_METHODS}, got {method!r}")
+
+
+def _head_fn(method: str, L: int, D: int, causal: bool):
+    import torch
+    import torch.nn.functional as F
+
+    from attn.blockwise import blockwise_attention
+    from attn.functional import scaled_dot_product_attention
+    from attn.masks import causal_mask
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, L, D, generator=g) for _ in range(3))  # (1, 1, L, D)
+    if method == "naive":
+        mask = causal_mask(L) if causal else None  # the naive path needs the (L, L) mask too
+        return lambda: scaled_dot_product_attention(q, k, v, mask)[0]
+    if method == "blockwise":
+        return lambda: blockwise_attention(q, k, v, causal=causal, block_size=512)
+    if method == "sdpa":
+        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    raise ValueError(f"method: expected one of {HEAD_METHODS}, got {method!r}")
+
+
+def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    if cfg.get("threads"):
+        torch.set_num_threads(cfg["threads"])
+    if cfg["kind"] == "layer":
+        fn = _layer_fn(cfg["method"], cfg["L"], cfg["B"], cfg["E"], cfg["H"])
+    else:
+        fn = _head_fn(cfg["method"], cfg["L"], cfg["D"], cfg["causal"])
+    with torch.inference_mode():
+        reset = _reset_peak()
+        before_rss = _status_kib("VmRSS")
+        before_max = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        t0 = time.perf_counter()
+        out = fn()
+        first = time.perf_counter() - t0
+        peak = _status_kib("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        del out
+        times = []
+        for _ in range(cfg["repeats"]):
+            t0 = time.perf_counter()
+            out = fn()
+            times.append(time.perf_counter() - t0)
+            del out
+    return {
+        **cfg,
+        "first_s": first,
+        "times_s": times,
+        "median_s": median(times) if times else first,
+        "peak_growth_mib": max(0, peak - before_rss) / 1024,
+        "memory_method": "VmHWM after clear_refs" if reset else "ru_maxrss",
+        "baseline_rss_mib": before_rss / 1024,
+        "baseline_maxrss_mib": before_max / 1024,
+    }
+
+
+# --- the parent ---------------------------------------------------------------------------------
+
+def _spawn(cfg: dict[str, Any], timeout: float) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "benchmarks.scale", "--worker", json.dumps(cfg)]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root)
+    except subprocess.TimeoutExpired:
+        return {**cfg, "error": f"timed out after {timeout:.0f} s"}
+    if proc.returncode != 0:
+        return {**cfg, "error": (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def accuracy(B: int = 2, L: int = 300, E: int = 96, H: int = 4) -> dict[str, float]:
+    """Largest |difference| between the blockwise paths and SDPA (float32), in this process."""
+    import torch
+    import torch.nn.functional as F
+
+    from attn.blockwise import blockwise_attention, blockwise_multi_head_attention
+    from attn.modules import MultiHeadAttention
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(E, H, bias=True).eval()
+    x = torch.randn(B, L, E)
+    with torch.inference_mode():
+        q = mha.split_heads(mha.W_q(x))
+        k = mha.split_heads(mha.W_k(x))
+        v = mha.split_heads(mha.W_v(x))
+        ref = mha.W_o(mha.merge_heads(F.scaled_dot_product_attention(q, k, v, is_causal=True)))
+        got = blockwise_multi_head_attention(mha, x, causal=True, **BLOCK)
+        core_ref = F.scaled_dot_product_attention(q, k, v)
+        core = blockwise_attention(q, k, v, block_size=128)
+    return {"layer_causal_max_abs_diff": (got - ref).abs().max().item(),
+            "core_max_abs_diff": (core - core_ref).abs().max().item(),
+            "shape": [B, L, E, H]}
+
+
+def long_accuracy(L: int, D: int = 64) -> float:
+    """blockwise vs SDPA at one long head (computed in a subprocess-free, small-memory way)."""
+    import torch
+    import torch.nn.functional as F
+
+    from attn.blockwise import blockwise_attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, L, D, generator=g) for _ in range(3))
+    with torch.inference_mode():
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        got = blockwise_attention(q, k, v, causal=True, block_size=512)
+    return (got - ref).abs().max().item()
+
+
+def run(*, quick: bool = False, results=None, repeats: int | None = None) -> dict[str, Any]:
+    """All configurations; ``quick`` = tiny sizes (a smoke test, seconds)."""
+    if quick:
+        B, E, H, lengths, long_L, timeout = 2, 64, 4, [32, 64], 512, 120
+        repeats = repeats or 1
+    else:
+        B, E, H, lengths, long_L, timeout = 8, 768, 12, [128, 256, 512, 1024, 2048], 16384, 900
+        repeats = repeats or 3
+    say(f"\n== Attention at scale, CPU: causal multi-head forward, B={B}, E={E}, H={H} ==")
+    rows = []
+    for L in lengths:
+        for method in LAYER_METHODS:
+            cfg = {"kind": "layer", "method": method, "L": L, "B": B, "E": E, "H": H,
+                   "repeats": repeats}
+            r = _spawn(cfg, timeout)
+            rows.append(r)
+            say(f"  L={L:5d} {method:13s} "
+                + (r["error"] if "error" in r else
+                   f"{r['median_s'] * 1e3:9.1f} ms  peak +{r['peak_growth_mib']:8.1f} MiB"))
+    say(f"\n== One head, B=1, D=64, L={long_L}: peak memory of the attention alone ==")
+    heads = []
+    for causal in (False, True):
+        for method in HEAD_METHODS:
+            cfg = {"kind": "head", "method": method, "L": long_L, "D": 64, "causal": causal,
+                   "repeats": 1}
+            r = _spawn(cfg, timeout)
+            heads.append(r)
+            say(f"  causal={causal!s:5s} {method:9s} "
+                + (r["error"] if "error" in r else
+                   f"{r['median_s'] * 1e3:9.1f} ms  peak +{r['peak_growth_mib']:8.1f} MiB"))
+    acc = accuracy()
+    acc["long_causal_max_abs_diff"] = long_accuracy(long_L)
+    acc["long_L"] = long_L
+    payload = {"machine": machine(), "config": {"B": B, "E": E, "H": H, "repeats": repeats,
+                                                "blockwise": BLOCK},
+               "layer": rows, "head": heads, "accuracy": acc}
+    payload["summary"] = summarise(payload)
+    say("\n" + payload["summary"]["layer_table"])
+    say("\n" + payload["summary"]["head_table"])
+    say("\n" + "\n".join(payload["summary"]["targets"]))
+    write_json("scale", payload, **({"results": results} if results else {}))
+    return payload
+
+
+def _ratio(a: dict | None, b: dict | None, key: str) -> float | None:
+    if not a or not b or "error" in a or "error" in b or not b[key]:
+        return None
+    return a[key] / b[key]
+
+
+def summarise(payload: dict[str, Any]) -> dict[str, Any]:
+    layer = {(r["L"], r["method"]): r for r in payload["layer"]}
+    lengths = sorted({r["L"] for r in payload["layer"]})
+    rows = []
+    for L in lengths:
+        ref = layer.get((L, "sdpa"))
+        for m in LAYER_METHODS:
+            r = layer.get((L, m))
+            if r is None:
+                continue
+            if "error" in r:
+                rows.append([L, m, r["error"], "", "", ""])
+                continue
+            rt, rm = _ratio(r, ref, "median_s"), _ratio(r, ref, "peak_growth_mib")
+            rows.append([L, m, f"{r['median_s'] * 1e3:.1f}", f"{rt:.2f}" if rt else "-",
+                         f"{r['peak_growth_mib']:.0f}", f"{rm:.1f}" if rm else "-"])
+    layer_table = table(["L", "method", "median ms", "× sdpa", "peak MiB", "× sdpa"], rows)
+    head = {(r["causal"], r["method"]): r for r in payload["head"]}
+    hrows = []
+    for causal in (False, True):
+        ref = head.get((causal, "sdpa"))
+        naive = head.get((causal, "naive"))
+        for m in HEAD_METHODS:
+            r = head.get((causal, m))
+            if r is None or "error" in r:
+                hrows.append([causal, m, (r or {}).get("error", "missing"), "", "", ""])
+                continue
+            rt, rn = _ratio(r, ref, "median_s"), _ratio(r, naive, "peak_growth_mib")
+            hrows.append([causal, m, f"{r['median_s'] * 1e3:.0f}", f"{rt:.2f}" if rt else "-",
+                          f"{r['peak_growth_mib']:.0f}", f"{rn:.3f}" if rn else "-"])
+    head_table = table(["causal", "method", "ms", "× sdpa", "peak MiB", "× naive"], hrows)
+
+    targets = []
+    for L in lengths:
+        fast = _ratio(layer.get((L, "fast")), layer.get((L, "sdpa")), "median_s")
+        teach = _ratio(layer.get((L, "teaching")), layer.get((L, "torch_weights")), "median_s")
+        if fast is not None:
+            targets.append(f"L={L}: fast path / SDPA = {fast:.2f} (target <= 1.1: "
+                           f"{'met' if fast <= 1.1 else 'MISSED'})")
+        if teach is not None:
+            targets.append(f"L={L}: teaching / nn.MultiheadAttention(need_weights=True) = {teach:.2f} "
+                           f"(target <= 1.5: {'met' if teach <= 1.5 else 'MISSED'})")
+    acc = payload["accuracy"]
+    worst = max(acc["layer_causal_max_abs_diff"], acc["core_max_abs_diff"], acc["long_causal_max_abs_diff"])
+    targets.append(f"blockwise vs SDPA max |diff| = {worst:.2e} (target <= 1e-5: "
+                   f"{'met' if worst <= 1e-5 else 'MISSED'})")
+    for causal in (False, True):
+        rn = _ratio(head.get((causal, "blockwise")), head.get((causal, "naive")), "peak_growth_mib")
+        if rn is not None:
+            targets.append(f"L={acc['long_L']} causal={causal}: blockwise peak / naive peak = {rn:.3f} "
+                           f"(target <= 0.1: {'met' if rn <= 0.1 else 'MISSED'})")
+    return {"layer_table": layer_table, "head_table": head_table, "targets": targets}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--worker", help="run one configuration (JSON) and print the result as JSON")
+    p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
+    p.add_argument("--repeats", type=int, default=None)
+    args = p.parse_args(argv)
+    if args.worker:
+        print(json.dumps(run_worker(json.loads(args.worker))))
+        return
+    run(quick=args.quick, repeats=args.repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Shapes, parameters and multiply-adds of attention layers: is h heads as cheap as one?
+
+Everything is counted for one sequence (batch size 1) of n tokens in self-attention, no mask.
+A multiply-add (MAC) is one ``a * b + c``; a matrix product (m, k) @ (k, p) takes m k p of
+them, and ``torch.utils.flop_counter`` reports it as 2 m k p FLOPs. Bias additions and the
+softmax's exponentials are not multiply-adds; the softmax is counted separately by the
+number of scores it normalises.
+
+Shape legend: n tokens, E = d_model, H heads, D = E // H per-head size (d_k = d_v = D).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor, nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from ._checks import check_positive_int, check_rank, check_tensor, shape_str
+from .functional import scaled_dot_product_attention
+from .modules import MultiHeadAttention
+
+__all__ = [
+    "LayerCost",
+    "attention_cost",
+    "multi_head_cost",
+    "single_head_cost",
+    "CostRow",
+    "compare_heads",
+    "format_rows",
+    "count_parameters",
+    "count_matmul_macs",
+    "valid_num_heads",
+    "trace_multi_head",
+]
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """Parameters, multiply-adds and softmax size of one attention layer on n tokens.
+
+    Attributes:
+        n, d_model, num_heads, d_k, d_v: the layer's sizes (d_k, d_v per head).
+        params_qkv: entries of W^Q, W^K, W^V (with biases if any).
+        params_out: entries of W^O (with its bias); 0 for a layer without output projection.
+        macs_qkv: X W^Q, X W^K, X W^V.
+        macs_scores: Q_i K_i^T over all heads.
+        macs_mix: weights_i V_i over all heads.
+        macs_out: Concat(heads) W^O.
+        softmax_entries: scores the softmax normalises = attention weights to store, H n^2.
+    """
+
+    n: int
+    d_model: int
+    num_heads: int
+    d_k: int
+    d_v: int
+    params_qkv: int
+    params_out: int
+    macs_qkv: int
+    macs_scores: int
+    macs_mix: int
+    macs_out: int
+    softmax_entries: int
+
+    @property
+    def params(self) -> int:
+        return self.params_qkv + self.params_out
+
+    @property
+    def macs(self) -> int:
+        return self.macs_qkv + self.macs_scores + self.macs_mix + self.macs_out
+
+
+def attention_cost(
+    n: int,
+    d_model: int,
+    num_heads: int = 1,
+    *,
+    d_k: int | None = None,
+    d_v: int | None = None,
+    output_projection: bool = True,
+    bias: bool = False,
+) -> LayerCost:
+    """Count a layer of ``num_heads`` heads, each with query/key size d_k and value size d_v.
+
+    Args:
+        n: tokens in the sequence.
+        d_model: E, the size of each input vector (and of the output when projected).
+        num_heads: H.
+        d_k, d_v: per-head sizes; default E // H (then E must be a multiple of H).
+        output_projection: whether Concat(heads) is multiplied by W^O (H d_v, E).
+        bias: whether each projection has a bias vector.
+    """
+    for name, v in (("n", n), ("d_model", d_model), ("num_heads", num_heads)):
+        check_positive_int(name, v)
+    if d_k is None or d_v is None:
+        if d_model % num_heads:
+            raise ValueError(f"d_model: expected a multiple of num_heads={num_heads}, got {d_model}")
+    d_k = d_model // num_heads if d_k is None else check_positive_int("d_k", d_k)
+    d_v = d_model // num_heads if d_v is None else check_positive_int("d_v", d_v)
+    H = num_heads
+    qkv_out = H * (2 * d_k + d_v)  # output columns of W^Q, W^K, W^V together
+    return LayerCost(
+        n=n, d_model=d_model, num_heads=H, d_k=d_k, d_v=d_v,
+        params_qkv=d_model * qkv_out + (qkv_out if bias else 0),
+        params_out=(H * d_v * d_model + (d_model if bias else 0)) if output_projection else 0,
+        macs_qkv=n * d_model * qkv_out,
+        macs_scores=H * n * n * d_k,  # per head (n, d_k) @ (d_k, n)
+        macs_mix=H * n * n * d_v,  # per head (n, n) @ (n, d_v)
+        macs_out=n * H * d_v * d_model if output_projection else 0,
+        softmax_entries=H * n * n,
+    )
+
+
+def multi_head_cost(n: int, d_model: int, num_heads: int, *, bias: bool = False) -> LayerCost:
+    """``attn.MultiHeadAttention(d_model, num_heads)``: H heads of size E // H, then W^O."""
+    return attention_cost(n, d_model, num_heads, bias=bias)
+
+
+def single_head_cost(n: int, d_model: int, *, output_projection: bool = False) -> LayerCost:
+    """One full-size head, d_k = d_v = d_model: the chapter's ``SelfAttention(E, E, E)``
+    (no W^O) by default, or with an output projection (= multi-head with H = 1)."""
+    return attention_cost(n, d_model, 1, d_k=d_model, d_v=d_model,
+                          output_projection=output_projection)
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One quantity for the layers being compared."""
+
+    quantity: str
+    values: tuple[int, ...]
+
+    @property
+    def equal(self) -> bool:
+        return len(set(self.values)) == 1
+
+
+_QUANTITIES: tuple[tuple[str, Callable[[LayerCost], int]], ...] = (
+    ("params W^Q,W^K,W^V", lambda c: c.params_qkv),
+    ("params W^O", lambda c: c.params_out),
+    ("params total", lambda c: c.params),
+    ("MACs X W (Q, K, V)", lambda c: c.macs_qkv),
+    ("MACs Q K^T", lambda c: c.macs_scores),
+    ("MACs weights V", lambda c: c.macs_mix),
+    ("MACs concat W^O", lambda c: c.macs_out),
+    ("MACs total", lambda c: c.macs),
+    ("softmax entries", lambda c: c.softmax_entries),
+)
+
+
+def compare_heads(n: int, d_model: int, num_heads: int) -> tuple[tuple[str, ...], list[CostRow]]:
+    """Compare H heads of size E // H with one full-size head, with and without W^O.
+
+    Returns:
+        (column names, rows): columns are the chapter's single head without W^O, one
+        full-size head with W^O, and H heads with W^O.
+    """
+    layers = (
+        ("1 head, no W^O", single_head_cost(n, d_model)),
+        ("1 head + W^O", single_head_cost(n, d_model, output_projection=True)),
+        (f"{num_heads} heads + W^O", multi_head_cost(n, d_model, num_heads)),
+    )
+    names = tuple(name for name, _ in layers)
+    rows = [CostRow(q, tuple(f(c) for _, c in layers)) for q, f in _QUANTITIES]
+    return names, rows
+
+
+def format_rows(names: tuple[str, ...], rows: list[CostRow]) -> str:
+    """A fixed-width text table of ``compare_heads``' result."""
+    w0 = max(len(r.quantity) for r in rows) + 2
+    widths = [max(len(nm), *(len(f"{r.values[i]:,}") for r in rows)) + 2 for i, nm in enumerate(names)]
+    lines = ["".ljust(w0) + "".join(nm.rjust(w) for nm, w in zip(names, widths))]
+    for r in rows:
+        lines.append(r.quantity.ljust(w0) + "".join(f"{v:,}".rjust(w) for v, w in zip(r.values, widths)))
+    return "\n".join(lines)
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Entries in all of a module's parameters (what ``sum(p.numel() ...)`` gives)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module: expected an nn.Module, got {type(module).__name__}")
+    return sum(p.numel() for p in module.parameters())
+
+
+def count_matmul_macs(fn: Callable[..., object], *args: object) -> dict[str, int]:
+    """Run ``fn(*args)`` under ``torch.utils.flop_counter.FlopCounterMode``; MACs = FLOPs / 2.
+
+    Returns:
+        operator name (e.g. "aten.mm", "aten.bmm") -> multiply-adds, plus "total".
+    """
+    if not callable(fn):
+        raise TypeError(f"fn: expected a callable (a module or function), got {type(fn).__name__}")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        fn(*args)
+    counts = {str(op): int(f) // 2 for op, f in counter.get_flop_counts().get("Global", {}).items()}
+    counts["total"] = int(counter.get_total_flops()) // 2
+    return counts
+
+
+def valid_num_heads(d_model: int, *, max_heads: int | None = None) -> tuple[int, ...]:
+    """Head counts H that split d_model evenly (the divisors of d_model), up to ``max_heads``."""
+    check_positive_int("d_model", d_model)
+    if max_heads is not None:
+        check_positive_int("max_heads", max_heads)
+    top = d_model if max_heads is None else min(d_model, max_heads)
+    return tuple(h for h in range(1, top + 1) if d_model % h == 0)
+
+
+def trace_multi_head(mha: MultiHeadAttention, x: Tensor) -> list[tuple[str, Tensor]]:
+    """Run ``mha`` on x one step at a time and keep every intermediate tensor.
+
+    Args:
+        mha: an ``attn.MultiHeadAttention``.
+        x: (B, n, E) inputs (self-attention, no mask).
+
+    Returns:
+        [(step, tensor)] in order: X (B, n, E); Q, K, V = X W (B, n, E); their heads
+        (B, H, n, D); weights (B, H, n, n); heads out (B, H, n, D); concat (B, n, E);
+        output = concat W^O (B, n, E). The last equals ``mha(x)[0]``.
+    """
+    if not isinstance(mha, MultiHeadAttention):
+        raise TypeError(f"mha: expected attn.MultiHeadAttention, got {type(mha).__name__}")
+    check_tensor("x", x)
+    check_rank("x", x, 3, "(B, n, E)")
+    if x.shape[-1] != mha.d_model:
+        raise ValueError(f"x: expected last dim E={mha.d_model}, got shape {shape_str(x)}")
+    q, k, v = mha.W_q(x), mha.W_k(x), mha.W_v(x)  # (B, n, E) each
+    qh, kh, vh = mha.split_heads(q), mha.split_heads(k), mha.split_heads(v)  # (B, n, E) -> (B, H, n, D)
+    heads, weights = scaled_dot_product_attention(qh, kh, vh)  # (B, H, n, D), (B, H, n, n)
+    concat = mha.merge_heads(heads)  # (B, H, n, D) -> (B, n, E)
+    return [
+        ("X", x), ("Q = X W^Q", q), ("K = X W^K", k), ("V = X W^V", v),
+        ("Q split into heads", qh), ("K split into heads", kh), ("V split into heads", vh),
+        ("weights per head", weights), ("head outputs", heads),
+        ("concat(heads)", concat), ("concat W^O", mha.W_o(concat)),
+    ]

@@ -1,0 +1,363 @@
+"""What attention costs, counted and measured at sizes that run in seconds (notebook 07).
+
+Counting is exact: ``attention_cost`` gives the multiply-adds of Q K^T and of weights @ V
+and the bytes of the (L, S) weight matrix. Measuring comes in two kinds:
+
+* memory: ``TensorMemoryMeter`` watches every tensor that torch operations create while it is
+  active and keeps the peak of the bytes alive at once. It counts tensors, not the process's
+  memory, so its numbers are exact and the same on every run (a kernel's private scratch
+  space, e.g. inside SDPA, is not seen: only the tensors it returns);
+* time: ``time_curve`` runs each method a few times per length and keeps the fastest run
+  (the least disturbed by other programs), on one thread by default.
+
+``online_softmax_trace`` lays out the online softmax of ``attn.blockwise`` step by step.
+
+Shape legend: L queries, S keys, E = d_k, Ev = d_v, H heads, B batch.
+"""
+from __future__ import annotations
+
+import math
+import time
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from ._checks import check_float, check_positive_int, check_rank, shape_str
+from .blockwise import blockwise_attention
+from .functional import scaled_dot_product_attention
+
+__all__ = [
+    "AttentionCost",
+    "attention_cost",
+    "format_bytes",
+    "TensorMemoryMeter",
+    "peak_tensor_bytes",
+    "METHODS",
+    "torch_threads",
+    "best_time",
+    "time_curve",
+    "memory_curve",
+    "fit_slope",
+    "OnlineStep",
+    "OnlineSoftmaxTrace",
+    "online_softmax_trace",
+]
+
+
+# --- counting -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AttentionCost:
+    """Exact counts for softmax(Q K^T / sqrt(d_k)) V over ``batch * heads`` heads."""
+
+    L: int
+    S: int
+    d_k: int
+    d_v: int
+    heads: int
+    batch: int
+    itemsize: int
+    multiply_adds: int  # Q K^T: L*S*d_k, weights @ V: L*S*d_v, per head
+    score_elements: int  # entries of all the (L, S) matrices
+    score_bytes: int  # their bytes at ``itemsize`` bytes per entry
+
+
+def attention_cost(
+    L: int, S: int | None = None, *, d_k: int = 64, d_v: int | None = None,
+    heads: int = 1, batch: int = 1, itemsize: int = 4,
+) -> AttentionCost:
+    """Multiply-adds and bytes of the (L, S) weights of one attention layer.
+
+    Args:
+        L: queries; S: keys (defaults to L).
+        d_k: query/key size; d_v: value size (defaults to d_k).
+        heads, batch: how many (L, S) matrices there are (one per head per sequence).
+        itemsize: bytes per entry (4 for float32, 2 for float16/bfloat16, 8 for float64).
+    """
+    S = L if S is None else S
+    d_v = d_k if d_v is None else d_v
+    for name, v in (("L", L), ("S", S), ("d_k", d_k), ("d_v", d_v), ("heads", heads),
+                    ("batch", batch), ("itemsize", itemsize)):
+        check_positive_int(name, v)
+    n = batch * heads
+    return AttentionCost(
+        L=L, S=S, d_k=d_k, d_v=d_v, heads=heads, batch=batch, itemsize=itemsize,
+        multiply_adds=n * L * S * (d_k + d_v),
+        score_elements=n * L * S,
+        score_bytes=n * L * S * itemsize,
+    )
+
+
+def format_bytes(n: int | float) -> str:
+    """Bytes in binary units: 4194304 -> '4.0 MiB'."""
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or n < 0:
+        raise ValueError(f"n: expected a number of bytes >= 0, got {n!r}")
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+# --- measuring memory -----------------------------------------------------------------------
+
+class TensorMemoryMeter(TorchDispatchMode):
+    """Peak bytes of the tensors that torch operations create while the meter is active.
+
+    Every operation's new outputs are counted once per storage (a view shares its base's
+    storage and adds nothing); a storage stops counting when it is freed. Tensors that
+    existed before (the inputs) are not counted.
+
+    Attributes:
+        peak: the most bytes alive at once since the meter started.
+        now: bytes alive now.
+        total: bytes allocated in all (freed or not).
+
+    Example:
+        >>> with TensorMemoryMeter() as meter:
+        ...     out = f(q, k, v)
+        >>> meter.peak
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._live: dict[int, int] = {}
+        self.now = 0
+        self.peak = 0
+        self.total = 0
+
+    def _free(self, key: int) -> None:
+        self.now -= self._live.pop(key, 0)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        inputs = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0]
+                  if isinstance(t, Tensor)}
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if not isinstance(t, Tensor):
+                continue
+            storage = t.untyped_storage()
+            key = id(storage)
+            if key in inputs or key in self._live or storage.nbytes() == 0:
+                continue
+            self._live[key] = storage.nbytes()
+            self.now += storage.nbytes()
+            self.total += storage.nbytes()
+            self.peak = max(self.peak, self.now)
+            weakref.finalize(storage, self._free, key)
+        return out
+
+
+def peak_tensor_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """Peak bytes of tensors alive at once while ``fn(*args, **kwargs)`` runs (its result included)."""
+    with torch.inference_mode(), TensorMemoryMeter() as meter:
+        result = fn(*args, **kwargs)
+        del result
+    return meter.peak
+
+
+# --- the methods compared -------------------------------------------------------------------
+
+def _naive(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    return scaled_dot_product_attention(q, k, v)[0]  # builds the (L, S) weights
+
+
+def _blockwise(q: Tensor, k: Tensor, v: Tensor, block_size: int = 128) -> Tensor:
+    return blockwise_attention(q, k, v, block_size=block_size)
+
+
+def _sdpa(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+#: name -> f(q, k, v) -> output: the course's function that returns the (L, S) weights,
+#: the blockwise one (block of 128 keys) and PyTorch's fused kernel.
+METHODS: dict[str, Callable[[Tensor, Tensor, Tensor], Tensor]] = {
+    "naive": _naive,
+    "blockwise": _blockwise,
+    "sdpa": _sdpa,
+}
+
+
+def _check_lengths(lengths: object) -> list[int]:
+    if not isinstance(lengths, (list, tuple)) or not lengths:
+        raise TypeError(f"lengths: expected a non-empty list of positive ints, got {lengths!r}")
+    return [check_positive_int("lengths", n) for n in lengths]
+
+
+def _check_methods(methods: object) -> list[str]:
+    if isinstance(methods, str) or not isinstance(methods, (list, tuple)):
+        raise TypeError(f"methods: expected a list of names from {sorted(METHODS)}, got {methods!r}")
+    for m in methods:
+        if m not in METHODS:
+            raise ValueError(f"methods: expected names from {sorted(METHODS)}, got {m!r}")
+    return list(methods)
+
+
+def _qkv(L: int, d_k: int, seed: int) -> tuple[Tensor, Tensor, Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, L, d_k, generator=g) for _ in range(3))  # (1, L, E) each
+    return q, k, v
+
+
+# --- measuring time -------------------------------------------------------------------------
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with ``n`` torch threads, then restore the previous number."""
+    check_positive_int("n", n)
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def best_time(fn: Callable[[], Any], *, repeats: int = 5) -> float:
+    """Seconds of the fastest of ``repeats`` calls of ``fn()`` (after one warm-up call)."""
+    check_positive_int("repeats", repeats)
+    fn()
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def time_curve(
+    lengths: Sequence[int], *, d_k: int = 64, methods: Sequence[str] = tuple(METHODS),
+    repeats: int = 5, threads: int = 1, seed: int = 0,
+) -> dict[str, list[float]]:
+    """Seconds per call of each method at each length L (L queries, L keys, one head).
+
+    Keeps the fastest of ``repeats`` runs. One thread by default: on a shared machine a
+    second thread often waits for a busy core, and the curve would show the scheduler.
+    The numbers vary from run to run; their growth with L does not.
+    """
+    lengths, methods = _check_lengths(lengths), _check_methods(methods)
+    check_positive_int("d_k", d_k)
+    out: dict[str, list[float]] = {m: [] for m in methods}
+    with torch.inference_mode(), torch_threads(threads):
+        for L in lengths:
+            q, k, v = _qkv(L, d_k, seed)
+            for m in methods:
+                out[m].append(best_time(lambda: METHODS[m](q, k, v), repeats=repeats))
+    return out
+
+
+def memory_curve(
+    lengths: Sequence[int], *, d_k: int = 64, methods: Sequence[str] = tuple(METHODS),
+    block_size: int = 128, threads: int = 1, seed: int = 0,
+) -> dict[str, list[int]]:
+    """Peak tensor bytes (``TensorMemoryMeter``) of each method at each length L, one head.
+
+    Exact and the same on every run: the meter counts bytes of tensors, not time.
+    """
+    lengths, methods = _check_lengths(lengths), _check_methods(methods)
+    check_positive_int("d_k", d_k)
+    check_positive_int("block_size", block_size)
+    out: dict[str, list[int]] = {m: [] for m in methods}
+    with torch_threads(threads):
+        for L in lengths:
+            q, k, v = _qkv(L, d_k, seed)
+            for m in methods:
+                kwargs = {"block_size": block_size} if m == "blockwise" else {}
+                out[m].append(peak_tensor_bytes(METHODS[m], q, k, v, **kwargs))
+    return out
+
+
+def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Slope of the least-squares line through (log x, log y): y ~ c * x**slope."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 2:
+        raise ValueError(f"xs/ys: expected two lists of equal length >= 2, got {x.shape} and {y.shape}")
+    if (x <= 0).any() or (y <= 0).any():
+        raise ValueError("xs/ys: expected positive numbers (they are put on log axes)")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+# --- the online softmax, step by step -------------------------------------------------------
+
+@dataclass(frozen=True)
+class OnlineStep:
+    """One block of keys: what the running statistics were, and what they become."""
+
+    block: int
+    keys: tuple[int, int]  # key positions j0 (included) to j1 (excluded)
+    scores: tuple[float, ...]
+    block_max: float
+    max_before: float  # -inf before the first block
+    max_after: float
+    rescale: float  # exp(max_before - max_after): what the old sums are multiplied by
+    block_sum: float  # sum of exp(score - max_after) over this block
+    sum_before: float
+    sum_after: float  # sum_before * rescale + block_sum
+    output_after: tuple[float, ...]  # running (unnormalised) weighted sum of values
+
+
+@dataclass(frozen=True)
+class OnlineSoftmaxTrace:
+    steps: tuple[OnlineStep, ...]
+    weights: Tensor  # (S,) exp(s - final max) / final sum
+    output: Tensor  # (Ev,) final running output / final sum
+    softmax: Tensor  # (S,) torch.softmax of all scores at once, to compare
+    full_output: Tensor  # (Ev,) softmax @ values, to compare
+
+
+def online_softmax_trace(scores: Tensor, values: Tensor, *, block_size: int) -> OnlineSoftmaxTrace:
+    """Run the online softmax of one query's scores, block by block, and keep every number.
+
+    Args:
+        scores: (S,) float, one query's scores against S keys.
+        values: (S, Ev) float, the keys' values.
+        block_size: keys per block (need not divide S).
+
+    Returns:
+        an ``OnlineSoftmaxTrace``: one ``OnlineStep`` per block, then the weights and output
+        it gives and, to compare, the ones computed from all the scores at once.
+    """
+    scores = check_float("scores", scores)
+    values = check_float("values", values)
+    check_rank("scores", scores, 1, "(S,)")
+    check_rank("values", values, 2, "(S, Ev)")
+    if values.shape[0] != scores.shape[0]:
+        raise ValueError(
+            f"values: expected S={scores.shape[0]} rows to match scores {shape_str(scores)}, "
+            f"got shape {shape_str(values)}"
+        )
+    check_positive_int("block_size", block_size)
+    S = scores.shape[0]
+    m, l = -math.inf, 0.0
+    acc = torch.zeros(values.shape[1], dtype=values.dtype)  # (Ev,)
+    steps = []
+    for b, j0 in enumerate(range(0, S, block_size)):
+        j1 = min(j0 + block_size, S)
+        s = scores[j0:j1]  # (Sb,)
+        block_max = s.max().item()
+        m_new = max(m, block_max)
+        rescale = math.exp(m - m_new)  # exp(-inf) = 0 on the first block
+        p = torch.exp(s - m_new)  # (Sb,)
+        l_new = l * rescale + p.sum().item()
+        acc = acc * rescale + p @ values[j0:j1]  # (Sb,) @ (Sb, Ev) -> (Ev,)
+        steps.append(OnlineStep(
+            block=b, keys=(j0, j1), scores=tuple(s.tolist()), block_max=block_max,
+            max_before=m, max_after=m_new, rescale=rescale, block_sum=p.sum().item(),
+            sum_before=l, sum_after=l_new, output_after=tuple(acc.tolist()),
+        ))
+        m, l = m_new, l_new
+    weights = torch.exp(scores - m) / l  # (S,)
+    full = torch.softmax(scores, dim=0)  # (S,)
+    return OnlineSoftmaxTrace(
+        steps=tuple(steps), weights=weights, output=acc / l,
+        softmax=full, full_output=full @ values,  # (S,) @ (S, Ev) -> (Ev,)
+    )

@@ -1,0 +1,127 @@
+"""Checkers for notebook 01 (intuition). Each returns a ``Feedback``; none reveals the answer.
+
+1. ``check_softmax_row``: 小明's row of weights, from its scores, by hand.
+2. ``check_path_counts``: sequential steps and longest path of an RNN and of self-attention.
+3. ``check_reversed_output``: the toy's output when the sentence is reversed.
+4. ``check_rnn_decay_distance``: where the RNN's gradient falls below 1 % of its start.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..rnn_vs_attention import gradient_profile, path_counts
+from ..toy import toy_attention, toy_embeddings, toy_scores
+from ._base import Feedback, as_array, close
+
+__all__ = [
+    "PATH_N",
+    "check_softmax_row",
+    "check_path_counts",
+    "check_reversed_output",
+    "check_rnn_decay_distance",
+]
+
+#: The sequence length of exercise 2.
+PATH_N = 50
+_PATH_KEYS = ("rnn_steps", "attention_steps", "rnn_path", "attention_path")
+
+
+def _not_yet(what: str) -> Feedback:
+    return Feedback(False, f"Replace None with {what}.")
+
+
+def check_softmax_row(answer: Any) -> Feedback:
+    """Exercise 1: ``answer`` = the weights of 小明 (row 0) from ``toy_scores()[0]``, shape (6,)."""
+    if answer is None:
+        return _not_yet("six weights computed from scores = toy_scores()[0]")
+    arr = as_array("answer", answer, (6,))
+    if isinstance(arr, Feedback):
+        return arr
+    scores = toy_scores()[0]
+    expected = torch.softmax(scores, dim=-1).numpy()
+    if close(arr, expected, 1e-6):
+        return Feedback(True, "The six weights are positive, sum to 1, and follow the scores' order.")
+    if close(arr, torch.exp(scores).numpy(), 1e-6):
+        return Feedback(False, "You have exp(scores): now divide by their sum so the row sums to 1.")
+    if close(arr, scores.numpy(), 1e-6):
+        return Feedback(False, "These are the scores themselves: apply exp, then divide by the sum.")
+    if not np.isclose(arr.sum(), 1.0, atol=1e-6):
+        return Feedback(False, f"Weights must sum to 1; yours sum to {arr.sum():.4f}.")
+    return Feedback(False, "They sum to 1 but are not the softmax of the scores: "
+                           "exp each score, then divide each by the sum of the exps.")
+
+
+def check_path_counts(answer: Any) -> Feedback:
+    """Exercise 2: ``answer`` = dict with keys rnn_steps, attention_steps, rnn_path,
+    attention_path (ints) for a sequence of PATH_N positions."""
+    if answer is None:
+        return _not_yet(f"a dict with keys {list(_PATH_KEYS)}")
+    if not isinstance(answer, dict):
+        return Feedback(False, f"answer should be a dict with keys {list(_PATH_KEYS)}, "
+                               f"got {type(answer).__name__}.")
+    missing = [k for k in _PATH_KEYS if k not in answer]
+    if missing:
+        return Feedback(False, f"Missing keys: {missing}.")
+    expected = path_counts(PATH_N)
+    wrong = [k for k in _PATH_KEYS if answer[k] != getattr(expected, k)]
+    if not wrong:
+        return Feedback(True, "An RNN's steps and paths grow with n; attention's stay constant.")
+    hints = {
+        "rnn_steps": "an RNN computes h_t from h_{t-1}: how many states must wait for each other?",
+        "attention_steps": "every output of self-attention needs only the inputs, not other outputs.",
+        "rnn_path": "follow x_1 -> h_1 -> h_2 -> ... to the last state and count the arrows.",
+        "attention_path": "x_j reaches y_i along one edge, whatever i and j are.",
+    }
+    return Feedback(False, "Check " + "; ".join(f"{k}: {hints[k]}" for k in wrong))
+
+
+def check_reversed_output(answer: Any) -> Feedback:
+    """Exercise 3: ``answer`` = the toy's output (6, 6) for the sentence in reverse order
+    (人工智能 学习 大学 北京 在 小明)."""
+    if answer is None:
+        return _not_yet("toy_attention(x)[0] for x = the rows of toy_embeddings() in reverse order")
+    arr = as_array("answer", answer, (6, 6))
+    if isinstance(arr, Feedback):
+        return arr
+    out, _ = toy_attention()
+    reversed_out, _ = toy_attention(toy_embeddings().flip(0))
+    if close(arr, reversed_out.numpy(), 1e-6):
+        same = torch.allclose(reversed_out, out.flip(0))
+        tail = ("Row i is the original output of the word now at position i: reversing the input "
+                "only reversed the output." if same else "")
+        return Feedback(True, tail)
+    if close(arr, out.numpy(), 1e-6):
+        return Feedback(False, "This is the output for the original order: reverse the rows of "
+                               "toy_embeddings() first (e.g. .flip(0)), then run toy_attention.")
+    return Feedback(False, "Run toy_attention on the reversed embeddings and give its first "
+                           "return value (the output, not the weights).")
+
+
+@lru_cache(maxsize=1)
+def _decay_distance() -> int | None:
+    p = gradient_profile()
+    for dist, g in zip(p.distance, p.rnn):
+        if g < 0.01 * p.rnn[0]:
+            return dist
+    return None
+
+
+def check_rnn_decay_distance(answer: Any) -> Feedback:
+    """Exercise 4: ``answer`` = the smallest distance at which the RNN's gradient norm in
+    ``gradient_profile()`` is below 1 % of its value at distance 0 (an int)."""
+    if answer is None:
+        return _not_yet("an int: the first distance whose RNN gradient is < 0.01 * profile.rnn[0]")
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
+        return Feedback(False, f"answer should be an int distance, got {type(answer).__name__}.")
+    expected = _decay_distance()
+    if answer == expected:
+        return Feedback(True, "A hundredfold loss within a few steps: far inputs barely reach the "
+                              "last state, the 梯度消失 (vanishing gradient) of the chapter's table.")
+    if expected is not None and answer < expected:
+        return Feedback(False, "At that distance the gradient is still at least 1 % of its start: "
+                               "look further.")
+    return Feedback(False, "It already fell below 1 % earlier: find the *first* such distance.")

@@ -1,0 +1,156 @@
+"""Checkers for notebook 02 (queries, keys, values). Each returns a ``Feedback``; none reveals
+the answer.
+
+1. ``check_shapes``: the shape of every tensor of the five steps.
+2. ``check_attention_output``: the five steps by hand on ``exercise_inputs()``.
+3. ``check_score_variance``: the variance of q·k, unscaled and scaled, for d_k = 256.
+4. ``check_half_gradient_d_k``: where the unscaled softmax gradient drops below half.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..functional import scaled_dot_product_attention
+from ..widgets.scaling import D_K_GRID, scaling_stats
+from ._base import Feedback, as_array, close
+
+__all__ = [
+    "SHAPE_SIZES",
+    "exercise_inputs",
+    "check_shapes",
+    "check_attention_output",
+    "check_score_variance",
+    "check_half_gradient_d_k",
+]
+
+#: The sizes of exercise 1.
+SHAPE_SIZES: dict[str, int] = {"n": 10, "d_model": 512, "d_k": 64, "d_v": 32}
+_SHAPE_KEYS = ("Q", "K", "V", "scores", "weights", "output")
+
+
+def _not_yet(what: str) -> Feedback:
+    return Feedback(False, f"Replace None with {what}.")
+
+
+def check_shapes(answer: Any) -> Feedback:
+    """Exercise 1: ``answer`` = dict name -> shape tuple for Q, K, V, scores, weights, output
+    when X is (n, d_model) with the sizes of ``SHAPE_SIZES``."""
+    if answer is None:
+        return _not_yet(f"a dict with keys {list(_SHAPE_KEYS)} and shape tuples as values")
+    if not isinstance(answer, dict):
+        return Feedback(False, f"answer should be a dict, got {type(answer).__name__}.")
+    missing = [k for k in _SHAPE_KEYS if k not in answer]
+    if missing:
+        return Feedback(False, f"Missing keys: {missing}.")
+    s = SHAPE_SIZES
+    n, d_k, d_v = s["n"], s["d_k"], s["d_v"]
+    expected = {"Q": (n, d_k), "K": (n, d_k), "V": (n, d_v), "scores": (n, n),
+                "weights": (n, n), "output": (n, d_v)}
+    wrong = []
+    for key in _SHAPE_KEYS:
+        try:
+            got = tuple(int(v) for v in answer[key])
+        except (TypeError, ValueError):
+            got = None
+        if got != expected[key]:
+            wrong.append(key)
+    if not wrong:
+        return Feedback(True, "d_model disappears after the projections; scores and weights are "
+                              "n x n; the output has the values' size.")
+    hints = {
+        "Q": "X (n, d_model) times W^Q (d_model, d_k)",
+        "K": "X (n, d_model) times W^K (d_model, d_k)",
+        "V": "X (n, d_model) times W^V (d_model, d_v)",
+        "scores": "one score per (query, key) pair",
+        "weights": "the softmax keeps the shape of the scores",
+        "output": "weights (n, n) times V",
+    }
+    return Feedback(False, "Check " + "; ".join(f"{k}: {hints[k]}" for k in wrong) + ".")
+
+
+def exercise_inputs() -> dict[str, Tensor]:
+    """The inputs of exercise 2 (float64, seeded): X (4, 6), W_Q (6, 3), W_K (6, 3), W_V (6, 2)."""
+    g = torch.Generator().manual_seed(2)
+    shapes = {"X": (4, 6), "W_Q": (6, 3), "W_K": (6, 3), "W_V": (6, 2)}
+    return {name: torch.randn(*shape, generator=g, dtype=torch.float64)
+            for name, shape in shapes.items()}
+
+
+def check_attention_output(answer: Any) -> Feedback:
+    """Exercise 2: ``answer`` = the output (4, 2) of the five steps on ``exercise_inputs()``."""
+    if answer is None:
+        return _not_yet("the (4, 2) output of the five steps on exercise_inputs()")
+    arr = as_array("answer", answer, (4, 2))
+    if isinstance(arr, Feedback):
+        return arr
+    t = exercise_inputs()
+    q, k, v = t["X"] @ t["W_Q"], t["X"] @ t["W_K"], t["X"] @ t["W_V"]
+    expected, _ = scaled_dot_product_attention(q, k, v)
+    if close(arr, expected.numpy(), 1e-6):
+        return Feedback(True, "Five steps, one (4, 2) output.")
+    unscaled, _ = scaled_dot_product_attention(q, k, v, scale=1.0)
+    if close(arr, unscaled.numpy(), 1e-6):
+        return Feedback(False, "Close: step 3 is missing (divide the scores by sqrt(d_k)).")
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    if close(arr, (torch.softmax(scores, dim=0) @ v).numpy(), 1e-6):
+        return Feedback(False, "The softmax went down the columns: normalise each row (dim=-1).")
+    return Feedback(False, "Project X with each W, take Q K^T, divide by sqrt(d_k), "
+                           "softmax each row, multiply by V.")
+
+
+def check_score_variance(answer: Any) -> Feedback:
+    """Exercise 3: ``answer`` = (variance of q·k, variance of q·k / sqrt(d_k)) estimated from
+    many random q, k with d_k = 256 independent N(0, 1) entries."""
+    if answer is None:
+        return _not_yet("a pair (variance unscaled, variance scaled) for d_k = 256")
+    arr = as_array("answer", answer, (2,))
+    if isinstance(arr, Feedback):
+        return arr
+    raw, scaled = arr
+    d_k = 256
+    raw_ok = abs(raw - d_k) <= 0.1 * d_k
+    scaled_ok = abs(scaled - 1.0) <= 0.1
+    if raw_ok and scaled_ok:
+        return Feedback(True, "The unscaled variance grows like d_k; dividing by sqrt(d_k) "
+                              "divides the variance by d_k.")
+    if not raw_ok and abs(raw - math.sqrt(d_k)) <= 0.1 * math.sqrt(d_k):
+        return Feedback(False, "The first number looks like a standard deviation: use .var().")
+    if not raw_ok:
+        return Feedback(False, "The unscaled variance is off: draw at least a few thousand pairs, "
+                               "each of 256 N(0, 1) entries, and sum q*k over the 256 dims.")
+    return Feedback(False, "The scaled variance is off: divide each score by sqrt(d_k) "
+                           "(not by d_k) before taking the variance.")
+
+
+@lru_cache(maxsize=1)
+def _half_gradient_d_k() -> int | None:
+    for d in D_K_GRID:
+        s = scaling_stats(d)
+        if s.grad_norm_raw < 0.5 * s.grad_norm_scaled:
+            return d
+    return None
+
+
+def check_half_gradient_d_k(answer: Any) -> Feedback:
+    """Exercise 4: ``answer`` = the first d_k of ``D_K_GRID`` where ``scaling_stats(d_k)`` gives
+    ``grad_norm_raw < 0.5 * grad_norm_scaled`` (an int)."""
+    if answer is None:
+        return _not_yet("an int from D_K_GRID")
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
+        return Feedback(False, f"answer should be an int, got {type(answer).__name__}.")
+    if answer not in D_K_GRID:
+        return Feedback(False, f"answer should be one of D_K_GRID = {list(D_K_GRID)}.")
+    expected = _half_gradient_d_k()
+    if answer == expected:
+        return Feedback(True, "From there on, the unscaled softmax passes back less than half "
+                              "the gradient of the scaled one, and less and less as d_k grows.")
+    if expected is not None and answer < expected:
+        return Feedback(False, "At that d_k the unscaled gradient is still at least half the "
+                               "scaled one: go further up the grid.")
+    return Feedback(False, "The gradient had already halved at a smaller d_k: find the first one.")

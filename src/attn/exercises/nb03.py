@@ -1,0 +1,93 @@
+"""Checkers for notebook 03, the chapter's worked example computed by hand.
+
+Each takes the learner's answer and returns a ``Feedback`` (right/wrong and a hint). The
+expected values are computed here from the example's matrices, never stored, never shown.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..worked import printed, row_softmax, worked_steps
+from ._base import Feedback, as_array, close
+
+__all__ = ["check_q_row", "check_softmax_row", "check_output_row"]
+
+_HAND_ATOL = 0.01  # answers worked out by hand to 2 decimals
+
+
+def _missing(answer: Any, what: str) -> Feedback | None:
+    if answer is None or answer is ...:
+        return Feedback(False, f"Replace the placeholder with {what}.")
+    return None
+
+
+def check_q_row(answer: Any) -> Feedback:
+    """Row 2 of Q (index 1): X[1] @ W^Q, two numbers."""
+    if (fb := _missing(answer, "the two numbers of X[1] @ W_Q")) is not None:
+        return fb
+    arr = as_array("Q row 2", answer, (2,))
+    if isinstance(arr, Feedback):
+        return arr
+    right = worked_steps()["Q"][1].numpy()
+    if close(arr, right, 1e-9):
+        return Feedback(True, "Row 2 of Q is X[1] @ W_Q, one dot product per column of W_Q.")
+    if close(arr, printed("Q")[1].numpy(), 1e-9):
+        return Feedback(False, "That is the chapter's printed row, which is the one to check. "
+                               "Multiply X[1] by each column of W_Q, term by term.")
+    ex = worked_steps()
+    if close(arr, ex["K"][1].numpy(), 1e-9) or close(arr, ex["V"][1].numpy(), 1e-9):
+        return Feedback(False, "That is a row of K or V: use W_Q.")
+    return Feedback(False, "Column j of the answer is sum over i of X[1][i] * W_Q[i][j]; "
+                           "X[1] has two non-zero entries, so each column adds two terms.")
+
+
+def check_softmax_row(answer: Any) -> Feedback:
+    """Row 2 (index 1) of the attention weights, from the correctly computed scaled scores."""
+    if (fb := _missing(answer, "three weights, e.g. [0.2, 0.3, 0.5]")) is not None:
+        return fb
+    arr = as_array("weights row 2", answer, (3,))
+    if isinstance(arr, Feedback):
+        return arr
+    steps = worked_steps()
+    right = steps["weights"][1].numpy()
+    if close(arr, right, _HAND_ATOL):
+        return Feedback(True, "Exponentiate each scaled score, divide by the row's total: the "
+                              "three weights are positive and sum to 1.")
+    if close(arr, printed("weights")[1].numpy(), _HAND_ATOL):
+        return Feedback(False, "That is the chapter's printed row; it does not sum to 1 and "
+                               "comes from the wrong Q. Start from the right scaled scores.")
+    if abs(arr.sum() - 1) > 0.02:
+        return Feedback(False, f"Your weights sum to {arr.sum():.2f}; a softmax row always sums "
+                               "to 1. Divide each exp by the sum of the three exps.")
+    if close(arr, row_softmax(printed("scaled")[1:2]).numpy()[0], _HAND_ATOL):
+        return Feedback(False, "You used the chapter's scaled row, which follows from its wrong Q. "
+                               "Recompute Q row 2 first, then Q K^T / sqrt(2).")
+    if close(arr, row_softmax(steps["QK^T"][1:2]).numpy()[0], _HAND_ATOL):
+        return Feedback(False, "Those are the weights of the unscaled scores: divide Q K^T "
+                               "by sqrt(d_k) = sqrt(2) first.")
+    return Feedback(False, "Take the right row 2 of Q K^T, divide by sqrt(2), then "
+                           "exp(s_j) / (exp(s_0) + exp(s_1) + exp(s_2)).")
+
+
+def check_output_row(answer: Any) -> Feedback:
+    """Row 2 (index 1) of the output: the right weights of row 2 times V."""
+    if (fb := _missing(answer, "the two numbers of the output's row 2")) is not None:
+        return fb
+    arr = as_array("output row 2", answer, (2,))
+    if isinstance(arr, Feedback):
+        return arr
+    steps = worked_steps()
+    if close(arr, steps["output"][1].numpy(), _HAND_ATOL):
+        return Feedback(True, "An output row is a weighted average of the rows of V.")
+    if close(arr, printed("output")[1].numpy(), _HAND_ATOL):
+        return Feedback(False, "That is the chapter's printed row; recompute it from the right weights.")
+    if abs(arr[0] - 1) > _HAND_ATOL:
+        return Feedback(False, "Every row of V starts with 1 and the weights sum to 1: what must "
+                               "the first entry be?")
+    kept_q = worked_steps(overrides={"Q": printed("Q")})["output"][1].numpy()
+    if close(arr, kept_q, _HAND_ATOL):
+        return Feedback(False, "Those weights come from the chapter's Q row 2; use the right one.")
+    return Feedback(False, "Multiply each weight of row 2 by its row of V and add the three rows "
+                           "(column 2: 0*w0 + 2*w1 + 1*w2).")

@@ -1,0 +1,259 @@
+"""The pattern explorer: hand-built heads (``attn.patterns``) drawn as a grid of maps.
+
+Controls: which pattern (diagonal, vertical, block, mixed, random), how many heads (1..8,
+each a variant: another offset, key or segmentation), the mask (none, causal, padding),
+d_k, the strength, whether scores are divided by sqrt(d_k), and how many tokens of
+``attn.patterns.TOKENS`` to use (3..12).
+
+The d_k control follows ``attn.patterns``' size convention: coordinates of RMS size
+sqrt(strength), so an aligned pair scores strength * sqrt(d_k) after scaling
+(strength * d_k without it) and an orthogonal pair scores 0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+
+from .._checks import check_positive_int
+from ..masks import causal_mask
+from ..patterns import (
+    HEAD_VARIANTS,
+    TOKENS,
+    HeadSpec,
+    PatternProfile,
+    head_qk,
+    head_specs,
+    head_weights,
+    pattern_profile,
+    segments_for,
+)
+from ..plotting import head_grid, new_figure, token_font
+from ._base import Explorer
+
+__all__ = [
+    "PATTERN_CHOICES",
+    "PATTERN_MASKS",
+    "D_K_CHOICES",
+    "PatternHeads",
+    "pattern_heads",
+    "pattern_explorer",
+]
+
+PATTERN_CHOICES: tuple[str, ...] = ("diagonal", "vertical", "block", "mixed", "random")
+PATTERN_MASKS: tuple[str, ...] = ("none", "causal", "padding")
+D_K_CHOICES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+MAX_HEADS = 8
+MIN_TOKENS, MAX_TOKENS = 3, len(TOKENS)
+
+
+@dataclass(frozen=True)
+class PatternHeads:
+    """What the pattern explorer shows for one setting of its controls.
+
+    Attributes:
+        pattern, n_heads, n_tokens, d_k, strength, scaled, mask_kind: the inputs.
+        tokens: n labels (padded keys read "[PAD]").
+        titles: one short title per head.
+        weights: (H, n, n) float64 attention maps.
+        mask: (n, n) bool, True = may attend (all True for "none").
+        aligned_score: the score of a perfectly aligned pair (c = 1).
+        profiles: one ``PatternProfile`` per head (segments = phrases).
+        notes: plain sentences about what limits the picture (small d_k, masking).
+    """
+
+    pattern: str
+    n_heads: int
+    n_tokens: int
+    d_k: int
+    strength: float
+    scaled: bool
+    mask_kind: str
+    tokens: tuple[str, ...]
+    titles: tuple[str, ...]
+    weights: np.ndarray
+    mask: np.ndarray
+    aligned_score: float
+    profiles: tuple[PatternProfile, ...]
+    notes: tuple[str, ...]
+
+
+def _mask(kind: str, n: int) -> tuple[torch.Tensor, tuple[str, ...], int]:
+    """(n, n) bool mask (True = may attend), labels, number of padded keys."""
+    tokens = list(TOKENS[:n])
+    if kind == "none":
+        return torch.ones(n, n, dtype=torch.bool), tuple(tokens), 0
+    if kind == "causal":
+        return causal_mask(n), tuple(tokens), 0
+    n_pad = max(1, n // 4)
+    keys = torch.arange(n) < n - n_pad  # (n,): the last n_pad keys are padding
+    tokens[n - n_pad:] = ["[PAD]"] * n_pad
+    return keys[None, :].expand(n, n).clone(), tuple(tokens), n_pad  # (1, n) -> (n, n)
+
+
+def _title(spec: HeadSpec, tokens: tuple[str, ...], h: int) -> str:
+    if spec.kind == "vertical":
+        return f"{h + 1}: all → {tokens[spec.key % len(tokens)]}"
+    return f"{h + 1}: {spec.name}"
+
+
+def _notes(specs: tuple[HeadSpec, ...], n: int, d_k: int, strength: float,
+           mask_kind: str, n_pad: int) -> tuple[str, ...]:
+    notes = []
+    kinds = {s.kind for s in specs}
+    if strength == 0:
+        notes.append("strength 0: every q and k is the zero vector, so every score is 0 and "
+                     "every row is flat (1/n per allowed key).")
+    if d_k == 1 and kinds & {"diagonal", "block"}:
+        notes.append("d_k = 1: one coordinate gives every position and every segment the same "
+                     "direction, so diagonal and block heads are flat.")
+    elif "diagonal" in kinds and 2 * d_k <= n + 2:
+        notes.append(f"d_k = {d_k}: the positional codes repeat every {2 * d_k} positions, so a "
+                     f"key {2 * d_k} places away looks the same as the aimed-at one.")
+    if "block" in kinds:
+        most = max(len(set(segments_for(s, n))) for s in specs if s.kind == "block")
+        if most > d_k:
+            notes.append(f"d_k = {d_k} directions for up to {most} segments: some segments share "
+                         f"a direction and attend to each other.")
+    if mask_kind == "causal":
+        notes.append("causal: a query sees only keys at or before it, so a head aiming ahead "
+                     "(or at a later key) finds nothing there and spreads over what it may see.")
+    if mask_kind == "padding":
+        notes.append(f"padding: the last {n_pad} key(s) are [PAD] and get weight 0; "
+                     f"the [PAD] queries still attend to the real tokens.")
+    return tuple(notes)
+
+
+@lru_cache(maxsize=256)
+def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8, d_k: int = 16,
+                  strength: float = 1.0, scaled: bool = True, mask: str = "none") -> PatternHeads:
+    """Build the hand-built heads of one pattern and their attention maps.
+
+    Args:
+        pattern: one of ``PATTERN_CHOICES``.
+        n_heads: 1..8; head h is the pattern's h-th variant (``attn.patterns.HEAD_VARIANTS``).
+        n_tokens: 3..12, the first n of ``attn.patterns.TOKENS``.
+        d_k: query/key size, >= 1.
+        strength: squared RMS size of a coordinate, >= 0.
+        scaled: divide scores by sqrt(d_k).
+        mask: one of ``PATTERN_MASKS``; the mask is bool (n, n), True = may attend.
+
+    Returns:
+        A ``PatternHeads`` (weights (H, n, n), read-only).
+    """
+    if pattern not in PATTERN_CHOICES:
+        raise ValueError(f"pattern: expected one of {PATTERN_CHOICES}, got {pattern!r}")
+    if mask not in PATTERN_MASKS:
+        raise ValueError(f"mask: expected one of {PATTERN_MASKS}, got {mask!r}")
+    check_positive_int("n_tokens", n_tokens)
+    if not MIN_TOKENS <= n_tokens <= MAX_TOKENS:
+        raise ValueError(f"n_tokens: expected {MIN_TOKENS}..{MAX_TOKENS}, got {n_tokens}")
+    check_positive_int("d_k", d_k)
+    specs = head_specs(pattern, n_heads)
+    n = n_tokens
+    m, tokens, n_pad = _mask(mask, n)
+    pairs = [head_qk(s, n, d_k, strength) for s in specs]
+    q = torch.stack([p[0] for p in pairs])  # H x (n, d_k) -> (H, n, d_k)
+    k = torch.stack([p[1] for p in pairs])  # (H, n, d_k)
+    weights = head_weights(q, k, m, scaled=scaled).numpy()  # (H, n, n)
+    weights.setflags(write=False)  # cached and shared: read-only
+    profiles = tuple(pattern_profile(w, segments_for(s, n))
+                     for w, s in zip(weights, specs))
+    mask_np = m.numpy()
+    mask_np.setflags(write=False)
+    return PatternHeads(
+        pattern=pattern, n_heads=n_heads, n_tokens=n, d_k=d_k, strength=float(strength),
+        scaled=scaled, mask_kind=mask, tokens=tokens,
+        titles=tuple(_title(s, tokens, h) for h, s in enumerate(specs)),
+        weights=weights, mask=mask_np,
+        aligned_score=float(strength) * (math.sqrt(d_k) if scaled else d_k),
+        profiles=profiles, notes=_notes(specs, n, d_k, float(strength), mask, n_pad),
+    )
+
+
+def _readout(s: PatternHeads) -> str:
+    how = "strength · √d_k" if s.scaled else "strength · d_k (not scaled)"
+    root = f"{math.sqrt(s.d_k):.2f}" if s.scaled else f"{s.d_k}"
+    head = (f"<p>Score of an aligned pair (cosine 1) = {how} = {s.strength:.2f} · {root} = "
+            f"<b>{s.aligned_score:.2f}</b>; an orthogonal pair scores 0. "
+            f"A gap of g in score is a factor e<sup>g</sup> in weight.</p>")
+    rows = "".join(
+        f"<tr><td>{t}</td><td>{p.self_weight:.2f}</td><td>{s.tokens[p.top_key]} "
+        f"({p.top_key_weight:.2f})</td><td>{p.segment_weight:.2f}</td><td>{p.max_weight:.2f}</td></tr>"
+        for t, p in zip(s.titles, s.profiles))
+    table = ("<table><tr><th>head</th><th>weight on itself</th><th>most-attended key (mean)</th>"
+             "<th>weight inside own phrase</th><th>largest weight per row</th></tr>"
+             f"{rows}</table>")
+    notes = "".join(f"<li>{n}</li>" for n in s.notes)
+    return head + table + (f"<ul>{notes}</ul>" if notes else "")
+
+
+def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8,
+                     d_k: int = 16, strength: float = 1.0, scaled: bool = True,
+                     mask: str = "none") -> Explorer:
+    """A grid of up to 8 hand-built heads (rows = queries, columns = keys), redrawn in place.
+
+    A move of d_k, strength, scaling or pattern writes new data into the existing images;
+    changing the head count, the tokens or the mask (labels, hidden cells) redraws all.
+    """
+    first = pattern_heads(pattern, n_heads, n_tokens=n_tokens, d_k=d_k, strength=strength,
+                          scaled=scaled, mask=mask)  # validates every argument
+    if d_k not in D_K_CHOICES:
+        raise ValueError(f"d_k: expected one of {D_K_CHOICES}, got {d_k}")
+    controls = {
+        "pattern": widgets.Dropdown(options=PATTERN_CHOICES, value=pattern, description="pattern",
+                                    layout=widgets.Layout(width="200px")),
+        "n_heads": widgets.IntSlider(value=n_heads, min=1, max=MAX_HEADS, description="heads",
+                                     continuous_update=True),
+        "mask": widgets.Dropdown(options=PATTERN_MASKS, value=mask, description="mask",
+                                 layout=widgets.Layout(width="180px")),
+        "d_k": widgets.SelectionSlider(options=D_K_CHOICES, value=d_k, description="d_k",
+                                       continuous_update=True),
+        "strength": widgets.FloatSlider(value=strength, min=0.0, max=2.0, step=0.05,
+                                        description="strength", continuous_update=True),
+        "scaled": widgets.Checkbox(value=scaled, description="divide by √d_k"),
+        "n_tokens": widgets.IntSlider(value=n_tokens, min=MIN_TOKENS, max=MAX_TOKENS,
+                                      description="tokens", continuous_update=True),
+    }
+    fig = new_figure(10, 5.6, dpi=72)
+    # A fixed layout with room for 12 rotated labels: cheaper than a layout engine per redraw.
+    fig.subplots_adjust(left=0.075, right=0.99, bottom=0.115, top=0.88, wspace=0.42, hspace=0.62)
+    grid = head_grid(np.zeros((MAX_HEADS, n_tokens, n_tokens)), list(first.tokens), nrows=2, ncols=4,
+                     fig=fig)
+    fig.set_layout_engine("none")  # head_grid asked for constrained layout: keep the fixed one
+    suptitle = fig.suptitle(" ", fontsize=11, y=0.985)
+    font = token_font(9)
+    shown: dict[str, object] = {"heads": -1, "tokens": None}
+
+    def update(pattern: str, n_heads: int, mask: str, d_k: int, strength: float, scaled: bool,
+               n_tokens: int) -> tuple[PatternHeads, str, bool]:
+        s = pattern_heads(pattern, n_heads, n_tokens=n_tokens, d_k=d_k, strength=float(strength),
+                          scaled=bool(scaled), mask=mask)
+        full = s.n_heads != shown["heads"] or s.tokens != shown["tokens"]
+        if full:  # hide/show cells, new tick labels: the whole figure changes
+            grid.update(s.weights, list(s.tokens), s.titles)
+            for hm in grid.heatmaps[: s.n_heads]:
+                for label in hm.ax.get_xticklabels():
+                    label.set_rotation(90)  # Chinese labels side by side would overlap
+            shown["heads"], shown["tokens"] = s.n_heads, s.tokens
+        else:  # same cells and labels: new data only
+            for hm, w, t in zip(grid.heatmaps, s.weights, s.titles):
+                hm.image.set_data(w)
+                hm.ax.set_title(t)
+        for hm in grid.heatmaps[: s.n_heads]:
+            hm.ax.title.set_fontproperties(font)
+        how = f"÷ √{s.d_k}" if s.scaled else "not scaled"
+        suptitle.set_text(f"{s.pattern}: {s.n_heads} head(s), d_k = {s.d_k}, strength "
+                          f"{s.strength:.2f}, scores {how}, mask {s.mask_kind}")
+        return s, _readout(s), full
+
+    def live() -> list:
+        cells = grid.heatmaps[: shown["heads"]]
+        return [hm.image for hm in cells] + [hm.ax.title for hm in cells] + [suptitle]
+
+    return Explorer(controls, fig, update, live,
+                    title="Attention patterns from hand-built queries and keys")

@@ -1,0 +1,116 @@
+"""attn.cost: counted parameters and multiply-adds against real modules and FlopCounterMode."""
+import pytest
+import torch
+from torch import nn
+
+from attn import MultiHeadAttention, SelfAttention
+from attn.cost import (
+    attention_cost,
+    compare_heads,
+    count_matmul_macs,
+    count_parameters,
+    format_rows,
+    multi_head_cost,
+    single_head_cost,
+    trace_multi_head,
+    valid_num_heads,
+)
+
+
+def rand(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("E, H", [(8, 1), (8, 2), (12, 3), (64, 8), (512, 8)])
+def test_parameters_match_module(E, H, bias):
+    assert count_parameters(MultiHeadAttention(E, H, bias=bias)) == multi_head_cost(5, E, H, bias=bias).params
+    ref = nn.MultiheadAttention(E, H, bias=bias, batch_first=True)
+    assert count_parameters(ref) == multi_head_cost(5, E, H, bias=bias).params
+
+
+@pytest.mark.parametrize("E, d_k, d_v", [(8, 8, 8), (8, 2, 3), (512, 512, 512)])
+def test_single_head_parameters_match_module(E, d_k, d_v):
+    c = attention_cost(4, E, 1, d_k=d_k, d_v=d_v, output_projection=False)
+    assert count_parameters(SelfAttention(E, d_k, d_v)) == c.params
+    assert c.params_out == 0 and c.macs_out == 0
+
+
+@pytest.mark.parametrize("n, E, H", [(10, 512, 8), (6, 16, 4), (7, 12, 3), (3, 8, 1)])
+def test_macs_match_flop_counter(n, E, H):
+    x = rand(1, n, E)
+    counted = count_matmul_macs(MultiHeadAttention(E, H), x)
+    c = multi_head_cost(n, E, H)
+    assert counted["total"] == c.macs
+    assert counted["aten.bmm"] == c.macs_scores + c.macs_mix
+    assert counted["aten.mm"] == c.macs_qkv + c.macs_out
+
+
+@pytest.mark.parametrize("n, E", [(10, 512), (5, 8)])
+def test_single_head_macs_match_flop_counter(n, E):
+    counted = count_matmul_macs(SelfAttention(E, E, E), rand(1, n, E))
+    assert counted["total"] == single_head_cost(n, E).macs
+
+
+@pytest.mark.parametrize("n, E, H", [(10, 512, 8), (9, 24, 6), (4, 16, 16)])
+def test_chapter_claim_in_what_sense(n, E, H):
+    one = single_head_cost(n, E, output_projection=True)
+    many = multi_head_cost(n, E, H)
+    assert many.params == one.params and many.macs == one.macs
+    assert many.macs_scores == one.macs_scores == n * n * E
+    assert many.softmax_entries == H * one.softmax_entries
+    chapter = single_head_cost(n, E)
+    assert many.params - chapter.params == E * E
+    assert many.macs - chapter.macs == n * E * E
+
+
+def test_compare_heads_table():
+    names, rows = compare_heads(10, 512, 8)
+    assert names[-1] == "8 heads + W^O"
+    by = {r.quantity: r for r in rows}
+    assert not by["params total"].equal and by["params W^Q,W^K,W^V"].equal
+    assert by["softmax entries"].values == (100, 100, 800)
+    assert by["MACs Q K^T"].equal and by["MACs weights V"].equal
+    text = format_rows(names, rows)
+    assert "1,048,576" in text and len(text.splitlines()) == len(rows) + 1
+
+
+@pytest.mark.parametrize("E, H", [(512, 8), (16, 4), (6, 1)])
+def test_trace_matches_module_and_chapter_shapes(E, H):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(E, H)
+    x = rand(1, 10, E)
+    steps = trace_multi_head(mha, x)
+    torch.testing.assert_close(steps[-1][1], mha(x)[0])
+    shapes = dict((name, tuple(t.shape)) for name, t in steps)
+    D = E // H
+    assert shapes["Q split into heads"] == (1, H, 10, D)
+    assert shapes["head outputs"] == (1, H, 10, D)
+    assert shapes["weights per head"] == (1, H, 10, 10)
+    assert shapes["concat(heads)"] == shapes["concat W^O"] == (1, 10, E)
+
+
+def test_valid_num_heads():
+    assert valid_num_heads(512, max_heads=8) == (1, 2, 4, 8)
+    assert valid_num_heads(60, max_heads=12) == (1, 2, 3, 4, 5, 6, 10, 12)
+    assert valid_num_heads(7) == (1, 7)
+    assert all(12 % h == 0 for h in valid_num_heads(12))
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="d_model"):
+        attention_cost(4, 10, 3)
+    with pytest.raises(ValueError, match="n"):
+        attention_cost(0, 8, 2)
+    with pytest.raises(TypeError, match="num_heads"):
+        multi_head_cost(4, 8, 2.0)
+    with pytest.raises(TypeError, match="module"):
+        count_parameters("layer")
+    with pytest.raises(TypeError, match="fn"):
+        count_matmul_macs(3)
+    with pytest.raises(TypeError, match="mha"):
+        trace_multi_head(nn.Linear(2, 2), rand(1, 2, 2))
+    with pytest.raises(ValueError, match="x"):
+        trace_multi_head(MultiHeadAttention(8, 2), rand(1, 2, 6))
+    with pytest.raises(ValueError, match="max_heads"):
+        valid_num_heads(8, max_heads=0)

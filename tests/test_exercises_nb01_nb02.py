@@ -1,0 +1,130 @@
+"""The checkers of notebooks 01 and 02: right answers pass, typical mistakes get a hint, None
+gets "Not yet", and no message gives the expected answer away."""
+import math
+
+import pytest
+import torch
+
+from attn.exercises import nb01, nb02
+from attn.exercises._base import Feedback
+from attn.functional import scaled_dot_product_attention
+from attn.rnn_vs_attention import gradient_profile, path_counts
+from attn.toy import toy_attention, toy_embeddings, toy_scores
+from attn.widgets.scaling import D_K_GRID, scaling_stats
+
+CHECKERS = [nb01.check_softmax_row, nb01.check_path_counts, nb01.check_reversed_output,
+            nb01.check_rnn_decay_distance, nb02.check_shapes, nb02.check_attention_output,
+            nb02.check_score_variance, nb02.check_half_gradient_d_k]
+
+
+@pytest.mark.parametrize("checker", CHECKERS)
+def test_none_is_not_yet(checker):
+    fb = checker(None)
+    assert isinstance(fb, Feedback) and not fb
+    assert repr(fb).startswith("❌ Not yet.") and "Replace None" in fb.message
+
+
+@pytest.mark.parametrize("checker", CHECKERS)
+def test_wrong_type_is_explained(checker):
+    fb = checker("a string")
+    assert not fb and fb.message
+
+
+# --- nb01 -------------------------------------------------------------------------------------
+
+def _softmax_row():
+    s = toy_scores()[0]
+    return torch.exp(s) / torch.exp(s).sum()
+
+
+def test_softmax_row():
+    assert nb01.check_softmax_row(_softmax_row())
+    assert nb01.check_softmax_row(_softmax_row().tolist())
+    s = toy_scores()[0]
+    assert "divide by their sum" in nb01.check_softmax_row(torch.exp(s)).message
+    assert "scores themselves" in nb01.check_softmax_row(s).message
+    assert "sum to 1" in nb01.check_softmax_row(torch.full((6,), 1 / 6)).message
+    assert "shape (6,)" in nb01.check_softmax_row(torch.zeros(5)).message
+
+
+def test_path_counts():
+    c = path_counts(nb01.PATH_N)
+    right = {"rnn_steps": c.rnn_steps, "attention_steps": c.attention_steps,
+             "rnn_path": c.rnn_path, "attention_path": c.attention_path}
+    assert nb01.check_path_counts(right)
+    fb = nb01.check_path_counts({**right, "rnn_path": c.rnn_path + 7})
+    assert not fb and "rnn_path" in fb.message and "attention_steps" not in fb.message
+    assert str(c.rnn_path) not in fb.message
+    assert "Missing keys" in nb01.check_path_counts({"rnn_steps": 1}).message
+
+
+def test_reversed_output():
+    out_rev, _ = toy_attention(toy_embeddings().flip(0))
+    fb = nb01.check_reversed_output(out_rev)
+    assert fb and "reversed the output" in fb.message
+    out, w = toy_attention()
+    assert "original order" in nb01.check_reversed_output(out).message
+    assert not nb01.check_reversed_output(w.flip(0))
+
+
+def test_rnn_decay_distance():
+    p = gradient_profile()
+    first = next(d for d, g in zip(p.distance, p.rnn) if g < 0.01 * p.rnn[0])
+    assert nb01.check_rnn_decay_distance(first)
+    assert "look further" in nb01.check_rnn_decay_distance(first - 1).message
+    assert "first" in nb01.check_rnn_decay_distance(first + 1).message
+    assert not nb01.check_rnn_decay_distance(float(first))
+
+
+# --- nb02 -------------------------------------------------------------------------------------
+
+def test_shapes():
+    s = nb02.SHAPE_SIZES
+    n, d_k, d_v = s["n"], s["d_k"], s["d_v"]
+    right = {"Q": (n, d_k), "K": (n, d_k), "V": (n, d_v), "scores": (n, n), "weights": (n, n),
+             "output": (n, d_v)}
+    assert nb02.check_shapes(right)
+    assert nb02.check_shapes({k: torch.Size(v) for k, v in right.items()})
+    fb = nb02.check_shapes({**right, "V": (n, d_k)})
+    assert not fb and "V:" in fb.message and "Q:" not in fb.message
+
+
+def _io():
+    t = nb02.exercise_inputs()
+    return t["X"] @ t["W_Q"], t["X"] @ t["W_K"], t["X"] @ t["W_V"]
+
+
+def test_attention_output():
+    q, k, v = _io()
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert nb02.check_attention_output(ref)
+    assert "sqrt(d_k)" in nb02.check_attention_output(torch.softmax(q @ k.T, -1) @ v).message
+    wrong_dim = torch.softmax(q @ k.T / math.sqrt(3), dim=0) @ v
+    assert "columns" in nb02.check_attention_output(wrong_dim).message
+    assert "shape (4, 2)" in nb02.check_attention_output(torch.zeros(2, 4)).message
+
+
+def test_exercise_inputs_are_fresh_and_fixed():
+    a, b = nb02.exercise_inputs(), nb02.exercise_inputs()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    a["X"].zero_()
+    assert nb02.exercise_inputs()["X"].abs().sum() > 0
+
+
+def test_score_variance():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(20000, 256, generator=g), torch.randn(20000, 256, generator=g)
+    s = (q * k).sum(-1)
+    assert nb02.check_score_variance((s.var().item(), (s / 16).var().item()))
+    assert "standard deviation" in nb02.check_score_variance((s.std().item(), 1.0)).message
+    assert "sqrt(d_k)" in nb02.check_score_variance((s.var().item(), (s / 256).var().item())).message
+
+
+def test_half_gradient_d_k():
+    first = next(d for d in D_K_GRID
+                 if scaling_stats(d).grad_norm_raw < 0.5 * scaling_stats(d).grad_norm_scaled)
+    i = D_K_GRID.index(first)
+    assert nb02.check_half_gradient_d_k(first)
+    assert "go further" in nb02.check_half_gradient_d_k(D_K_GRID[i - 1]).message
+    assert "first one" in nb02.check_half_gradient_d_k(D_K_GRID[i + 1]).message
+    assert "D_K_GRID" in nb02.check_half_gradient_d_k(100).message

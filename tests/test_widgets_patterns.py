@@ -1,0 +1,129 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attn import patterns as P
+from attn.widgets.patterns import (
+    D_K_CHOICES,
+    PATTERN_CHOICES,
+    PATTERN_MASKS,
+    pattern_explorer,
+    pattern_heads,
+)
+
+
+@pytest.mark.parametrize("pattern", PATTERN_CHOICES)
+@pytest.mark.parametrize("mask", PATTERN_MASKS)
+def test_pattern_heads_shapes_rows_and_mask(pattern, mask):
+    s = pattern_heads(pattern, 8, n_tokens=10, d_k=16, strength=1.0, mask=mask)
+    assert s.weights.shape == (8, 10, 10) and len(s.titles) == 8 and len(s.profiles) == 8
+    np.testing.assert_allclose(s.weights.sum(-1), 1.0)
+    assert (s.weights[:, ~s.mask] == 0).all()
+    if mask == "padding":
+        assert s.tokens[-2:] == ("[PAD]", "[PAD]") and not s.mask[:, -2:].any()
+    else:
+        assert s.tokens == P.TOKENS[:10]
+
+
+def test_pattern_heads_matches_the_builders():
+    s = pattern_heads("mixed", 8, n_tokens=12, d_k=32, strength=0.7, mask="causal")
+    for h, spec in enumerate(P.HEAD_VARIANTS["mixed"]):
+        q, k = P.head_qk(spec, 12, 32, 0.7)
+        ref = torch.softmax((q @ k.T / math.sqrt(32)).masked_fill(~torch.ones(12, 12, dtype=torch.bool).tril(),
+                                                                  float("-inf")), -1)
+        np.testing.assert_allclose(s.weights[h], ref.numpy(), atol=1e-12)
+
+
+def test_aligned_score_and_d_k_sharpening():
+    scaled = [pattern_heads("diagonal", 1, d_k=d, strength=0.5) for d in D_K_CHOICES[3:]]
+    assert [s.aligned_score for s in scaled] == [0.5 * math.sqrt(d) for d in D_K_CHOICES[3:]]
+    selfs = [s.profiles[0].self_weight for s in scaled]
+    assert all(a < b for a, b in zip(selfs, selfs[1:]))
+    raw = pattern_heads("diagonal", 1, d_k=64, strength=0.5, scaled=False)
+    assert raw.aligned_score == 32.0 and raw.profiles[0].self_weight > selfs[-2]
+    # random heads: after scaling the spread does not grow with d_k
+    rnd = [pattern_heads("random", 8, d_k=d, strength=1.0).profiles for d in (16, 128)]
+    mean_max = [np.mean([p.max_weight for p in ps]) for ps in rnd]
+    assert abs(mean_max[0] - mean_max[1]) < 0.15
+
+
+def test_extremes_say_something_true_and_never_raise():
+    flat = pattern_heads("block", 8, d_k=16, strength=0.0)
+    np.testing.assert_allclose(flat.weights, 1 / 8)
+    assert any("strength 0" in n for n in flat.notes)
+    one = pattern_heads("diagonal", 3, d_k=1)
+    np.testing.assert_allclose(one.weights, 1 / 8)
+    assert any("d_k = 1" in n for n in one.notes)
+    alias = pattern_heads("diagonal", 1, n_tokens=12, d_k=4, strength=2.0)
+    assert any("repeat every 8" in n for n in alias.notes)
+    assert alias.weights[0, 0, 8] == pytest.approx(alias.weights[0, 0, 0])
+    causal = pattern_heads("diagonal", 3, n_tokens=5, d_k=16, mask="causal")
+    assert causal.weights[2, 0, 0] == 1.0  # "next" head at the first token: only itself allowed
+    assert pattern_heads("vertical", 1, n_tokens=3).profiles[0].top_key == 0
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="pattern: expected one of"):
+        pattern_heads("stripes")
+    with pytest.raises(ValueError, match="mask: expected one of"):
+        pattern_heads(mask="left")
+    with pytest.raises(ValueError, match="n_tokens: expected 3..12"):
+        pattern_heads(n_tokens=13)
+    with pytest.raises(ValueError, match="n_heads"):
+        pattern_heads(n_heads=9)
+    with pytest.raises(ValueError, match="d_k: expected one of"):
+        pattern_explorer(d_k=3)
+
+
+def _cells_visible(ex):
+    return [ax.get_visible() for ax in ex.fig.axes]
+
+
+def test_explorer_every_control_across_its_range():
+    ex = pattern_explorer()
+    c = ex.controls
+    assert set(c) == {"pattern", "n_heads", "mask", "d_k", "strength", "scaled", "n_tokens"}
+    assert ex.state.n_tokens == 8 and ex.state.n_heads == 8
+    previous = bytes(ex.image.value)
+
+    def moved(name, value, *, full):
+        nonlocal previous
+        before = ex.full_redraws
+        c[name].value = value
+        assert ex.full_redraws == before + (1 if full else 0), (name, value)
+        now = bytes(ex.image.value)
+        assert now != previous, (name, value)
+        previous = now
+
+    for pattern in ("diagonal", "vertical", "block", "random", "mixed"):
+        moved("pattern", pattern, full=False)
+        assert ex.state.pattern == pattern
+    for d in (1, 2, 4, 8, 32, 64, 128, 16):
+        moved("d_k", d, full=False)
+        assert ex.state.d_k == d
+    for value in (0.0, 0.5, 2.0, 1.0):
+        moved("strength", value, full=False)
+        assert ex.state.strength == value
+    moved("scaled", False, full=False)
+    assert ex.state.aligned_score == 16.0 and "not scaled" in ex.readout.value
+    moved("scaled", True, full=False)
+    for h in (1, 3, 8):
+        moved("n_heads", h, full=True)
+        assert sum(_cells_visible(ex)[:8]) == h and ex.state.weights.shape[0] == h
+    for m in ("causal", "padding", "none"):
+        moved("mask", m, full=m != "causal")
+        assert ex.state.mask_kind == m
+    for n in (3, 12, 8):
+        moved("n_tokens", n, full=True)
+        assert ex.state.weights.shape[1:] == (n, n)
+        assert len(ex.fig.axes[0].get_xticklabels()) == n
+
+
+def test_explorer_readout_and_image_data():
+    ex = pattern_explorer("vertical", 2, d_k=64, strength=0.5)
+    assert "0.50 · 8.00" in ex.readout.value and "[CLS]" in ex.readout.value
+    img = ex.fig.axes[0].images[0].get_array()
+    np.testing.assert_allclose(img, ex.state.weights[0])
+    assert "→ [CLS]" in ex.fig.axes[0].get_title()

@@ -1,0 +1,184 @@
+"""Explorers of trained heads: their pure functions, then every control across its range."""
+import numpy as np
+import pytest
+import torch
+
+from attn.plotting import new_figure
+from attn.tiny import IGNORE, TASKS, held_out_batch, load_run, pattern_mask, pattern_score, train_tiny
+from attn.widgets.trained import (
+    N_EXAMPLES,
+    LiveMap,
+    example_explorer,
+    example_frame,
+    example_frames,
+    training_explorer,
+    training_frame,
+)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {task: load_run(task) for task in TASKS}
+
+
+# --- training_frame ----------------------------------------------------------------------------
+
+def test_training_frame_takes_the_last_snapshot_at_or_before_the_step(runs):
+    run = runs["reverse"]
+    assert run.steps[:3] == [0, 10, 20]
+    assert training_frame(run, 0).step == 0
+    assert training_frame(run, 19).step == 10
+    assert training_frame(run, 20).step == 20
+    assert training_frame(run, 10_000).step == run.steps[-1]  # clamped
+    assert training_frame(run, -5).step == 0
+    f = training_frame(run, 20)
+    np.testing.assert_allclose(f.maps, run.maps[2].numpy())
+    np.testing.assert_allclose(f.scores, run.scores[2].numpy())
+    np.testing.assert_allclose(f.untrained, run.scores[0].numpy())
+    assert f.accuracy == pytest.approx(run.accuracies[2].item())
+    assert f.pattern == "anti-diagonal" and f.mask.shape == (10, 10) and f.mask.sum() == 10
+
+
+def test_training_frame_block_mask_follows_the_probes_phrases(runs):
+    run = runs["phrases"]
+    f = training_frame(run, 0)
+    seg = run.probe.segments[0]
+    assert (f.mask == (seg[:, None] == seg[None, :]).numpy()).all()
+    assert f.tokens[0][0] == "A"
+
+
+def test_training_frame_errors(runs):
+    with pytest.raises(TypeError, match="run: expected a TrainRun, got dict"):
+        training_frame({}, 0)
+    with pytest.raises(TypeError, match="step: expected an int, got float"):
+        training_frame(runs["cls"], 1.5)
+
+
+# --- training_explorer ---------------------------------------------------------------------------
+
+def test_training_explorer_step_slider_changes_picture_readout_and_state(runs):
+    ex = training_explorer(runs, task="cls")
+    slider = ex.controls["step"]
+    assert (slider.min, slider.max, slider.step) == (0, 200, 10)
+    seen_images, seen_steps = set(), []
+    for step in range(slider.min, slider.max + 1, slider.step):
+        slider.value = step
+        assert ex.state.step == step and ex.state.task == "cls"
+        assert f"Step {step}:" in ex.readout.value
+        seen_images.add(ex.image.value)
+        seen_steps.append(ex.state.step)
+    assert len(seen_images) > 10  # the maps change as training goes on
+    slider.value = 0
+    early = ex.state.scores.max()
+    slider.value = 200
+    assert ex.state.scores.max() > early + 0.4
+
+
+def test_training_explorer_task_dropdown_covers_every_run(runs):
+    ex = training_explorer(runs, step=200)
+    images = set()
+    for task in ex.controls["task"].options:
+        ex.controls["task"].value = task
+        assert ex.state.task == task and ex.state.pattern == TASKS[task].pattern
+        assert f"<b>{task}</b>" in ex.readout.value and TASKS[task].pattern in ex.readout.value
+        images.add(ex.image.value)
+    assert len(images) == len(runs)
+
+
+def test_training_explorer_takes_a_live_run_with_other_heads_and_steps():
+    live = train_tiny("cls", steps=30, snapshot_every=5, num_heads=1)
+    shipped = load_run("reverse")
+    ex = training_explorer({"cls (here)": live, "reverse": shipped})
+    assert ex.controls["step"].step == 5 and ex.controls["step"].max == 200
+    ex.controls["step"].value = 100  # beyond the live run: its last snapshot
+    assert ex.state.step == 30 and ex.state.maps.shape == (1, 10, 10)
+    ex.controls["task"].value = "reverse"
+    assert ex.state.step == 100 and ex.state.maps.shape == (2, 10, 10)
+
+
+def test_training_explorer_errors(runs):
+    with pytest.raises(TypeError, match="runs: expected a non-empty dict"):
+        training_explorer({})
+    with pytest.raises(TypeError, match=r"runs\['x'\]: expected a TrainRun, got int"):
+        training_explorer({"x": 1})
+    with pytest.raises(ValueError, match="task: expected one of"):
+        training_explorer(runs, task="sort")
+
+
+# --- example_frame / example_explorer -------------------------------------------------------------
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_example_frame_agrees_with_the_model_and_the_score(runs, task):
+    model = runs[task].model
+    batch = held_out_batch(task, N_EXAMPLES)
+    frames = example_frames(model, task)
+    assert len(frames) == N_EXAMPLES
+    for i in (0, 7, N_EXAMPLES - 1):
+        f = example_frame(model, task, i)
+        g = frames[i]
+        np.testing.assert_allclose(f.maps, g.maps, atol=1e-6)
+        with torch.no_grad():
+            logits, w = model(batch.tokens[i : i + 1])
+        np.testing.assert_allclose(f.maps, w[0].numpy(), atol=1e-6)
+        assert list(f.predictions) == logits[0].argmax(-1).tolist()
+        assert list(f.targets) == batch.targets[i].tolist()
+        mask = pattern_mask(TASKS[task].pattern, 10, segments=batch.segments[i])
+        np.testing.assert_allclose(f.scores, pattern_score(w, mask).numpy(), atol=1e-6)
+
+
+def test_example_frame_errors(runs):
+    with pytest.raises(ValueError, match=r"index: expected an int in 0..31, got 32"):
+        example_frame(runs["cls"].model, "cls", N_EXAMPLES)
+    with pytest.raises(TypeError, match="model: expected a TinyTransformer, got str"):
+        example_frame("m", "cls", 0)
+    with pytest.raises(ValueError, match="task: expected one of"):
+        example_frame(runs["cls"].model, "copy", 0)
+
+
+def test_example_explorer_every_control(runs):
+    models = {task: run.model for task, run in runs.items()}
+    ex = example_explorer(models, task="phrases")
+    slider = ex.controls["index"]
+    assert (slider.min, slider.max) == (0, N_EXAMPLES - 1)
+    images = set()
+    for i in range(slider.min, slider.max + 1):
+        slider.value = i
+        assert ex.state.index == i
+        n = sum(t != IGNORE for t in ex.state.targets)
+        right = sum(p == t for p, t in zip(ex.state.predictions, ex.state.targets) if t != IGNORE)
+        assert f"{right} of {n} right" in ex.readout.value
+        assert "".join(f"<td>{t}</td>" for t in ex.state.tokens) in ex.readout.value
+        images.add(ex.image.value)
+    assert len(images) > N_EXAMPLES // 2
+    for task in ex.controls["task"].options:
+        ex.controls["task"].value = task
+        assert ex.state.task == task
+        assert f"<i>{TASKS[task].pattern}</i>" in ex.readout.value
+    assert ex.full_redraws == 2  # built once; every move after that is blitted
+
+
+def test_example_explorer_errors(runs):
+    with pytest.raises(TypeError, match="models: expected a non-empty dict"):
+        example_explorer({})
+    with pytest.raises(ValueError, match="models: expected task names"):
+        example_explorer({"mine": runs["cls"].model})
+    with pytest.raises(TypeError, match=r"models\['cls'\]: expected a TinyTransformer"):
+        example_explorer({"cls": 3})
+    with pytest.raises(ValueError, match=r"index: expected an int in 0..31, got -1"):
+        example_explorer({"cls": runs["cls"].model}, index=-1)
+
+
+# --- LiveMap -------------------------------------------------------------------------------------------
+
+def test_live_map_shows_a_smaller_map_with_blank_cells_and_labels():
+    ax = new_figure(3, 3).add_subplot()
+    m = LiveMap(ax, 4)
+    m.set(np.eye(3), ["a", "b", "c"], np.eye(3, dtype=bool), "three")
+    data = m.heatmap.image.get_array()
+    assert data.shape == (4, 4) and np.ma.getmaskarray(data)[3].all() and data[0, 0] == 1
+    assert [t.get_text() for t in m.x_texts] == ["a", "b", "c", ""]
+    assert [t.get_text() for t in m.y_texts] == ["a", "b", "c", ""]
+    assert m.dots.get_offsets().shape == (3, 2) and m.title.get_text() == "three"
+    m.set(np.zeros((0, 0)), (), None, "")
+    assert m.dots.get_offsets().shape == (0, 2)
+    assert len(m.artists()) == 3 + 8 and len(m.artists(labels=False)) == 3
