@@ -131,11 +131,14 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
 
     if cfg.get("threads"):
         torch.set_num_threads(cfg["threads"])
-    if cfg["kind"] == "layer":
-        fn = _layer_fn(cfg["method"], cfg["L"], cfg["B"], cfg["E"], cfg["H"])
-    else:
-        fn = _head_fn(cfg["method"], cfg["L"], cfg["D"], cfg["causal"])
+    def build(L: int):
+        if cfg["kind"] == "layer":
+            return _layer_fn(cfg["method"], L, cfg["B"], cfg["E"], cfg["H"])
+        return _head_fn(cfg["method"], L, cfg["D"], cfg["causal"])
+
     with torch.inference_mode():
+        build(16)()  # one-off library set-up (thread pool, BLAS buffers) outside the figures
+        fn = build(cfg["L"])
         reset = _reset_peak()
         before_rss = _status_kib("VmRSS")
         before_max = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -215,18 +218,24 @@ def long_accuracy(L: int, D: int = 64) -> float:
     return (got - ref).abs().max().item()
 
 
-def run(*, quick: bool = False, results=None, repeats: int | None = None) -> dict[str, Any]:
+def run(
+    *, quick: bool = False, results=None, repeats: int | None = None,
+    lengths: list[int] | None = None, methods: tuple[str, ...] = LAYER_METHODS,
+    head_methods: tuple[str, ...] = HEAD_METHODS, long_L: int | None = None,
+) -> dict[str, Any]:
     """All configurations; ``quick`` = tiny sizes (a smoke test, seconds)."""
     if quick:
-        B, E, H, lengths, long_L, timeout = 2, 64, 4, [32, 64], 512, 120
+        B, E, H, default_lengths, default_long, timeout = 2, 64, 4, [32, 64], 512, 120
         repeats = repeats or 1
     else:
-        B, E, H, lengths, long_L, timeout = 8, 768, 12, [128, 256, 512, 1024, 2048], 16384, 900
+        B, E, H, default_lengths, default_long, timeout = 8, 768, 12, [128, 256, 512, 1024, 2048], 16384, 900
         repeats = repeats or 3
+    lengths = lengths or default_lengths
+    long_L = long_L or default_long
     say(f"\n== Attention at scale, CPU: causal multi-head forward, B={B}, E={E}, H={H} ==")
     rows = []
     for L in lengths:
-        for method in LAYER_METHODS:
+        for method in methods:
             cfg = {"kind": "layer", "method": method, "L": L, "B": B, "E": E, "H": H,
                    "repeats": repeats}
             r = _spawn(cfg, timeout)
@@ -237,7 +246,7 @@ def run(*, quick: bool = False, results=None, repeats: int | None = None) -> dic
     say(f"\n== One head, B=1, D=64, L={long_L}: peak memory of the attention alone ==")
     heads = []
     for causal in (False, True):
-        for method in HEAD_METHODS:
+        for method in head_methods:
             cfg = {"kind": "head", "method": method, "L": long_L, "D": 64, "causal": causal,
                    "repeats": 1}
             r = _spawn(cfg, timeout)

@@ -14,6 +14,7 @@ from attn.worked import (
     check_chapter,
     explain_row_product,
     format_check,
+    format_scenarios,
     format_summary,
     printed,
     renormalised_printed_weights,
@@ -173,3 +174,13 @@ def test_bad_inputs():
         printed("nope")
     with pytest.raises(ValueError, match="weights/V/output"):
         sanity_checks(np.ones((3, 3)), np.ones((2, 2)), np.ones((3, 2)))
+
+
+def test_format_scenarios():
+    sc = scenarios()
+    text = format_scenarios(sc, "output")
+    lines = text.splitlines()
+    assert lines[0] == "output" and lines[1].split() == ["printed", "softmax", "fixed", "right"]
+    assert lines[2].count("[") == 3 and "0.90" in lines[2] and "1.44" in lines[2]
+    with pytest.raises(ValueError, match="step"):
+        format_scenarios(sc, "nope")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Sequence
 
 import torch
@@ -193,7 +194,8 @@ def input_gradient_norms(layer: Callable[[Tensor], Tensor], x: Tensor) -> Tensor
     check_rank("x", x, 3, "(1, n, d)")
     if x.shape[0] != 1:
         raise ValueError(f"x: expected one sequence (1, n, d), got shape {shape_str(x)}")
-    jac = torch.autograd.functional.jacobian(lambda inp: layer(inp)[0, -1], x)  # (h, 1, n, d)
+    jac = torch.autograd.functional.jacobian(lambda inp: layer(inp)[0, -1], x,
+                                             vectorize=True)  # (h, 1, n, d)
     return jac.pow(2).sum(dim=(0, 1, 3)).sqrt()  # (n,)
 
 
@@ -209,6 +211,7 @@ class GradientProfile:
     attention: tuple[float, ...]
 
 
+@lru_cache(maxsize=16)
 def gradient_profile(n: int = 32, d: int = 16, *, seed: int = 0) -> GradientProfile:
     """Measure ``input_gradient_norms`` for both seeded layers on one seeded random input.
 
@@ -216,6 +219,8 @@ def gradient_profile(n: int = 32, d: int = 16, *, seed: int = 0) -> GradientProf
         n: sequence length.
         d: input, hidden and output size of both layers.
         seed: seeds the layers' weights and the input (same seed, same numbers).
+
+    The result is immutable and cached: asking twice for the same profile costs nothing.
     """
     check_positive_int("n", n)
     rnn, att = seeded_layers(d, seed=seed)

@@ -25,9 +25,11 @@ Shape legend: B batch, L sequence length, H heads, C classes, E d_model.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -58,6 +60,7 @@ __all__ = [
     "EVAL_SEED",
     "PROBE_SEED",
     "IGNORE",
+    "single_thread",
 ]
 
 #: The seed of the held-out batch that every score and accuracy is measured on.
@@ -93,6 +96,20 @@ TASKS: dict[str, TaskSpec] = {
 PATTERNS = ("diagonal", "anti-diagonal", "vertical", "block")
 N_LABELS = 4  # labels of the cls task (the other tokens use the same ids)
 N_LETTERS = 5  # phrase letters A..E: at most 5 phrases of length >= 2 fit in 10 tokens
+
+
+@contextmanager
+def single_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block, then restore the thread count.
+
+    The tensors here are tiny: a second thread brings no speed, only waiting (badly so on a
+    busy machine), and one thread makes training bit-for-bit repeatable on one machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _check_task(task: object) -> TaskSpec:
@@ -305,7 +322,8 @@ def head_scores(model: TinyTransformer, task: str, *, n: int = 256, batch: Batch
     """Each head's score for the task's own pattern, on the held-out batch -> (H,)."""
     spec = _check_task(task)
     batch = batch if batch is not None else held_out_batch(task, n, seq_len=model.seq_len)
-    _, w = model(batch.tokens)
+    with single_thread():
+        _, w = model(batch.tokens)
     L = batch.tokens.shape[1]
     return pattern_score(w, pattern_mask(spec.pattern, L, segments=batch.segments))
 
@@ -315,7 +333,8 @@ def accuracy(model: TinyTransformer, task: str, *, n: int = 256, batch: Batch | 
     """Share of positions (with a target) predicted right, on the held-out batch."""
     _check_task(task)
     batch = batch if batch is not None else held_out_batch(task, n, seq_len=model.seq_len)
-    logits, _ = model(batch.tokens)
+    with single_thread():
+        logits, _ = model(batch.tokens)
     keep = batch.targets != IGNORE
     return (logits.argmax(-1) == batch.targets)[keep].float().mean().item()
 
@@ -396,9 +415,7 @@ def train_tiny(task: str, *, steps: int | None = None, seed: int = 0, batch_size
         scores.append(pattern_score(w, mask))
         accs.append((logits.argmax(-1) == held_out.targets)[keep].float().mean())
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_thread():
         opt = torch.optim.Adam(model.parameters(), lr=lr)
         snapshot(0)
         for step in range(1, steps + 1):
@@ -412,8 +429,6 @@ def train_tiny(task: str, *, steps: int | None = None, seed: int = 0, batch_size
             losses.append(loss.item())
             if step % snapshot_every == 0 or step == steps:
                 snapshot(step)
-    finally:
-        torch.set_num_threads(threads)
     model.eval()
     return TrainRun(spec.name, model, losses, snap_steps, torch.stack(maps), torch.stack(scores),
                     torch.stack(accs), probe)

@@ -150,9 +150,7 @@ def efficiency_explorer(
     ax_b.set_ylabel("← queries")
     ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:red", alpha=0.25))
     strip = ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:green", alpha=0.9))
-    b_title = ax_b.set_title("", fontsize=10)
-    b_text = ax_b.text(0.5, 0.5, "", ha="center", va="center", fontsize=9,
-                       bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
+    ax_b.set_title("held at once: n×n weights (red)\nor one n×b block (green)", fontsize=10)
     fig.set_layout_engine("constrained")
 
     def update(n: int, block_size: int) -> tuple[EfficiencyView, str]:
@@ -164,13 +162,10 @@ def efficiency_explorer(
         width = min(block_size, n) / n
         strip.set_width(width)
         strip.set_x(min(1 - width, width))  # the second block, or the only one
-        b_title.set_text(f"held at once: n×n vs n×b (b={block_size})")
-        b_text.set_text(f"n×n: {format_bytes(v.cost.score_bytes)}\n"
-                        f"n×b: {format_bytes(v.block_bytes)}\n{v.blocks} block(s)")
         return v, _readout(v)
 
     def live() -> list:
-        return [mk for _, _, row in markers for mk in row] + [strip, b_title, b_text]
+        return [mk for _, _, row in markers for mk in row] + [strip]
 
     n_slider = widgets.SelectionSlider(options=lengths, value=n if n in lengths else lengths[0],
                                        description="n", continuous_update=True)

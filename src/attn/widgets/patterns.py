@@ -33,6 +33,7 @@ from ..patterns import (
     segments_for,
 )
 from ..plotting import head_grid, new_figure, token_font
+from .masks import AxesTitle
 from ._base import Explorer
 
 __all__ = [
@@ -219,14 +220,13 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
         "n_tokens": widgets.IntSlider(value=n_tokens, min=MIN_TOKENS, max=MAX_TOKENS,
                                       description="tokens", continuous_update=True),
     }
-    fig = new_figure(10, 5.6, dpi=72)
+    fig = new_figure(10, 5.3, dpi=72)
     # A fixed layout with room for 12 rotated labels: cheaper than a layout engine per redraw.
-    fig.subplots_adjust(left=0.075, right=0.99, bottom=0.115, top=0.88, wspace=0.42, hspace=0.62)
+    fig.subplots_adjust(left=0.075, right=0.99, bottom=0.12, top=0.95, wspace=0.42, hspace=0.6)
     grid = head_grid(np.zeros((MAX_HEADS, n_tokens, n_tokens)), list(first.tokens), nrows=2, ncols=4,
                      fig=fig)
     fig.set_layout_engine("none")  # head_grid asked for constrained layout: keep the fixed one
-    suptitle = fig.suptitle(" ", fontsize=11, y=0.985)
-    font = token_font(9)
+    titles = [AxesTitle(hm.ax, token_font().get_file()) for hm in grid.heatmaps]  # cached bitmaps: cheap
     shown: dict[str, object] = {"heads": -1, "tokens": None}
 
     def update(pattern: str, n_heads: int, mask: str, d_k: int, strength: float, scaled: bool,
@@ -235,25 +235,21 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
                           scaled=bool(scaled), mask=mask)
         full = s.n_heads != shown["heads"] or s.tokens != shown["tokens"]
         if full:  # hide/show cells, new tick labels: the whole figure changes
-            grid.update(s.weights, list(s.tokens), s.titles)
+            grid.update(s.weights, list(s.tokens), [""] * s.n_heads)
             for hm in grid.heatmaps[: s.n_heads]:
                 for label in hm.ax.get_xticklabels():
                     label.set_rotation(90)  # Chinese labels side by side would overlap
             shown["heads"], shown["tokens"] = s.n_heads, s.tokens
         else:  # same cells and labels: new data only
-            for hm, w, t in zip(grid.heatmaps, s.weights, s.titles):
+            for hm, w in zip(grid.heatmaps, s.weights):
                 hm.image.set_data(w)
-                hm.ax.set_title(t)
-        for hm in grid.heatmaps[: s.n_heads]:
-            hm.ax.title.set_fontproperties(font)
-        how = f"÷ √{s.d_k}" if s.scaled else "not scaled"
-        suptitle.set_text(f"{s.pattern}: {s.n_heads} head(s), d_k = {s.d_k}, strength "
-                          f"{s.strength:.2f}, scores {how}, mask {s.mask_kind}")
+        for h, title in enumerate(titles):
+            title.set(s.titles[h] if h < s.n_heads else "")
         return s, _readout(s), full
 
     def live() -> list:
-        cells = grid.heatmaps[: shown["heads"]]
-        return [hm.image for hm in cells] + [hm.ax.title for hm in cells] + [suptitle]
+        n = shown["heads"]
+        return [hm.image for hm in grid.heatmaps[:n]] + [t.image for t in titles[:n]]
 
     return Explorer(controls, fig, update, live,
                     title="Attention patterns from hand-built queries and keys")

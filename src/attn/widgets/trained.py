@@ -24,6 +24,7 @@ from ..tiny import (
     held_out_batch,
     pattern_mask,
     pattern_score,
+    single_thread,
     token_labels,
 )
 from ._base import Explorer
@@ -236,7 +237,8 @@ class ExampleFrame:
 def _frames(model: TinyTransformer, task: str, batch, indices: Sequence[int]) -> list[ExampleFrame]:
     """Frames of ``batch``'s examples ``indices``, from one forward pass."""
     tokens = batch.tokens[list(indices)]  # (n, L)
-    logits, w = model(tokens)  # (n, L, C), (n, H, L, L)
+    with single_thread():
+        logits, w = model(tokens)  # (n, L, C), (n, H, L, L)
     pattern = TASKS[task].pattern
     out = []
     for k, index in enumerate(indices):

@@ -1,0 +1,70 @@
+"""Course run time: every notebook under strict nbval, one by one, then the whole course at once.
+
+Each figure is the wall time of ``python -m pytest --nbval <notebook(s)> -q`` in a fresh
+process, as a learner or CI runs it: pytest's start, the kernel's start, every cell, the
+comparison of every output. The whole course is one pytest run over the course notebooks
+(``notebooks/*.ipynb``; the solutions notebooks are timed one by one, not counted in it).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ._common import machine, say, table, write_json
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_TARGET_S = 10.0
+COURSE_TARGET_S = 60.0
+
+
+def _nbval(paths: list[Path], timeout: float) -> dict[str, Any]:
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    cmd = [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider",
+           *[str(p) for p in paths]]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"seconds": time.perf_counter() - t0, "ok": False, "summary": f"timed out after {timeout} s"}
+    seconds = time.perf_counter() - t0
+    lines = [line for line in proc.stdout.strip().splitlines() if line.strip()]
+    return {"seconds": seconds, "ok": proc.returncode == 0, "summary": lines[-1] if lines else ""}
+
+
+def run(*, quick: bool = False, results=None, notebooks: list[Path] | None = None) -> dict[str, Any]:
+    course = notebooks if notebooks is not None else sorted((ROOT / "notebooks").glob("*.ipynb"))
+    solutions = [] if notebooks is not None else sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb"))
+    if quick:  # one notebook, no solutions, no whole-course run
+        course, solutions = course[:1], []
+    say(f"\n== Course run time under strict nbval ({len(course)} notebooks, "
+        f"{len(solutions)} solutions) ==")
+    rows = []
+    for nb in course + solutions:
+        shown = nb.relative_to(ROOT) if nb.is_relative_to(ROOT) else nb.name
+        r = {"notebook": str(shown), **_nbval([nb], timeout=600),
+             "size_kib": nb.stat().st_size / 1024}
+        rows.append(r)
+        say(f"  {r['notebook']:55s} {r['seconds']:6.1f} s  {r['summary']}")
+    whole = _nbval(course, timeout=1800) if course and not quick else None
+    if whole:
+        say(f"  {'whole course (one pytest run)':55s} {whole['seconds']:6.1f} s  {whole['summary']}")
+    trows = [[r["notebook"], f"{r['seconds']:.1f}", f"{r['size_kib']:.0f}",
+              "yes" if r["seconds"] <= NOTEBOOK_TARGET_S else "no", "pass" if r["ok"] else "FAIL"]
+             for r in rows]
+    if whole:
+        trows.append([f"whole course ({len(course)} notebooks)", f"{whole['seconds']:.1f}", "",
+                      "yes" if whole["seconds"] <= COURSE_TARGET_S else "no",
+                      "pass" if whole["ok"] else "FAIL"])
+    text = table(["notebook", "seconds", "KiB", f"≤ {NOTEBOOK_TARGET_S:.0f} s (course ≤ {COURSE_TARGET_S:.0f} s)",
+                  "nbval"], trows)
+    say("\n" + text)
+    payload = {"machine": machine(), "command": "python -m pytest --nbval -q <notebook>",
+               "notebooks": rows, "course": whole, "table": text,
+               "targets_s": {"notebook": NOTEBOOK_TARGET_S, "course": COURSE_TARGET_S}}
+    write_json("course", payload, **({"results": results} if results else {}))
+    return payload
