@@ -11,6 +11,22 @@ def shape_str(t: Tensor) -> str:
     return str(tuple(t.shape))
 
 
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """NumPy broadcasting of shapes, or None if they do not broadcast.
+
+    (``torch.broadcast_shapes`` imports torch.fx and sympy on first use: seconds, not micro-
+    seconds, the first time a notebook calls attention.)
+    """
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for dims in zip(*(((1,) * (ndim - len(s))) + tuple(s) for s in shapes)):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            return None
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
 def check_tensor(name: str, t: object) -> Tensor:
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
@@ -47,11 +63,7 @@ def check_bool_mask(name: str, mask: object, target: tuple[int, ...], legend: st
         raise TypeError(
             f"{name}: expected a bool tensor (True = may attend), got dtype {mask.dtype}"
         )
-    try:
-        shape = torch.broadcast_shapes(mask.shape, target)
-    except RuntimeError:
-        shape = None
-    if shape != torch.Size(target):
+    if broadcast_shapes(tuple(mask.shape), tuple(target)) != tuple(target):
         raise ValueError(
             f"{name}: expected a shape broadcastable to {legend} = {tuple(target)}, "
             f"got shape {shape_str(mask)}"
@@ -93,14 +105,13 @@ def check_qkv(query: object, key: object, value: object) -> torch.Size:
             f"value: expected S={key.shape[-2]} rows to match key {shape_str(key)}, "
             f"got shape {shape_str(value)}"
         )
-    try:
-        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
-    except RuntimeError:
+    batch = broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    if batch is None:
         raise ValueError(
             f"query/key/value: expected batch dims that broadcast, got shapes "
             f"{shape_str(query)}, {shape_str(key)}, {shape_str(value)}"
-        ) from None
-    return batch
+        )
+    return torch.Size(batch)
 
 
 def check_scale(scale: object, E: int) -> float:
