@@ -36,7 +36,9 @@ def _nbval(paths: list[Path], timeout: float) -> dict[str, Any]:
     return {"seconds": seconds, "ok": proc.returncode == 0, "summary": lines[-1] if lines else ""}
 
 
-def run(*, quick: bool = False, results=None, notebooks: list[Path] | None = None) -> dict[str, Any]:
+def run(
+    *, quick: bool = False, results=None, notebooks: list[Path] | None = None, whole: bool = True,
+) -> dict[str, Any]:
     course = notebooks if notebooks is not None else sorted((ROOT / "notebooks").glob("*.ipynb"))
     solutions = [] if notebooks is not None else sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb"))
     if quick:  # one notebook, no solutions, no whole-course run
@@ -50,7 +52,7 @@ def run(*, quick: bool = False, results=None, notebooks: list[Path] | None = Non
              "size_kib": nb.stat().st_size / 1024}
         rows.append(r)
         say(f"  {r['notebook']:55s} {r['seconds']:6.1f} s  {r['summary']}")
-    whole = _nbval(course, timeout=1800) if course and not quick else None
+    whole = _nbval(course, timeout=1800) if whole and course and not quick else None
     if whole:
         say(f"  {'whole course (one pytest run)':55s} {whole['seconds']:6.1f} s  {whole['summary']}")
     trows = [[r["notebook"], f"{r['seconds']:.1f}", f"{r['size_kib']:.0f}",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -306,7 +307,10 @@ _JS_SCAN = r"""
   const markTarget = (t) => {
     if (t.dataset.attnTarget === undefined) {
       t.dataset.attnTarget = String(targets.length);
-      const title = [...t.children].find((c) => c.matches('.widget-html'));
+      // An explorer's title is an HTML widget above its picture (the readout is below).
+      const kids = [...t.children];
+      const img = kids.findIndex((c) => c.matches('img.widget-image'));
+      const title = kids.slice(0, Math.max(img, 0)).find((c) => c.matches('.widget-html'));
       targets.push({index: targets.length, explorer: isExplorer(t),
                     title: isExplorer(t) && title ? text(title).slice(0, 80) : ''});
     }
@@ -348,7 +352,7 @@ _JS_SCAN = r"""
         '.jupyter-widgets button, .jupyter-widgets [role=slider]')) {
       if (!covered.has(el)) {
         const w = el.closest('.jupyter-widgets');
-        unknown.push(`${el.tagName.toLowerCase()} in <${w.className}> (cell ${cells.indexOf(el.closest('.jp-Cell'))})`);
+        unknown.push(`${el.tagName.toLowerCase()} in <${w.className}> (cell ${cells.indexOf(el.closest('.jp-Cell')) + 1})`);
       }
     }
   }
@@ -460,17 +464,20 @@ class Target:
         the kernel is idle and the target stable; return the Move (with both snapshots)."""
         page = self.nb.page
         before = self.snapshot()
+        errors = len(self.nb.kernel_errors)
         self.locator.evaluate(_JS_ARM, self.explorer)
         do()
+        deadline = time.monotonic() + timeout
         try:
-            page.wait_for_function(
-                "() => window.__attnProbe.picture !== null || window.__attnProbe.text !== null",
-                timeout=timeout * 1000)
+            while not page.evaluate(
+                    "() => window.__attnProbe.picture !== null || window.__attnProbe.text !== null"):
+                if len(self.nb.kernel_errors) > errors:
+                    raise AssertionError(f"{control}: after {action}, the kernel reported an error")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{control}: after {action}, neither the picture nor the "
+                                         f"text of {self} changed within {timeout} s")
+                time.sleep(0.02)
             self.wait_stable(timeout)
-        except Exception as e:  # playwright's TimeoutError or ours
-            raise AssertionError(
-                f"{control}: after {action}, neither the picture nor the text of "
-                f"{self} changed within {timeout} s") from e
         finally:
             probe = page.evaluate(
                 """() => { const p = window.__attnProbe; p.observer.disconnect();
@@ -561,11 +568,36 @@ class Control:
             raise AssertionError(f"no user action known for {self}")
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def kernel_message(frame: bytes | str) -> tuple[str, dict, dict] | None:
+    """(channel, header, content) of one kernel websocket frame: Lab's binary
+    ``v1.kernel.websocket.jupyter.org`` framing (a count, offsets, then channel, header,
+    parent header, metadata, content, buffers) or the older JSON text frames."""
+    try:
+        if isinstance(frame, str):
+            msg = json.loads(frame)
+            return msg.get("channel", ""), msg["header"], msg.get("content", {})
+        n = int.from_bytes(frame[:8], "little")
+        offsets = [int.from_bytes(frame[8 + 8 * i: 16 + 8 * i], "little") for i in range(n)]
+        parts = [frame[a:b] for a, b in zip(offsets, offsets[1:] + [len(frame)])]
+        return parts[0].decode(), json.loads(parts[1]), json.loads(parts[4])
+    except (ValueError, KeyError, IndexError, UnicodeDecodeError):
+        return None
+
+
 class LabNotebook:
-    """A notebook opened in JupyterLab in ``page`` (one notebook per page)."""
+    """A notebook opened in JupyterLab in ``page`` (one notebook per page).
+
+    ``kernel_errors`` collects every error the kernel reports while the page is open, also
+    those no cell shows (an exception in a widget callback goes to Lab's log console only).
+    """
 
     def __init__(self, page: Any, lab: Lab, name: str) -> None:
         self.page, self.lab, self.name = page, lab, name
+        self.kernel_errors: list[str] = []
+        page.on("websocket", self._watch)
         self.panel = page.locator(".jp-NotebookPanel").first
         nb = json.loads((lab.root / name).read_text(encoding="utf-8"))
         self.n_cells = len(nb["cells"])
@@ -576,20 +608,61 @@ class LabNotebook:
             for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []))
 
     def open(self, timeout: float = 120) -> None:
-        """Load Lab with this notebook alone (a fresh workspace) and wait until it is ready."""
+        """Load Lab with this notebook alone (a fresh workspace) and wait until it is ready:
+        every cell shown, its kernel started and connected, and idle for a second."""
         workspace = "w-" + secrets.token_hex(4)
         self.page.goto(self.lab.notebook_url(self.name, workspace), timeout=timeout * 1000)
         self.page.wait_for_function(
             """(n) => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length === n""",
             arg=self.n_cells, timeout=timeout * 1000)
-        self.wait_idle(timeout)
+        # Make it the current document, as a user's click on its tab does.
+        self.page.locator(".lm-TabBar-tab.lm-mod-current").filter(has_text=self.name).first.click()
+        deadline = time.monotonic() + timeout
+        while not any(s["path"] == self.name and s["kernel"]["execution_state"] == "idle"
+                      for s in self.lab.api("GET", "api/sessions")):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}: no idle kernel after {timeout} s")
+            time.sleep(0.25)
+        self.wait_quiet(timeout)
+
+    def wait_quiet(self, timeout: float = 60, quiet: float = 1.0) -> None:
+        """Wait until the toolbar has shown an idle kernel for ``quiet`` seconds in a row."""
+        deadline = time.monotonic() + timeout
+        since = None
+        while True:
+            now = time.monotonic()
+            if self.status() == "idle":
+                since = now if since is None else since
+                if now - since >= quiet:
+                    return
+            else:
+                since = None
+            if now > deadline:
+                raise AssertionError(f"{self.name}: kernel status {self.status()!r} after {timeout} s")
+            time.sleep(0.1)
+
+    def _watch(self, ws: Any) -> None:
+        if "/api/kernels/" in ws.url:
+            ws.on("framereceived", self._frame)
+
+    def _frame(self, frame: bytes | str) -> None:
+        msg = kernel_message(frame)
+        if msg is None:
+            return
+        channel, header, content = msg
+        if channel == "iopub" and header.get("msg_type") == "error":
+            tb = _ANSI.sub("", "\n".join(content.get("traceback", [])))
+            self.kernel_errors.append(f"{content.get('ename')}: {content.get('evalue')}\n{tb[-3000:]}")
 
     def menu(self, menu: str, item: str) -> None:
-        """Click a menu of the menu bar, then one of its items (exact label)."""
-        import re
-
+        """Click a menu of the menu bar, then one of its items (exact label) once it is enabled
+        (Lab enables notebook commands only while a notebook is the current document)."""
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(menu)}$")).click()
-        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
+        entry = self.page.locator(".lm-Menu-item").filter(
+            has=self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")))
+        entry.and_(self.page.locator(":not(.lm-mod-disabled)")).wait_for(timeout=30_000)
+        entry.click()
+        self.page.locator(".lm-Menu").first.wait_for(state="hidden", timeout=10_000)
 
     def status(self) -> str | None:
         """The notebook toolbar's kernel status (idle, busy, ...)."""
@@ -616,12 +689,20 @@ class LabNotebook:
             """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')]
                      .every((p) => !/\\d/.test(p.innerText))""", timeout=30_000)
         t0 = time.monotonic()
-        self.menu("Run", "Run All Cells")
         deadline = t0 + timeout
-        # Started: the first code cell is queued, running or done.
-        self.page.wait_for_function(
-            """() => { const p = document.querySelector('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');
-                       return p === null || /[*\\d]/.test(p.innerText); }""", timeout=timeout * 1000)
+        started = """() => { const p = document.querySelector('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');
+                             return p === null || /[*\\d]/.test(p.innerText); }"""
+        for attempt in range(3):
+            self.menu("Run", "Run All Cells")
+            try:  # started: the first code cell is queued, running or done
+                self.page.wait_for_function(started, timeout=20_000)
+                break
+            except Exception:  # playwright's TimeoutError: the command did not take; again
+                print(f"{self.name}: Run All Cells did not start (prompts {self.prompts()}, "
+                      f"kernel {self.status()!r}); clicking it again")
+                if attempt == 2:
+                    raise AssertionError(f"{self.name}: Run > Run All Cells did not start the cells "
+                                         f"(prompts {self.prompts()}, kernel {self.status()!r})")
         quiet = 0
         while quiet < 2:
             if time.monotonic() > deadline:

@@ -32,6 +32,12 @@ BENIGN_CONSOLE = [
 LOG_FAILURE = re.compile(r"Traceback|Exception in comm|^\[E |\bERROR\b")
 
 
+def _log_since(lab_server, start: int, lines: int = 40) -> str:
+    """The last ``lines`` lines the server (and its kernels) logged after byte ``start``."""
+    log = lab_server.log.read_bytes()[start:].decode(errors="replace")
+    return "\n".join(log.splitlines()[-lines:])
+
+
 def _benign(text: str) -> bool:
     return any(re.search(pattern, text) for pattern, _why in BENIGN_CONSOLE)
 
@@ -65,7 +71,11 @@ def test_notebook_runs_and_every_control_redraws(name, lab_server, lab_browser, 
         assert unknown == [], f"{name}: controls the test cannot drive (teach _lab.Control.moves): {unknown}"
         live = [c for c in controls if not c.disabled]
         for control in live:
-            moves = list(control.moves())
+            try:
+                moves = list(control.moves())
+            except AssertionError as e:  # nothing changed: show what the kernel said
+                raise AssertionError(f"{name}: {e}\nkernel errors:\n" + "\n".join(nb.kernel_errors)
+                                     + f"\nserver log:\n{_log_since(lab_server, log_start)}") from None
             assert moves, f"{name}: {control} offers no other value to choose"
             for move in moves:
                 assert move.picture_changed or move.text_changed, (
@@ -76,10 +86,10 @@ def test_notebook_runs_and_every_control_redraws(name, lab_server, lab_browser, 
 
         errors = nb.error_outputs()
         assert errors == [], f"{name}: error outputs after moving the controls:\n" + "\n---\n".join(errors)
-        log = lab_server.log.read_bytes()[log_start:].decode(errors="replace")
+        log = _log_since(lab_server, log_start)
         bad = [line for line in log.splitlines() if LOG_FAILURE.search(line)]
-        assert bad == [], f"{name}: the server / kernel logged errors:\n" + "\n".join(
-            log.splitlines()[-40:])
+        assert bad == [], f"{name}: the server / kernel logged errors:\n{log}"
+        assert nb.kernel_errors == [], f"{name}: the kernel reported errors:\n" + "\n".join(nb.kernel_errors)
         assert problems == [], f"{name}: errors in the browser:\n" + "\n".join(problems)
     finally:
         try:

@@ -6,7 +6,7 @@ from torch import nn
 
 from attn import patterns as P
 from attn.exercises import nb05, nb06
-from attn.masks import causal_mask, to_torch_mha_mask
+from attn.masks import causal_mask
 
 
 # ---- notebook 05 -------------------------------------------------------------------------
@@ -42,7 +42,8 @@ def test_mha_causal_mask_wrong_answers_get_a_hint(answer, hint):
 def test_weight_shapes():
     s = nb05.SHAPES_SETUP
     B, L, H = s["batch"], s["length"], s["num_heads"]
-    assert nb05.check_weight_shapes({"averaged": (B, L, L), "per_head": torch.Size([B, H, L, L])}).correct
+    right = {"averaged": (B, L, L), "per_head": torch.Size([B, H, L, L])}
+    assert nb05.check_weight_shapes(right).correct
     fb = nb05.check_weight_shapes({"averaged": (B, H, L, L), "per_head": (B, H, L, L)})
     assert not fb.correct and "heads dimension" in fb.message
     fb = nb05.check_weight_shapes({"averaged": (L, B, L), "per_head": (B, H, L, L)})

@@ -28,8 +28,9 @@ def test_size_convention_and_score_formula(kind, d_k, strength):
         q, k = P.random_qk(n, d_k, strength=strength, seed=1)
     assert q.shape == k.shape == (n, d_k) and q.dtype == torch.float64
     if kind != "random":  # RMS coordinate size sqrt(strength), exactly
-        torch.testing.assert_close((q * q).sum(-1), torch.full((n,), strength * d_k, dtype=torch.float64))
-        torch.testing.assert_close((k * k).sum(-1), torch.full((n,), strength * d_k, dtype=torch.float64))
+        size = torch.full((n,), strength * d_k, dtype=torch.float64)
+        torch.testing.assert_close((q * q).sum(-1), size)
+        torch.testing.assert_close((k * k).sum(-1), size)
         # q.k = strength * d_k * cosine
         torch.testing.assert_close(q @ k.T, strength * d_k * _cos(q, k))
 

@@ -106,13 +106,21 @@ def test_explorer_every_control_across_its_range():
 
 def test_explorer_shows_nan_and_the_fill_in_the_cells():
     ex = mask_explorer("causal + left padding", 6, "-inf")
-    texts = lambda hm_index: [t.get_text() for t in ex.fig.axes[hm_index].texts if t.get_visible()]
-    assert texts(1)[:6] == ["NaN"] * 6  # the first row of the weights map
-    assert "-inf" in texts(0)
+    scores, weights = ex.cell_labels["scores"], ex.cell_labels["weights"]
+    assert weights.strings[0] == ["NaN"] * 6  # query 0 sees only padding
+    assert scores.strings[0] == ["-inf"] * 6 and scores.strings[5][5] == f"{ex.state.scores[5, 5]:.1f}"
     assert "NaN" in ex.readout.value
+    assert np.isnan(np.ma.getdata(ex.fig.axes[1].images[0].get_array())[0]).all()
     ex.controls["fill"].value = "-1e9"
-    assert texts(1)[:6] == [f"{1 / 6:.2f}"] * 6 and "-1e9" in texts(0) and "uniform" in ex.readout.value
+    assert weights.strings[0] == [f"{1 / 6:.2f}"] * 6 and scores.strings[0][0] == "-1e9"
+    assert "uniform" in ex.readout.value
     ex.controls["fill"].value = "package"
-    assert texts(1)[:6] == ["0.00"] * 6 and "×" in texts(0) and "zeros" in ex.readout.value
-    image = np.asarray(ex.fig.axes[1].images[0].get_array())
-    assert image.shape == (6, 6)
+    assert weights.strings[0] == ["0.00"] * 6 and scores.strings[0][0] == "×"
+    assert "zeros" in ex.readout.value
+    ex.controls["length"].value = 12
+    assert len(weights.strings) == 12 and len(weights.strings[0]) == 12
+    assert ex.fig.axes[1].images[0].get_array().shape == (12, 12)
+    # the labels bitmap covers the weights axes and has ink in it
+    bitmap = weights.image.get_array()
+    box = ex.fig.axes[1].get_window_extent()
+    assert abs(bitmap.shape[1] - box.width) <= 2 and bitmap[..., 3].max() > 0.5

@@ -27,12 +27,22 @@ def test_pattern_heads_shapes_rows_and_mask(pattern, mask):
         assert s.tokens == P.TOKENS[:10]
 
 
+def test_numpy_weights_match_the_package(recwarn):
+    for mask in PATTERN_MASKS:
+        s = pattern_heads("mixed", 8, n_tokens=9, d_k=8, strength=1.3, scaled=mask != "none", mask=mask)
+        for h, spec in enumerate(P.HEAD_VARIANTS["mixed"]):
+            q, k = P.head_qk(spec, 9, 8, 1.3)
+            ref = P.head_weights(q, k, torch.from_numpy(s.mask.copy()), scaled=mask != "none")
+            np.testing.assert_allclose(s.weights[h], ref.numpy(), atol=1e-12)
+    assert len(recwarn) == 0
+
+
 def test_pattern_heads_matches_the_builders():
     s = pattern_heads("mixed", 8, n_tokens=12, d_k=32, strength=0.7, mask="causal")
     for h, spec in enumerate(P.HEAD_VARIANTS["mixed"]):
         q, k = P.head_qk(spec, 12, 32, 0.7)
-        ref = torch.softmax((q @ k.T / math.sqrt(32)).masked_fill(~torch.ones(12, 12, dtype=torch.bool).tril(),
-                                                                  float("-inf")), -1)
+        future = ~torch.ones(12, 12, dtype=torch.bool).tril()
+        ref = torch.softmax((q @ k.T / math.sqrt(32)).masked_fill(future, float("-inf")), -1)
         np.testing.assert_allclose(s.weights[h], ref.numpy(), atol=1e-12)
 
 
@@ -126,4 +136,6 @@ def test_explorer_readout_and_image_data():
     assert "0.50 · 8.00" in ex.readout.value and "[CLS]" in ex.readout.value
     img = ex.fig.axes[0].images[0].get_array()
     np.testing.assert_allclose(img, ex.state.weights[0])
-    assert "→ [CLS]" in ex.fig.axes[0].get_title()
+    assert ex.state.titles[0] == "1: all → [CLS]"
+    title_bitmaps = [im.get_array() for im in ex.fig.images]  # drawn titles (cached bitmaps)
+    assert sum(a.shape[0] > 1 for a in title_bitmaps) == 2  # two heads: two titles

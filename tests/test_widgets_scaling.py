@@ -49,7 +49,8 @@ def test_jacobian_norm_matches_autograd():
     from attn.widgets.scaling import _softmax_stats
     scores = torch.randn(1, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 3
     jac = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), scores[0])  # (7, 7)
-    _, norm, _ = _softmax_stats(scores)
+    _, norm, p = _softmax_stats(scores.numpy())
+    np.testing.assert_allclose(p, torch.softmax(scores, -1).numpy(), rtol=1e-12)
     assert norm == pytest.approx(torch.linalg.matrix_norm(jac).item(), rel=1e-9)
 
 

@@ -170,15 +170,117 @@ def test_example_explorer_errors(runs):
 
 # --- LiveMap -------------------------------------------------------------------------------------------
 
-def test_live_map_shows_a_smaller_map_with_blank_cells_and_labels():
+def test_live_map_resizes_to_a_smaller_map_and_blanks_unused_labels():
     ax = new_figure(3, 3).add_subplot()
     m = LiveMap(ax, 4)
-    m.set(np.eye(3), ["a", "b", "c"], np.eye(3, dtype=bool), "three")
-    data = m.heatmap.image.get_array()
-    assert data.shape == (4, 4) and np.ma.getmaskarray(data)[3].all() and data[0, 0] == 1
+    assert m.set(np.eye(4), list("abcd"), None, "four") is False  # same size: no resize
+    assert m.set(np.eye(3), ["a", "b", "c"], np.eye(3, dtype=bool), "three") is True
+    assert m.heatmap.image.get_array().shape == (3, 3)
+    assert ax.get_xlim() == (-0.5, 2.5) and ax.get_ylim() == (2.5, -0.5)
     assert [t.get_text() for t in m.x_texts] == ["a", "b", "c", ""]
     assert [t.get_text() for t in m.y_texts] == ["a", "b", "c", ""]
     assert m.dots.get_offsets().shape == (3, 2) and m.title.get_text() == "three"
-    m.set(np.zeros((0, 0)), (), None, "")
+    assert m.set(np.zeros((0, 0)), (), None, "") is True
     assert m.dots.get_offsets().shape == (0, 2)
     assert len(m.artists()) == 3 + 8 and len(m.artists(labels=False)) == 3
+    with pytest.raises(ValueError, match="weights: expected at most 4 x 4"):
+        m.set(np.eye(5), list("abcde"), None, "")
+
+
+# --- the pretrained model's explorer ---------------------------------------------------------------
+
+from attn import pretrained  # noqa: E402
+from attn.widgets.trained import (  # noqa: E402
+    MAX_TOKENS, head_view, pretrained_explorer, score_grids, split_sentence)
+
+
+def test_split_sentence():
+    assert split_sentence("小明 在 北京") == ("小明", "在", "北京")
+    assert split_sentence("the quick fox | jumps | ") == ("the quick fox", "jumps")
+    assert split_sentence("   ") == ()
+    with pytest.raises(TypeError, match="text: expected a str, got list"):
+        split_sentence(["a"])
+
+
+def test_head_view_agrees_with_the_scores():
+    v = head_view("The quick brown fox | jumps over | the lazy dog", 2, 9, "next")
+    maps = pretrained.attention_maps(("The quick brown fox", "jumps over", "the lazy dog"))
+    scores = pretrained.head_scores(maps)
+    np.testing.assert_allclose(v.map, maps.weights[1, 8].numpy())
+    np.testing.assert_allclose(v.grid, scores["next"].numpy())
+    assert v.scores == {k: pytest.approx(float(s[1, 8])) for k, s in scores.items()}
+    assert v.tokens == maps.sentence.tokens and v.cut == 0
+    assert (v.mask == pretrained.pattern_masks(maps.sentence)["next"].numpy()).all()
+
+
+def test_head_view_cuts_long_sentences_and_handles_empty_text():
+    long = head_view(" ".join(["word"] * 40), 1, 1, "previous")
+    assert len(long.tokens) == MAX_TOKENS and long.cut == 42 - MAX_TOKENS
+    assert long.map.shape == (MAX_TOKENS, MAX_TOKENS)
+    empty = head_view("", 1, 1, "[CLS]")
+    assert empty.tokens[0] == "[CLS]" and empty.tokens[-1] == "[SEP]"
+
+
+def test_head_view_errors():
+    with pytest.raises(ValueError, match=r"layer: expected an int in 1..6, got 0"):
+        head_view("a b", 0, 1, "next")
+    with pytest.raises(ValueError, match=r"head: expected an int in 1..12, got 13"):
+        head_view("a b", 1, 13, "next")
+    with pytest.raises(ValueError, match="pattern: expected one of"):
+        head_view("a b", 1, 1, "diagonal")
+
+
+def test_pretrained_explorer_every_control():
+    ex = pretrained_explorer()
+    c = ex.controls
+    assert (c["layer"].min, c["layer"].max, c["head"].min, c["head"].max) == (1, 6, 1, 12)
+    images = set()
+    for layer in range(1, 7):
+        c["layer"].value = layer
+        assert ex.state.layer == layer and f"<b>Layer {layer}," in ex.readout.value
+        images.add(ex.image.value)
+    for head in range(1, 13):
+        c["head"].value = head
+        assert ex.state.head == head
+        images.add(ex.image.value)
+    assert len(images) == 6 + 12 - 1  # every (layer, head) shown is a different picture
+    for pattern in pretrained.PATTERNS:
+        c["pattern"].value = pattern
+        assert ex.state.pattern == pattern and f"Highest {pattern} score" in ex.readout.value
+    for text in list(c["text"].options) + ["my own words here"]:
+        c["text"].value = text
+        assert ex.state.tokens[1:-1] == tuple(
+            t for w in split_sentence(text) for t in pretrained.load_minilm()[1].tokenize(w))[:MAX_TOKENS - 2]
+    assert "[UNK]" not in ex.readout.value
+    c["text"].value = c["text"].options[0]  # the chapter's sentence
+    assert "are [UNK]" in ex.readout.value
+    redraws = ex.full_redraws
+    c["head"].value = 3
+    c["layer"].value = 1
+    c["pattern"].value = "previous"
+    assert ex.full_redraws == redraws  # only a new sentence redraws everything
+    assert ex.state.scores["previous"] > 0.95
+
+
+def test_score_grids_draws_one_panel_per_pattern_and_marks_the_best():
+    grids = {"a": torch.zeros(2, 3), "b": torch.eye(2, 3)}
+    grids["a"][1, 2] = 0.7
+    fig = score_grids(grids)
+    axes = [ax for ax in fig.axes if ax.get_title() in grids]
+    assert [ax.get_title() for ax in axes] == ["a", "b"]
+    for ax, g in zip(axes, grids.values()):
+        np.testing.assert_allclose(ax.images[0].get_array(), g.numpy())
+        (marker,) = ax.lines
+        row, col = divmod(int(g.argmax()), g.shape[1])
+        assert list(marker.get_xdata()) == [col] and list(marker.get_ydata()) == [row]
+    with pytest.raises(TypeError, match="scores: expected a non-empty dict"):
+        score_grids({})
+    with pytest.raises(ValueError, match=r"scores\['a'\]: expected 2 dims \(N, H\)"):
+        score_grids({"a": torch.zeros(3)})
+
+
+def test_attention_maps_returns_a_copy():
+    words = ("a", "copy")
+    first = pretrained.attention_maps(words)
+    first.weights.zero_()
+    assert pretrained.attention_maps(words).weights.sum() > 0

@@ -46,6 +46,10 @@ __all__ = [
     "time_curve",
     "memory_curve",
     "fit_slope",
+    "STYLE",
+    "loglog_curves",
+    "BackwardMemory",
+    "backward_memory",
     "OnlineStep",
     "OnlineSoftmaxTrace",
     "online_softmax_trace",
@@ -203,8 +207,9 @@ def _check_methods(methods: object) -> list[str]:
 
 
 def _qkv(L: int, d_k: int, seed: int) -> tuple[Tensor, Tensor, Tensor]:
+    """One sequence, one head, in the (B, H, L, E) layout that PyTorch's fused kernels expect."""
     g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, L, d_k, generator=g) for _ in range(3))  # (1, L, E) each
+    q, k, v = (torch.randn(1, 1, L, d_k, generator=g) for _ in range(3))  # (1, 1, L, E) each
     return q, k, v
 
 
@@ -276,6 +281,35 @@ def memory_curve(
     return out
 
 
+@dataclass(frozen=True)
+class BackwardMemory:
+    """What training costs in memory: bytes kept after the forward pass for the backward pass."""
+
+    method: str
+    node: str  # the name of the output's autograd node: which kernel ran
+    kept_bytes: int  # tensors alive after the forward pass (the output and what autograd saved)
+    backward_peak_bytes: int  # peak of new tensors during the backward pass
+
+
+def backward_memory(method: str, L: int, *, d_k: int = 64, threads: int = 1, seed: int = 0) -> BackwardMemory:
+    """Forward with gradients on, then backward, measured with ``TensorMemoryMeter``.
+
+    The naive method keeps its (L, L) weights for the backward pass; a FlashAttention-style
+    kernel keeps its output and one number per query row, and recomputes the rest.
+    """
+    (method,) = _check_methods([method])
+    check_positive_int("L", L)
+    q, k, v = (t.requires_grad_() for t in _qkv(L, d_k, seed))
+    with torch_threads(threads), torch.enable_grad():
+        with TensorMemoryMeter() as forward:
+            out = METHODS[method](q, k, v)
+            kept = forward.now
+        node = type(out.grad_fn).__name__
+        with TensorMemoryMeter() as backward:
+            out.sum().backward()
+    return BackwardMemory(method, node, kept, backward.peak)
+
+
 def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """Slope of the least-squares line through (log x, log y): y ~ c * x**slope."""
     x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
@@ -284,6 +318,52 @@ def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     if (x <= 0).any() or (y <= 0).any():
         raise ValueError("xs/ys: expected positive numbers (they are put on log axes)")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+# --- drawing the curves --------------------------------------------------------------------
+
+#: How each method is drawn.
+STYLE: dict[str, tuple[str, str]] = {
+    "naive": ("naive (n×n weights)", "tab:red"),
+    "blockwise": ("blockwise", "tab:green"),
+    "sdpa": ("PyTorch SDPA", "tab:blue"),
+}
+
+
+def loglog_curves(
+    ax: Any, lengths: Sequence[int], curves: dict[str, Sequence[float]], *,
+    unit: float = 1.0, ylabel: str = "", title: str = "", slope: float | None = 2.0,
+) -> list:
+    """Draw one line per method on log-log axes, plus a dotted line of slope ``slope``.
+
+    Args:
+        ax: a matplotlib Axes.
+        lengths: the x values (n).
+        curves: method -> one y value per length (``time_curve`` / ``memory_curve``).
+        unit: multiplies every y (e.g. 1e3 for seconds -> ms).
+        slope: the reference line's slope, drawn through the naive method's last point (or
+            the first method's); None for none.
+
+    Returns:
+        the lines drawn, methods first.
+    """
+    xs = list(lengths)
+    lines = []
+    for m, ys in curves.items():
+        label, color = STYLE.get(m, (m, None))
+        lines += ax.plot(xs, [y * unit for y in ys], "o-", ms=3, color=color, label=label)
+    if slope is not None:
+        ref = curves.get("naive", next(iter(curves.values())))
+        top = ref[-1] * unit
+        lines += ax.plot(xs, [top * (x / xs[-1]) ** slope for x in xs], ":", color="gray",
+                         label=f"slope {slope:g} (∝ $n^{{{slope:g}}}$)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (queries = keys)")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return lines
 
 
 # --- the online softmax, step by step -------------------------------------------------------

@@ -193,7 +193,8 @@ def _check_segments(segments: object) -> list[int]:
     if isinstance(segments, Tensor):
         segments = segments.tolist()
     if not isinstance(segments, (list, tuple)) or not segments:
-        raise TypeError(f"segments: expected a non-empty list of ints (one per token), got {segments!r}")
+        raise TypeError(
+            f"segments: expected a non-empty list of ints (one per token), got {segments!r}")
     if not all(isinstance(s, int) and not isinstance(s, bool) for s in segments):
         raise TypeError(f"segments: expected ints (one segment id per token), got {segments!r}")
     return list(segments)

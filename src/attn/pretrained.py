@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from ._checks import check_rank, check_tensor, shape_str
 from .modules import MultiHeadAttention
+from .tiny import single_thread
 
 __all__ = [
     "MODEL_PACKAGE",
@@ -271,7 +272,7 @@ def load_minilm() -> tuple[MiniLM, WordPiece]:
     """all-MiniLM-L6-v2 from the installed package (read once, then cached), in eval mode."""
     folder = model_dir()
     config = json.loads((folder / "config.json").read_text())
-    with torch.device("meta"):  # no memory, no random init: the weights are assigned below
+    with torch.random.fork_rng(devices=[]):  # the random init is replaced: keep the RNG as is
         model = MiniLM(vocab_size=config["vocab_size"], max_len=config["max_position_embeddings"],
                        type_vocab=config["type_vocab_size"], d_model=config["hidden_size"],
                        num_heads=config["num_attention_heads"],
@@ -325,14 +326,17 @@ class Maps:
 def _maps(words: tuple[str, ...]) -> Maps:
     model, _ = load_minilm()
     enc = encode(words)
-    with torch.no_grad():
+    with torch.no_grad(), single_thread():
         _, w = model(enc.ids)  # (N, 1, H, L, L)
     return Maps(enc, w[:, 0])
 
 
 def attention_maps(words: str | Sequence[str]) -> Maps:
-    """Run the model on a sentence (words or phrases) and keep every layer's per-head maps."""
-    return _maps(_check_words(words))
+    """Run the model on a sentence (words or phrases) and keep every layer's per-head maps.
+
+    Recent sentences are cached; each call returns its own copy of the weights."""
+    maps = _maps(_check_words(words))
+    return Maps(maps.sentence, maps.weights.clone())
 
 
 def embed(sentences: Sequence[str]) -> Tensor:
@@ -348,7 +352,7 @@ def embed(sentences: Sequence[str]) -> Tensor:
     for b, r in enumerate(rows):
         ids[b, : len(r)] = r
         mask[b, : len(r)] = True
-    with torch.no_grad():
+    with torch.no_grad(), single_thread():
         h, _ = model(ids, mask)  # (B, L, E)
     m = mask[..., None].float()  # (B, L, 1)
     return F.normalize((h * m).sum(1) / m.sum(1), dim=-1)

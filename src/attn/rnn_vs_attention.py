@@ -24,10 +24,13 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 import torch
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
 from torch import Tensor, nn
 
 from ._checks import check_float, check_positive_int, check_rank, shape_str
 from .modules import SelfAttention
+from .plotting import new_figure
 
 __all__ = [
     "rnn_graph",
@@ -194,8 +197,13 @@ def input_gradient_norms(layer: Callable[[Tensor], Tensor], x: Tensor) -> Tensor
     check_rank("x", x, 3, "(1, n, d)")
     if x.shape[0] != 1:
         raise ValueError(f"x: expected one sequence (1, n, d), got shape {shape_str(x)}")
-    jac = torch.autograd.functional.jacobian(lambda inp: layer(inp)[0, -1], x,
-                                             vectorize=True)  # (h, 1, n, d)
+    x = x.detach().requires_grad_(True)
+    y = layer(x)[0, -1]  # (h,) the last output
+    # One backward pass per output coordinate gives one row of the Jacobian each. (Scalar
+    # outputs need no grad_outputs tensor, which keeps torch from importing sympy: seconds.)
+    rows = [torch.autograd.grad(y[k], x, retain_graph=k < y.numel() - 1)[0]
+            for k in range(y.numel())]  # h x (1, n, d)
+    jac = torch.stack(rows)  # (h, 1, n, d)
     return jac.pow(2).sum(dim=(0, 1, 3)).sqrt()  # (n,)
 
 
@@ -250,13 +258,12 @@ def permutation_gap(layer: Callable[[Tensor], Tensor], x: Tensor, perm: Sequence
         return (layer(x[:, p]) - layer(x)[:, p]).abs().max().item()
 
 
-def plot_path_counts(rows: Sequence[PathCounts], ax=None) -> list:
+def plot_path_counts(rows: Sequence[PathCounts], ax: Axes | None = None) -> list[Line2D]:
     """Sequential steps and longest path against n, both layers, on one log-log axes.
 
     Returns the four ``Line2D`` drawn (RNN steps, RNN path, attention steps, attention path).
     """
     if ax is None:
-        from .plotting import new_figure
         ax = new_figure(4.5, 3).add_subplot()
     ns = [r.n for r in rows]
     lines = [
@@ -280,13 +287,12 @@ def plot_path_counts(rows: Sequence[PathCounts], ax=None) -> list:
     return lines
 
 
-def plot_gradient_profile(profile: GradientProfile, ax=None) -> list:
+def plot_gradient_profile(profile: GradientProfile, ax: Axes | None = None) -> list[Line2D]:
     """Gradient norm against distance from the last position, log scale, both layers.
 
     Returns the two ``Line2D`` drawn (RNN, attention).
     """
     if ax is None:
-        from .plotting import new_figure
         ax = new_figure(4.5, 3).add_subplot()
     lines = [
         ax.plot(profile.distance, profile.rnn, "o-", color="tab:red", ms=3, label="tanh RNN")[0],

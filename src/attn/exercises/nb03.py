@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..worked import printed, row_softmax, worked_steps
 from ._base import Feedback, as_array, close
 

@@ -127,7 +127,8 @@ def check_fully_masked_row(answer: Any) -> Feedback:
                                f"each one of {OUTCOMES}.")
     for fill in fills:
         if not isinstance(answer[fill], str) or answer[fill].strip().lower() not in OUTCOMES:
-            return Feedback(False, f'answer["{fill}"] should be one of {OUTCOMES}, got {answer[fill]!r}.')
+            return Feedback(False, f'answer["{fill}"] should be one of {OUTCOMES}, '
+                                   f"got {answer[fill]!r}.")
     scores = torch.tensor([[0.3, -1.2, 2.0, 0.5]], dtype=torch.float64)  # (1, 4)
     mask = torch.zeros(1, 4, dtype=torch.bool)  # every key blocked
     expected = {
@@ -140,7 +141,8 @@ def check_fully_masked_row(answer: Any) -> Feedback:
         return Feedback(True, "Only the package's choice leaves such a row harmless: it reads nothing.")
     hints = {
         "-inf": "-inf: every entry is exp(-inf) = 0, and softmax divides by their sum.",
-        "-1e9": "-1e9: every score of the row is the same number; what does softmax do with equal scores?",
+        "-1e9": "-1e9: every score of the row is the same number; what does softmax do with "
+                "equal scores?",
         "package": "package: read the docstring of attn.masked_softmax.",
     }
     return Feedback(False, f"{len(wrong)} of 3 not right yet. " + " ".join(hints[f] for f in wrong))

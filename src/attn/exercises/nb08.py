@@ -50,14 +50,17 @@ def check_previous_token_mask(answer: Any) -> Feedback:
     if (arr == expected).all():
         return Feedback(True, "one cell per row, just left of the diagonal; row 0 has no previous token.")
     if (arr == expected.T).all():
-        return Feedback(False, "that marks j = i + 1, the next token: rows are queries i, columns keys j.")
+        return Feedback(False, "that marks j = i + 1, the next token: rows are queries i, "
+                               "columns keys j.")
     if arr.diagonal().any():
-        return Feedback(False, "some diagonal cells (j = i) are True: the previous token is one column to the left.")
+        return Feedback(False, "some diagonal cells (j = i) are True: the previous token is one "
+                               "column to the left.")
     if arr[0].any():
         return Feedback(False, "row 0 is the first token: it has no previous token, so its row stays False.")
     if arr.sum() != 5:
-        return Feedback(False, f"{int(arr.sum())} cells are True; a previous-token head has one per row, except row 0.")
-    return Feedback(False, "rows are queries i, columns keys j: mark (i, j) where j = i - 1 (the transpose marks the next token).")
+        return Feedback(False, f"{int(arr.sum())} cells are True; a previous-token head has one per "
+                               "row, except row 0.")
+    return Feedback(False, "rows are queries i, columns keys j: mark (i, j) where j = i - 1.")
 
 
 def check_block_mask(answer: Any) -> Feedback:
@@ -73,7 +76,8 @@ def check_block_mask(answer: Any) -> Feedback:
         return Feedback(False, "sharing a phrase is symmetric: your matrix is not equal to its transpose.")
     if not arr.diagonal().all():
         return Feedback(False, "every token is in its own phrase: the diagonal should be all True.")
-    return Feedback(False, "compare segments[:, None] with segments[None, :]: True where the phrase numbers match.")
+    return Feedback(False, "a cell (i, j) is True exactly when tokens i and j have the same phrase "
+                           "number; broadcasting a column of numbers against a row gives all pairs.")
 
 
 @lru_cache(maxsize=1)
@@ -106,7 +110,8 @@ def check_vertical_score(answer: Any) -> Feedback:
         return Feedback(False, "that is a sum over the rows: average over rows (and examples) instead.")
     if (arr > 1 + 1e-6).any() or (arr < -1e-6).any():
         return Feedback(False, "a score is a share of attention, between 0 and 1.")
-    return Feedback(False, "take column 0 of each map (weights[..., 0]), then average over examples and query rows.")
+    return Feedback(False, "the vertical cells are column 0 of each map; average the weight there "
+                           "over examples and query rows, one number per head.")
 
 
 @lru_cache(maxsize=1)

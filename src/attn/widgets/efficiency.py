@@ -16,7 +16,8 @@ import ipywidgets as widgets
 from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
-from ..efficiency import AttentionCost, attention_cost, fit_slope, format_bytes, memory_curve, time_curve
+from ..efficiency import (STYLE, AttentionCost, attention_cost, fit_slope, format_bytes, loglog_curves,
+                          memory_curve, time_curve)
 from ..plotting import new_figure
 from ._base import Explorer
 
@@ -25,8 +26,7 @@ __all__ = ["LENGTHS", "BLOCK_SIZES", "EfficiencyView", "efficiency_view", "effic
 LENGTHS: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)
 BLOCK_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256, 512)
 _METHODS = ("naive", "blockwise", "sdpa")
-_LABELS = {"naive": "naive (L×L weights)", "blockwise": "blockwise (b=128)", "sdpa": "PyTorch SDPA"}
-_COLORS = {"naive": "tab:red", "blockwise": "tab:green", "sdpa": "tab:blue"}
+_LABELS = {**{m: STYLE[m][0] for m in _METHODS}, "blockwise": "blockwise (measured with b = 128)"}
 
 
 @dataclass(frozen=True)
@@ -128,17 +128,8 @@ def efficiency_explorer(
     markers = []
     for ax, curves, unit, title in ((ax_t, seconds, 1e3, "time per call (ms)"),
                                     (ax_m, peak_bytes, 2.0**-20, "peak tensor memory (MiB)")):
-        for m in _METHODS:
-            ys = [y * unit for y in curves[m]]
-            ax.plot(lengths, ys, "o-", ms=3, color=_COLORS[m], label=_LABELS[m])
-        top = curves["naive"][-1] * unit
-        ax.plot(lengths, [top * (x / lengths[-1]) ** 2 for x in lengths], ":", color="gray",
-                label="slope 2 (∝ n²)")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("n (queries = keys)")
-        ax.set_title(title, fontsize=10)
-        row = [ax.plot([lengths[0]], [1], "s", ms=8, mfc="none", color=_COLORS[m])[0] for m in _METHODS]
+        loglog_curves(ax, lengths, {m: curves[m] for m in _METHODS}, unit=unit, title=title)
+        row = [ax.plot([lengths[0]], [1], "s", ms=8, mfc="none", color=STYLE[m][1])[0] for m in _METHODS]
         markers.append((curves, unit, row))
     ax_t.legend(fontsize=7, loc="upper left")
     ax_b.set_xlim(0, 1)

@@ -4,6 +4,10 @@ The input is the chapter's sentence (``attn.examples.SENTENCE``, 6 tokens) with 
 embeddings, fed to a seeded ``attn.MultiHeadAttention``. The projection matrices depend on
 d_model only, so changing the number of heads cuts the *same* Q, K, V into a different number
 of column blocks: what changes is how the columns are grouped before the softmax.
+
+Speed: the 2 x 4 grid is drawn once with all eight cells; the cells of heads that do not exist
+are covered by background-coloured rectangles (live artists), so changing the head count never
+needs a full redraw, and the maps are drawn as blown-up colour lookups (``_Cells``).
 """
 from __future__ import annotations
 

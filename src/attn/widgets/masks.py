@@ -279,7 +279,12 @@ def _overlay(mask: torch.Tensor) -> np.ndarray:
 
 def mask_explorer(kind: str = "causal + left padding", length: int = 6,
                   fill: str = "-inf") -> Explorer:
-    """Mask kind, length 2..12 and fill: the scores and the softmaxed map, annotated."""
+    """Mask kind, length 2..12 and fill: the scores and the softmaxed map, annotated.
+
+    Returns:
+        An ``Explorer``; ``.cell_labels["scores"|"weights"].strings`` holds the text of
+        every cell (rows = queries), e.g. "NaN", "-inf" or "0.25".
+    """
     first = masked_map(kind, length, fill)  # validates the arguments
     if length < 2:
         raise ValueError(f"length: expected 2..{MAX_LEN} for the explorer, got {length}")
@@ -325,10 +330,13 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
                     for brow, srow in zip(blocked, scores)])
         text_w.set([["NaN" if math.isnan(v) else f"{v:.2f}" for v in row] for row in weights],
                    [["white" if v > 0.5 else "black" for v in row] for row in weights])
-        hm_w.ax.set_title("weights, " + ("attn.masked_softmax" if fill == "package" else f"fill {fill}"))
+        how = "attn.masked_softmax" if fill == "package" else f"fill {fill}"
+        hm_w.ax.set_title(f"weights, {how}")
         return m, _readout(m), full
 
     def live() -> list:
         return [hm_s.image, over, hm_w.image, hm_w.ax.title, text_s.image, text_w.image]
 
-    return Explorer(controls, fig, update, live, title="Masks and what a blocked row becomes")
+    explorer = Explorer(controls, fig, update, live, title="Masks and what a blocked row becomes")
+    explorer.cell_labels = {"scores": text_s, "weights": text_w}  # what each cell shows
+    return explorer

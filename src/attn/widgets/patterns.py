@@ -22,13 +22,11 @@ import torch
 from .._checks import check_positive_int
 from ..masks import causal_mask
 from ..patterns import (
-    HEAD_VARIANTS,
     TOKENS,
     HeadSpec,
     PatternProfile,
     head_qk,
     head_specs,
-    head_weights,
     pattern_profile,
     segments_for,
 )
@@ -108,7 +106,7 @@ def _notes(specs: tuple[HeadSpec, ...], n: int, d_k: int, strength: float,
     kinds = {s.kind for s in specs}
     if strength == 0:
         notes.append("strength 0: every q and k is the zero vector, so every score is 0 and "
-                     "every row is flat (1/n per allowed key).")
+                     "each row spreads evenly over the keys it may see.")
     if d_k == 1 and kinds & {"diagonal", "block"}:
         notes.append("d_k = 1: one coordinate gives every position and every segment the same "
                      "direction, so diagonal and block heads are flat.")
@@ -127,6 +125,23 @@ def _notes(specs: tuple[HeadSpec, ...], n: int, d_k: int, strength: float,
         notes.append(f"padding: the last {n_pad} key(s) are [PAD] and get weight 0; "
                      f"the [PAD] queries still attend to the real tokens.")
     return tuple(notes)
+
+
+def _weights(q: np.ndarray, k: np.ndarray, mask: np.ndarray, scaled: bool) -> np.ndarray:
+    """softmax(q k^T * scale) over allowed keys, as ``attn.patterns.head_weights`` computes it.
+
+    numpy, not torch: for maps this small, torch's intra-op thread pool costs more than the
+    arithmetic when the machine is busy (the tests check both give the same weights).
+    """
+    scale = 1 / math.sqrt(q.shape[-1]) if scaled else 1.0
+    scores = q @ k.transpose(0, 2, 1) * scale  # (H, n, d_k) @ (H, d_k, n) -> (H, n, n)
+    scores = np.where(mask, scores, -np.inf)
+    has_key = mask.any(-1, keepdims=True)  # (n, 1)
+    scores = np.where(has_key, scores, 0.0)
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    e = np.where(mask, e, 0.0)
+    total = e.sum(-1, keepdims=True)  # (H, n, 1); 0 only for rows with no allowed key
+    return np.where(has_key, e / np.where(total > 0, total, 1.0), 0.0)
 
 
 @lru_cache(maxsize=256)
@@ -158,9 +173,9 @@ def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8
     n = n_tokens
     m, tokens, n_pad = _mask(mask, n)
     pairs = [head_qk(s, n, d_k, strength) for s in specs]
-    q = torch.stack([p[0] for p in pairs])  # H x (n, d_k) -> (H, n, d_k)
-    k = torch.stack([p[1] for p in pairs])  # (H, n, d_k)
-    weights = head_weights(q, k, m, scaled=scaled).numpy()  # (H, n, n)
+    q = torch.stack([p[0] for p in pairs]).numpy()  # H x (n, d_k) -> (H, n, d_k)
+    k = torch.stack([p[1] for p in pairs]).numpy()  # (H, n, d_k)
+    weights = _weights(q, k, m.numpy(), scaled)  # (H, n, n)
     weights.setflags(write=False)  # cached and shared: read-only
     profiles = tuple(pattern_profile(w, segments_for(s, n))
                      for w, s in zip(weights, specs))
@@ -226,7 +241,7 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
     grid = head_grid(np.zeros((MAX_HEADS, n_tokens, n_tokens)), list(first.tokens), nrows=2, ncols=4,
                      fig=fig)
     fig.set_layout_engine("none")  # head_grid asked for constrained layout: keep the fixed one
-    titles = [AxesTitle(hm.ax, token_font().get_file()) for hm in grid.heatmaps]  # cached bitmaps: cheap
+    titles = [AxesTitle(hm.ax, token_font().get_file()) for hm in grid.heatmaps]  # cheap bitmaps
     shown: dict[str, object] = {"heads": -1, "tokens": None}
 
     def update(pattern: str, n_heads: int, mask: str, d_k: int, strength: float, scaled: bool,

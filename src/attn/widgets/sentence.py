@@ -6,9 +6,11 @@ the chapter's illustrative row is drawn beside the toy's row, so the two can be 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import ipywidgets as widgets
 import numpy as np
+import torch
 from matplotlib.patches import Rectangle
 
 from ..examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
@@ -19,6 +21,7 @@ from ._base import Explorer
 __all__ = ["SentenceRow", "sentence_row", "sentence_explorer"]
 
 _CHAPTER_WORD = "学习"
+_SCALE_MIN, _SCALE_MAX, _SCALE_STEP = 0.0, 3.0, 0.25  # the score-scale slider
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,18 @@ def sentence_row(word: str = _CHAPTER_WORD, *, score_scale: float = 1.0) -> Sent
         i = SENTENCE_GLOSS.index(word)
     else:
         raise ValueError(f"word: expected one of {list(SENTENCE)} or {list(SENTENCE_GLOSS)}, got {word!r}")
-    score_scale = _check_scale(score_scale)
-    out, w = toy_attention(score_scale=score_scale)  # (6, 6) features, (6, 6) weights
+    return _row(i, _check_scale(score_scale))
+
+
+@lru_cache(maxsize=64)
+def _toy(score_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return toy_attention(score_scale=score_scale)  # (6, 6) features, (6, 6) weights
+
+
+@lru_cache(maxsize=256)
+def _row(i: int, score_scale: float) -> SentenceRow:
+    """The row of word i (immutable, so cached: moving back to a setting costs nothing)."""
+    out, w = _toy(score_scale)
     row = w[i]
     j = int(row.argmax())
     return SentenceRow(
@@ -88,6 +101,7 @@ def _readout(r: SentenceRow) -> str:
     mix = " + ".join(f"{v:.2f}·{f}" for v, f in sorted(zip(r.output, TOY_FEATURES), reverse=True)
                      if v >= 0.005)
     return (
+        f"<p><b>Row of {r.word} ({r.gloss})</b>, score scale {r.score_scale:g}</p>"
         f"<table>{head}{''.join(rows)}</table>"
         f"<p>The row sums to {r.row_sum:.3f}. {note}<br>"
         f"New vector of {r.word}: {mix}</p>"
@@ -118,7 +132,9 @@ def sentence_explorer(word: str = _CHAPTER_WORD, *, score_scale: float = 1.0) ->
     ax_bar.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
     ax_bar.set_ylabel("attention weight")
     ax_bar.legend(loc="upper center", ncol=2, prop=token_font(9), frameon=False)
-    title = ax_bar.set_title("", fontproperties=token_font(11))
+    # A fixed title: redrawing Chinese text on every move would cost more than the rest.
+    ax_bar.set_title("the picked word's row: its weight on each word (orange bar = itself)",
+                     fontsize=11)
 
     hm = heatmap(np.array(first.matrix), SENTENCE, ax=ax_map, font_size=9, colorbar=True)
     ax_map.set_title("all rows (query ↓, key →)", fontsize=10)
@@ -132,17 +148,21 @@ def sentence_explorer(word: str = _CHAPTER_WORD, *, score_scale: float = 1.0) ->
         for j, bar in enumerate(bars):
             bar.set_color("tab:orange" if j == r.index else "tab:blue")
         chapter.set_visible(r.chapter is not None)
-        title.set_text(f"row of {r.word} ({r.gloss}): its weight on each word (orange = itself)")
         hm.update(np.array(r.matrix))
         outline.set_y(r.index - 0.5)
         return r, _readout(r)
 
     def live() -> list:
-        return [*bars, chapter, title, hm.image, outline]
+        return [*bars, chapter, hm.image, outline]
 
     dropdown = widgets.Dropdown(options=[(f"{t} ({g})", t) for t, g in zip(SENTENCE, SENTENCE_GLOSS)],
                                 value=first.word, description="word")
-    slider = widgets.FloatSlider(value=first.score_scale, min=0.0, max=3.0, step=0.25,
+    # Every setting of the controls, computed once now: a move only redraws.
+    for scale in np.arange(_SCALE_MIN, _SCALE_MAX + _SCALE_STEP / 2, _SCALE_STEP):
+        for w in SENTENCE:
+            sentence_row(w, score_scale=float(scale))
+    slider = widgets.FloatSlider(value=first.score_scale, min=_SCALE_MIN, max=_SCALE_MAX,
+                                 step=_SCALE_STEP,
                                  description="score scale", continuous_update=True,
                                  style={"description_width": "initial"})
     return Explorer({"word": dropdown, "score_scale": slider}, fig, update, live,

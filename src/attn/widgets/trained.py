@@ -1,4 +1,6 @@
-"""Explorers of trained heads: maps forming during training, and maps on chosen examples.
+"""Explorers of trained heads: maps forming during training, maps on chosen examples, and a
+real pretrained model's heads (``pretrained_explorer``, which needs ``attn.pretrained``'s
+model package installed; nothing else here does).
 
 ``training_frame`` and ``example_frame`` are the pure functions (a test calls them);
 ``training_explorer`` and ``example_explorer`` draw what they return. Dots mark the cells
@@ -15,7 +17,7 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
-from ..plotting import heatmap, new_figure
+from ..plotting import heatmap, new_figure, token_font
 from ..tiny import (
     IGNORE,
     TASKS,
@@ -39,6 +41,12 @@ __all__ = [
     "LiveMap",
     "example_explorer",
     "N_EXAMPLES",
+    "MAX_TOKENS",
+    "split_sentence",
+    "HeadView",
+    "head_view",
+    "pretrained_explorer",
+    "score_grids",
 ]
 
 N_EXAMPLES = 32  # held-out examples the example explorer can show
@@ -97,25 +105,25 @@ def _score_rows(pattern: str, scores: np.ndarray, untrained: np.ndarray) -> str:
 
 
 class LiveMap:
-    """One (L, L) map whose every changing part is a live artist: the image, the title,
-    the token labels (texts beside the axes, not tick labels) and dots on a pattern's
-    cells. A move that changes any of them is drawn by blitting, never a full redraw.
+    """One attention map whose every changing part is a live artist: the image, the title,
+    the token labels (texts beside the axes, not tick labels) and dots on a pattern's cells.
 
     Args:
-        ax: where to draw; L: the size of the map; rotate: turn the key labels upright.
+        ax: where to draw; L: the most tokens it will show; rotate: turn the key labels upright.
         y_labels: write the query labels too (False: leave them to a neighbouring map).
+        fontproperties: the labels' font (default: matplotlib's, at ``font_size``).
     """
 
     def __init__(self, ax, L: int, *, font_size: float = 8, rotate: bool = False,
                  y_labels: bool = True, fontproperties=None) -> None:
-        self.L = L
+        self.L, self.n = L, L
         self.heatmap = heatmap(np.zeros((L, L)), [""] * L, ax=ax, font_size=font_size)
-        kw = dict(fontsize=font_size, clip_on=False)
-        if fontproperties is not None:
-            kw = dict(fontproperties=fontproperties, clip_on=False)
-        self.x_texts = [ax.text(j, L - 0.5 + 0.35, "", ha="center", va="top",
-                                rotation=90 if rotate else 0, **kw) for j in range(L)]
-        self.y_texts = [ax.text(-0.5 - 0.35, i, "", ha="right", va="center", **kw)
+        ax.tick_params(length=0)
+        kw = dict(fontproperties=fontproperties) if fontproperties is not None else dict(fontsize=font_size)
+        self.x_texts = [ax.text(j, -0.02, "", ha="center", va="top", rotation=90 if rotate else 0,
+                                transform=ax.get_xaxis_transform(), **kw) for j in range(L)]
+        self.y_texts = [ax.text(-0.02, i, "", ha="right", va="center",
+                                transform=ax.get_yaxis_transform(), **kw)
                         for i in range(L)] if y_labels else []
         self.dots = ax.scatter([], [], s=9, c="tab:orange", marker="o", linewidths=0, zorder=3)
         self.title = ax.set_title("", fontsize=9)
@@ -125,12 +133,22 @@ class LiveMap:
         return self.heatmap.ax
 
     def set(self, weights: np.ndarray, tokens: Sequence[str], mask: np.ndarray | None,
-            title: str) -> None:
-        """New weights (n, n) with n <= L, labels (n,), pattern cells (n, n) or None."""
+            title: str) -> bool:
+        """New weights (n, n), n <= L, with labels (n,) and pattern cells (n, n) or None.
+
+        Returns True when n changed: the axes limits moved, so the caller must redraw the
+        whole figure (return ``full=True`` from its update)."""
         n = weights.shape[0]
-        padded = np.full((self.L, self.L), np.nan)  # cells beyond n stay blank
-        padded[:n, :n] = weights
-        self.heatmap.image.set_data(padded)
+        if n > self.L:
+            raise ValueError(f"weights: expected at most {self.L} x {self.L}, got {weights.shape}")
+        resized = n != self.n
+        if resized:
+            self.n = n
+            size = max(n, 1)
+            self.heatmap.image.set_extent((-0.5, size - 0.5, size - 0.5, -0.5))
+            self.ax.set_xlim(-0.5, size - 0.5)
+            self.ax.set_ylim(size - 0.5, -0.5)
+        self.heatmap.image.set_data(weights if n else np.full((1, 1), np.nan))
         for k in range(self.L):
             label = tokens[k] if k < n else ""
             self.x_texts[k].set_text(label)
@@ -139,6 +157,7 @@ class LiveMap:
         rows, cols = np.nonzero(mask) if mask is not None else ((), ())
         self.dots.set_offsets(np.column_stack([cols, rows]) if len(rows) else np.empty((0, 2)))
         self.title.set_text(title)
+        return resized
 
     def artists(self, *, labels: bool = True) -> list:
         """The artists a move changes (``labels=False``: all but the token labels)."""
@@ -205,9 +224,9 @@ def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
                 f"{_score_rows(f.pattern, f.scores, f.untrained)}</table>")
         return f, html, full
 
-    def live():
-        return [a for m in maps for a in m.artists(labels=False)] + curves + [
-            acc_line, marker, c_title]
+    def live():  # curves, labels and the right title change only with the task; the dots
+        # do too, but they sit on top of the image, so they are drawn after it
+        return [a for m in maps for a in (m.heatmap.image, m.dots, m.title)] + [marker]
 
     controls = {
         "task": widgets.Dropdown(options=names, value=task, description="task"),
@@ -340,3 +359,147 @@ def example_explorer(models: Mapping[str, TinyTransformer], *, task: str | None 
                                    continuous_update=True),
     }
     return Explorer(controls, fig, update, live, title="Trained heads on held-out examples")
+
+
+# --- a real pretrained model (attn.pretrained) -------------------------------------------------
+
+MAX_TOKENS = 24  # longer sentences are cut (the map would be unreadable at this size)
+
+
+def split_sentence(text: str) -> tuple[str, ...]:
+    """A typed sentence -> its words or phrases: split at "|" if there is one, else at spaces."""
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected a str, got {type(text).__name__}")
+    parts = text.split("|") if "|" in text else text.split()
+    return tuple(p.strip() for p in parts if p.strip())
+
+
+@dataclass(frozen=True)
+class HeadView:
+    """One head of the pretrained model on one sentence: its map (L, L), the chosen pattern's
+    cells (L, L), the grid of that pattern's scores (N, H), and this head's score for every
+    pattern. ``layer`` and ``head`` count from 1; ``cut`` = tokens dropped past MAX_TOKENS."""
+
+    tokens: tuple[str, ...]
+    layer: int
+    head: int
+    pattern: str
+    map: np.ndarray
+    mask: np.ndarray
+    grid: np.ndarray
+    scores: dict[str, float]
+    cut: int
+
+
+def head_view(text: str, layer: int, head: int, pattern: str) -> HeadView:
+    """The numbers behind the pretrained explorer (see ``attn.pretrained``)."""
+    from .. import pretrained
+
+    if pattern not in pretrained.PATTERNS:
+        raise ValueError(f"pattern: expected one of {list(pretrained.PATTERNS)}, got {pattern!r}")
+    words = split_sentence(text) or ("[empty]",)
+    maps = pretrained.attention_maps(words)
+    N, H = maps.weights.shape[:2]
+    for name, v, top in (("layer", layer, N), ("head", head, H)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= top:
+            raise ValueError(f"{name}: expected an int in 1..{top}, got {v!r}")
+    scores = pretrained.head_scores(maps)
+    masks = pretrained.pattern_masks(maps.sentence)
+    L = len(maps.sentence.tokens)
+    n = min(L, MAX_TOKENS)
+    return HeadView(
+        tokens=maps.sentence.tokens[:n], layer=layer, head=head, pattern=pattern,
+        map=maps.weights[layer - 1, head - 1, :n, :n].numpy().astype(float),
+        mask=masks[pattern][:n, :n].numpy(), grid=scores[pattern].numpy().astype(float),
+        scores={k: float(v[layer - 1, head - 1]) for k, v in scores.items()}, cut=L - n,
+    )
+
+
+def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 1,
+                        pattern: str = "previous") -> Explorer:
+    """Type or pick a sentence, choose a layer and a head: the head's map on the sentence
+    (dots = the chosen pattern's cells) beside the layer x head grid of that pattern's scores
+    (the square marks the chosen head). Phrases may be marked with "|" for the block pattern.
+    """
+    from .. import pretrained
+
+    presets = [" | ".join(words) if any(" " in w for w in words) else " ".join(words)
+               for words in pretrained.SENTENCES.values()]
+    text = presets[0] if text is None else text
+    first = head_view(text, layer, head, pattern)
+    N, H = first.grid.shape
+    fig = new_figure(10, 4.0, dpi=72)
+    grid = fig.add_gridspec(1, 2, width_ratios=[1, 1.45], left=0.09, right=0.97, bottom=0.2,
+                            top=0.9, wspace=0.25)
+    view = LiveMap(fig.add_subplot(grid[0, 0]), MAX_TOKENS, rotate=True,
+                   fontproperties=token_font(8))
+    ax_g = fig.add_subplot(grid[0, 1])
+    cells = ax_g.imshow(np.zeros((N, H)), cmap="Greens", vmin=0, vmax=1, aspect="auto",
+                        interpolation="nearest")
+    fig.colorbar(cells, ax=ax_g, fraction=0.04, pad=0.02)
+    ax_g.set_xticks(range(H), [str(h + 1) for h in range(H)], fontsize=8)
+    ax_g.set_yticks(range(N), [str(n + 1) for n in range(N)], fontsize=8)
+    ax_g.set_xlabel("head")
+    ax_g.set_ylabel("layer")
+    (marker,) = ax_g.plot([], [], "s", ms=14, mfc="none", mec="tab:red", mew=2)
+    g_title = ax_g.set_title("", fontsize=10)
+    shown: dict[str, object] = {"text": None}
+
+    def update(text: str, layer: int, head: int, pattern: str):
+        v = head_view(text, layer, head, pattern)
+        full = shown["text"] != text  # new token labels: redraw the whole figure once
+        shown["text"] = text
+        view.set(v.map, v.tokens, v.mask, f"L{layer} H{head}: {v.scores[pattern]:.2f}")
+        cells.set_data(v.grid)
+        marker.set_data([head - 1], [layer - 1])
+        g_title.set_text(f"{pattern}: score of every head")
+        best = np.unravel_index(int(v.grid.argmax()), v.grid.shape)
+        rows = "".join(f"<td>{k}: {s:.2f}</td>" for k, s in v.scores.items())
+        note = f" The last {v.cut} tokens are not drawn." if v.cut else ""
+        unk = sum(t == "[UNK]" for t in v.tokens)
+        note += f" {unk} token(s) are [UNK]: not in the model's vocabulary." if unk else ""
+        html = (f"<b>Layer {layer}, head {head}</b> on {len(v.tokens) + v.cut} tokens.{note} "
+                f"Its score for each pattern:<table><tr>{rows}</tr></table>"
+                f"Highest {pattern} score on this sentence: layer {best[0] + 1}, head {best[1] + 1} "
+                f"({v.grid.max():.2f}).")
+        return v, html, full
+
+    def live():  # the token labels change only with the sentence (a full redraw)
+        return [view.heatmap.image, view.title, view.dots, cells, marker, g_title]  # drawn in order
+
+    controls = {
+        "text": widgets.Combobox(value=text, options=presets, description="sentence",
+                                 continuous_update=False, ensure_option=False,
+                                 layout=widgets.Layout(width="520px")),
+        "layer": widgets.IntSlider(value=layer, min=1, max=N, description="layer"),
+        "head": widgets.IntSlider(value=head, min=1, max=H, description="head"),
+        "pattern": widgets.Dropdown(options=list(pretrained.PATTERNS), value=pattern,
+                                    description="pattern"),
+    }
+    return Explorer(controls, fig, update, live, title="A pretrained model's heads (all-MiniLM-L6-v2)")
+
+
+def score_grids(scores: Mapping[str, object], *, width: float = 10, height: float = 2.6):
+    """One picture of layer x head score grids, a panel per pattern (name -> (N, H)).
+
+    Returns the figure (Agg, outside pyplot); darker = a larger share of the head's attention
+    on the pattern's cells."""
+    if not isinstance(scores, Mapping) or not scores:
+        raise TypeError(f"scores: expected a non-empty dict name -> (N, H), got {type(scores).__name__}")
+    fig = new_figure(width, height, dpi=72)
+    axes = np.atleast_1d(fig.subplots(1, len(scores)))
+    for ax, (name, grid) in zip(axes, scores.items()):
+        g = np.asarray(grid.detach() if hasattr(grid, "detach") else grid, dtype=float)
+        if g.ndim != 2:
+            raise ValueError(f"scores[{name!r}]: expected 2 dims (N, H), got shape {g.shape}")
+        image = ax.imshow(g, cmap="Greens", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        best = np.unravel_index(int(g.argmax()), g.shape)
+        ax.plot([best[1]], [best[0]], "s", ms=9, mfc="none", mec="tab:red", mew=1.5)
+        ax.set_title(f"{name}", fontsize=10)
+        ax.set_xticks(range(0, g.shape[1], 2), [str(h + 1) for h in range(0, g.shape[1], 2)], fontsize=7)
+        ax.set_yticks(range(g.shape[0]), [str(n + 1) for n in range(g.shape[0])], fontsize=7)
+        ax.set_xlabel("head", fontsize=8)
+    axes[0].set_ylabel("layer", fontsize=8)
+    fig.colorbar(image, ax=list(axes), fraction=0.02, pad=0.01)
+    fig.set_layout_engine("constrained")
+    return fig

@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import ipywidgets as widgets
 import numpy as np
-from matplotlib.artist import Artist
 from matplotlib import colormaps
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Normalize

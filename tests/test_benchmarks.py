@@ -1,0 +1,76 @@
+"""Smoke test of benchmarks/: the code runs at tiny sizes and writes valid JSON (times nothing)."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from benchmarks import _common, course, latency, scale
+
+
+def test_table_and_percentiles():
+    text = _common.table(["a", "bb"], [[1, "x"], ["long", 2]])
+    lines = text.splitlines()
+    assert len(lines) == 4 and all(line.startswith("| ") for line in lines)
+    assert _common.median([3, 1, 2]) == 2
+    assert _common.p95(list(range(1, 101))) == 95
+    assert _common.p95([7.0]) == 7.0
+
+
+def test_latency_walk_moves_every_step():
+    path = latency._walk([1, 2, 3], 1, 7)
+    assert path == [2, 3, 2, 1, 2, 3, 2]
+    assert all(a != b for a, b in zip([1] + path, path))
+    assert latency._walk([5], 5, 3) == []
+
+
+def test_latency_quick_writes_json(tmp_path):
+    payload = latency.run(quick=True, results=tmp_path)
+    data = json.loads((tmp_path / "latency.json").read_text())
+    assert data["rows"] and data["rows"][0]["explorer"] == "scaling"
+    row = data["rows"][0]
+    assert row["moves"] == 5 and 0 < row["median_ms"] <= row["p95_ms"] <= row["max_ms"]
+    assert payload["table"].startswith("| explorer")
+    assert "efficiency" in latency.builders()  # the module explorers are found too
+
+
+@pytest.mark.parametrize("method", scale.LAYER_METHODS)
+def test_scale_worker_runs_every_layer_method(method):
+    cfg = {"kind": "layer", "method": method, "L": 8, "B": 2, "E": 16, "H": 2, "repeats": 2}
+    r = scale.run_worker(cfg)
+    assert len(r["times_s"]) == 2 and r["median_s"] > 0 and r["peak_growth_mib"] >= 0
+
+
+@pytest.mark.parametrize("method", scale.HEAD_METHODS)
+def test_scale_worker_runs_every_head_method(method):
+    r = scale.run_worker({"kind": "head", "method": method, "L": 32, "D": 8, "causal": True, "repeats": 1})
+    assert r["median_s"] > 0
+
+
+def test_scale_quick_writes_json(tmp_path):
+    # one configuration of each kind, each in its own subprocess as in the real run
+    scale.run(quick=True, results=tmp_path, lengths=[16], methods=("blockwise",),
+              head_methods=("naive",), long_L=64)
+    data = json.loads((tmp_path / "scale.json").read_text())
+    assert [r["method"] for r in data["layer"]] == ["blockwise"]
+    for r in data["layer"] + data["head"]:
+        assert "error" not in r, r
+        assert r["median_s"] > 0 and r["peak_growth_mib"] >= 0
+    assert data["accuracy"]["layer_causal_max_abs_diff"] < 1e-5
+    assert data["accuracy"]["long_causal_max_abs_diff"] < 1e-5
+    assert any("blockwise vs SDPA" in t for t in data["summary"]["targets"])
+
+
+def test_course_times_a_notebook(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print(6 * 7)")]
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
+    nb.cells[0].execution_count = 1
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    out = tmp_path / "results"
+    course.run(results=out, notebooks=[path], whole=False)
+    data = json.loads((out / "course.json").read_text())
+    assert data["notebooks"][0]["ok"] and data["notebooks"][0]["seconds"] > 0
+    assert data["notebooks"][0]["notebook"] == "tiny.ipynb"

@@ -1,0 +1,210 @@
+"""The course works without a network: a classroom's Wi-Fi may be down, a hub may be firewalled.
+
+1. Every top-level notebook executes (``jupyter nbconvert --execute``) inside a fresh network
+   namespace (``unshare -n``) that has only the loopback interface (the kernel talks to
+   nbconvert over 127.0.0.1), and finishes with no error.
+2. Nothing in src/attn or in the notebooks' code fetches from the network at run time: no
+   HTTP client calls, no model/data hub downloads, no CDN scripts, no URL literals in code.
+
+(1) needs root (for unshare) and ``ip`` (iproute2): without them the tests are skipped,
+saying so; under CI (CI=true) they fail instead. ATTN_NOTEBOOKS_DIR=folder runs (1) on other
+notebooks.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _lab import REPO, notebooks_folder, top_level_notebooks, unavailable
+
+NOTEBOOKS = top_level_notebooks()
+SRC = REPO / "src" / "attn"
+
+
+def _offline_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "running in a namespace without network needs root (unshare -n); run as root"
+    for tool, package in (("unshare", "util-linux"), ("ip", "iproute2")):
+        if shutil.which(tool) is None:
+            return f"`{tool}` not found; install it with `apt-get install {package}`"
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"`unshare -n` is not allowed here: {probe.stderr.strip()}"
+    return None
+
+
+def run_offline(args: list[str], *, timeout: float, env: dict[str, str] | None = None,
+                cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run ``args`` in a new network namespace with only the loopback interface, up."""
+    reason = _offline_unavailable()
+    if reason:
+        unavailable(f"offline test: {reason}")
+    script = 'ip link set lo up && exec "$@"'
+    return subprocess.run(["unshare", "-n", "sh", "-c", script, "sh", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=cwd)
+
+
+def test_the_namespace_really_has_no_network():
+    # 192.0.2.1 is TEST-NET-1 (RFC 5737), never routed: with no interface but loopback the
+    # connection fails at once with "network unreachable", and no packet leaves the machine.
+    code = (
+        "import errno, socket\n"
+        "try:\n"
+        "    socket.create_connection(('192.0.2.1', 80), timeout=5)\n"
+        "    print('CONNECTED')\n"
+        "except OSError as e:\n"
+        "    print('errno', e.errno == errno.ENETUNREACH)\n"
+    )
+    r = run_offline(["sh", "-c", f"ip route; ip -o link; {sys.executable} -c \"$0\"", code], timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-1] == "errno True", r.stdout
+    links = [line for line in lines if re.match(r"\d+: ", line)]
+    assert [line.split(":")[1].strip() for line in links] == ["lo"], r.stdout
+    assert not any(line.startswith("default") for line in lines), r.stdout
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_without_network(name, tmp_path):
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")  # kernel connection files
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    src = notebooks_folder() / name
+    r = run_offline(
+        [sys.executable, "-m", "nbconvert", "--execute", "--to", "notebook",
+         "--output-dir", str(tmp_path), "--ExecutePreprocessor.timeout=300", str(src)],
+        timeout=600, env=env, cwd=src.parent)
+    assert r.returncode == 0, f"{name} failed without network:\n{r.stderr[-5000:]}"
+    nb = json.loads((tmp_path / name).read_text(encoding="utf-8"))
+    problems = []
+    for i, cell in enumerate(nb["cells"], 1):
+        if cell["cell_type"] != "code" or not "".join(cell["source"]).strip():
+            continue
+        if cell.get("execution_count") is None:
+            problems.append(f"cell {i} did not run")
+        for out in cell.get("outputs", []):
+            if out["output_type"] == "error":
+                problems.append(f"cell {i}: {out['ename']}: {out['evalue']}")
+            elif out["output_type"] == "stream" and out["name"] == "stderr":
+                text = "".join(out["text"])
+                if "Traceback" in text or "Error" in text:
+                    problems.append(f"cell {i} stderr: {text[:500]}")
+    assert problems == [], f"{name} without network:\n" + "\n".join(problems)
+
+
+# --- no fetching at run time ----------------------------------------------------------------
+
+# Calls and names that fetch over the network (HTTP clients, model / data hubs, CDNs).
+FETCH = re.compile(
+    r"urlopen|urllib\.request|urlretrieve|\brequests\.(get|post|Session)|\bhttpx\b|http\.client"
+    r"|\baiohttp\b|\bhf_hub|huggingface_hub|from_pretrained|snapshot_download|load_dataset"
+    r"|torch\.hub|download_url|\bwget\b|\bcurl\b|\bcdn\b|cdn\.|\bsocket\.",
+    re.IGNORECASE,
+)
+URL = re.compile(r"\b(https?|ftp)://", re.IGNORECASE)
+# In HTML / JavaScript outputs: something the browser would load from elsewhere.
+REMOTE_LOAD = re.compile(r"""(src|href)\s*=\s*["']?(https?:)?//|import\s*\(?\s*["']https?://""",
+                         re.IGNORECASE)
+
+
+def _code_only(source: str) -> str:
+    """Python source without IPython magics / shell lines (so ``ast`` can parse it)."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                     for line in source.splitlines())
+
+
+def _urls_in_code(source: str) -> list[str]:
+    """URL string literals in code, not counting docstrings (links for the reader)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # not plain Python: any URL outside a comment counts
+        return [line for line in source.splitlines() if URL.search(line.split("#", 1)[0])]
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and id(n) not in docstrings and URL.search(n.value)]
+
+
+def _without_comments_and_docstrings(source: str) -> str:
+    """Source with comments dropped, docstrings blanked (what runs)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # not plain Python (e.g. `obj?`): check every non-comment line
+        return "\n".join(line.split("#", 1)[0] for line in source.splitlines())
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body[0].value.value = ""
+    return ast.unparse(tree)
+
+
+def _runtime_code() -> dict[str, str]:
+    """Every piece of code that runs: src/attn/**/*.py and the notebooks' code cells."""
+    code = {str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in sorted(SRC.rglob("*.py"))}
+    for nb_path in sorted((REPO / "notebooks").rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in nb_path.parts:
+            continue
+        cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+        for i, cell in enumerate(cells, 1):
+            if cell["cell_type"] == "code":
+                code[f"{nb_path.relative_to(REPO)} cell {i}"] = _code_only("".join(cell["source"]))
+    return code
+
+
+def test_there_is_code_to_check():
+    code = _runtime_code()
+    assert any(k.startswith("src/attn/") for k in code)
+    assert (SRC / "__init__.py").exists()
+
+
+def test_no_code_fetches_from_the_network():
+    problems = []
+    for where, source in _runtime_code().items():
+        executable = _without_comments_and_docstrings(source)
+        for m in FETCH.finditer(executable):
+            line = executable[: m.start()].count("\n") + 1
+            problems.append(f"{where}: {m.group(0)!r} (line {line} of the code without comments)")
+        problems += [f"{where}: URL in code {u!r}" for u in _urls_in_code(source)]
+    assert problems == [], "code that may fetch from the network at run time:\n" + "\n".join(problems)
+
+
+def test_no_output_loads_from_the_network():
+    problems = []
+    for nb_path in sorted((REPO / "notebooks").rglob("*.ipynb")):
+        cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+        for i, cell in enumerate(cells, 1):
+            for out in cell.get("outputs", []):
+                for mime in ("text/html", "application/javascript", "image/svg+xml"):
+                    text = "".join(out.get("data", {}).get(mime, ""))
+                    if REMOTE_LOAD.search(text):
+                        problems.append(f"{nb_path.relative_to(REPO)} cell {i} {mime}: "
+                                        f"{REMOTE_LOAD.search(text).group(0)!r}")
+    assert problems == [], "outputs that load from the network:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("snippet, fetches", [
+    ("import urllib.request\nurllib.request.urlopen('x')", True),
+    ("from transformers import AutoModel\nAutoModel.from_pretrained('bert')", True),
+    ("x = 'https://example.org/data.csv'", True),
+    ("def f():\n    '''See https://arxiv.org/abs/1706.03762.'''\n    return 1  # https://x.org", False),
+    ("import torch\ntorch.softmax(torch.zeros(3), 0)", False),
+])
+def test_the_checks_see_fetching_code(snippet, fetches):
+    executable = _without_comments_and_docstrings(snippet)
+    found = bool(FETCH.search(executable)) or bool(_urls_in_code(snippet))
+    assert found == fetches
