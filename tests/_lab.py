@@ -330,6 +330,8 @@ _JS_SCAN = r"""
     ['toggle-button', 'button.widget-toggle-button'],
     ['checkbox', '.widget-checkbox'],
     ['radio', '.widget-radio'],
+    ['text', '.widget-text'],
+    ['textarea', '.widget-textarea'],
   ];
   const covered = new Set();
   for (const out of outputs) {
@@ -528,7 +530,9 @@ class Control:
 
         slider: focus the handle, ArrowRight, then End (from the top: ArrowLeft, then Home);
         drop-down / list: select the next option; toggle buttons: click an inactive one;
-        toggle button, checkbox: click; radio buttons: click an unchecked one.
+        toggle button, checkbox: click; radio buttons: click an unchecked one; text / combo
+        box: type another of its suggestions (or add a word) and press Enter; number box:
+        ArrowUp, Enter.
         """
         move = lambda action, do: self.target.move(self, action, do, timeout)  # noqa: E731
         if self.kind == "slider":
@@ -564,6 +568,26 @@ class Control:
         elif self.kind == "radio":
             radio = self.locator.locator("input[type=radio]:not(:checked)").first
             yield move("click", lambda: radio.click())
+        elif self.kind in ("text", "textarea"):
+            field = self.locator.locator("textarea" if self.kind == "textarea" else "input").first
+            field.scroll_into_view_if_needed()
+            kind = field.get_attribute("type") or "text"
+            if kind == "number":  # IntText / FloatText / Bounded...: one step up, then commit
+                def step() -> None:
+                    field.press("ArrowUp")
+                    field.press("Enter")
+                yield move("key ArrowUp, Enter", step)
+                return
+            current = field.input_value()
+            presets = field.evaluate("(f) => f.list ? [...f.list.options].map((o) => o.value) : []")
+            others = [p for p in presets if p != current]
+            # A Combobox: choose another of its suggestions; free text: add a word.
+            new = others[0] if others else (current + " again").strip()
+
+            def type_it() -> None:
+                field.fill(new)
+                field.press("Tab" if self.kind == "textarea" else "Enter")  # commits the value
+            yield move(f"type {new!r}", type_it)
         else:  # pragma: no cover - _JS_SCAN only reports the kinds above
             raise AssertionError(f"no user action known for {self}")
 

@@ -123,4 +123,4 @@ def test_explorer_shows_nan_and_the_fill_in_the_cells():
     # the labels bitmap covers the weights axes and has ink in it
     bitmap = weights.image.get_array()
     box = ex.fig.axes[1].get_window_extent()
-    assert abs(bitmap.shape[1] - box.width) <= 2 and bitmap[..., 3].max() > 0.5
+    assert abs(bitmap.shape[1] - box.width) <= 2 and bitmap[..., 3].max() > 128

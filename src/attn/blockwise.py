@@ -3,9 +3,9 @@
 The softmax of a row needs its maximum (for stability) and the sum of its exponentials
 (to normalise). Both can be kept *running* while the keys arrive block by block:
 
-    m_new = max(m, max_j s_j)                         running maximum
-    l_new = l * exp(m - m_new) + sum_j exp(s_j - m_new)   running sum
-    acc_new = acc * exp(m - m_new) + sum_j exp(s_j - m_new) v_j   running output
+    m_new   = max(m, max_j s_j)                                  running maximum
+    l_new   = l * exp(m - m_new) + sum_j exp(s_j - m_new)        running sum
+    acc_new = acc * exp(m - m_new) + sum_j exp(s_j - m_new) v_j  running output
 
 and at the end ``output = acc / l``. When the maximum grows, everything summed so far is
 rescaled by ``exp(m - m_new)``, so the result equals ``softmax(s) @ V`` exactly (up to
@@ -103,7 +103,8 @@ def _attend_rows(
     q = q * scale  # scale once here rather than every block of scores
     # Without autograd, work on each block of scores in place (fewer passes over memory);
     # only temporaries made in this loop are changed, never an argument.
-    in_place = not (torch.is_grad_enabled() and (q.requires_grad or value.requires_grad or key.requires_grad))
+    in_place = not (torch.is_grad_enabled()
+                    and (q.requires_grad or key.requires_grad or value.requires_grad))
     for j0 in range(0, stop, block_size):
         j1 = min(j0 + block_size, stop)
         s = q @ key[..., j0:j1, :].transpose(-2, -1)  # (..., Lq, E) @ (..., E, Sb) -> (..., Lq, Sb)

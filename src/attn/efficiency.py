@@ -161,8 +161,12 @@ class TensorMemoryMeter(TorchDispatchMode):
 
 
 def peak_tensor_bytes(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
-    """Peak bytes of tensors alive at once while ``fn(*args, **kwargs)`` runs (its result included)."""
-    with torch.inference_mode(), TensorMemoryMeter() as meter:
+    """Peak bytes of tensors alive at once while ``fn(*args, **kwargs)`` runs (its result included).
+
+    Runs without gradients and on one torch thread: the bytes do not depend on the number of
+    threads, and on a busy machine one thread finishes sooner.
+    """
+    with torch.inference_mode(), torch_threads(1), TensorMemoryMeter() as meter:
         result = fn(*args, **kwargs)
         del result
     return meter.peak

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 from unittest import mock
 
 import numpy as np

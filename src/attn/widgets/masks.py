@@ -149,7 +149,7 @@ def masked_map(kind: str = "causal", length: int = 6, fill: str = "package", *,
 
 
 class _GlyphCache:
-    """Bitmaps of short strings, rendered once with FreeType and kept (RGBA, float)."""
+    """Bitmaps of short strings, rendered once with FreeType and kept (RGBA, uint8)."""
 
     def __init__(self, font_path: str, size: float, dpi: float) -> None:
         self._font = get_font(font_path)
@@ -164,9 +164,9 @@ class _GlyphCache:
             font.set_size(self.size, self.dpi)
             font.set_text(text, 0.0)
             font.draw_glyphs_to_bitmap(antialiased=True)
-            alpha = np.asarray(font.get_image(), dtype=float) / 255.0  # (h, w)
-            rgba = np.zeros((*alpha.shape, 4))  # (h, w, 4)
-            rgba[..., :3] = to_rgb(color)
+            alpha = np.asarray(font.get_image(), dtype=np.uint8)  # (h, w)
+            rgba = np.zeros((*alpha.shape, 4), dtype=np.uint8)  # (h, w, 4)
+            rgba[..., :3] = np.round(np.array(to_rgb(color)) * 255).astype(np.uint8)
             rgba[..., 3] = alpha
             self._cache[key] = rgba
         return self._cache[key]
@@ -185,7 +185,9 @@ class CellLabels:
     def __init__(self, ax: Axes, size: float = 8) -> None:
         self.ax = ax
         self._glyphs = _GlyphCache(findfont(FontProperties(size=size)), size, ax.figure.dpi)
-        self.image = ax.figure.figimage(np.zeros((1, 1, 4)), origin="upper", zorder=5)
+        self._canvases: dict[tuple, np.ndarray] = {}
+        self.image = ax.figure.figimage(np.zeros((1, 1, 4), dtype=np.uint8), origin="upper",
+                                        zorder=5)
         self.strings: list[list[str]] = []
 
     def set(self, strings: list[list[str]], colors: list[list[str]]) -> None:
@@ -193,7 +195,20 @@ class CellLabels:
         box = self.ax.get_window_extent()  # display pixels, origin bottom left
         x0, y0 = int(box.x0), int(box.y0)
         W, H = int(np.ceil(box.x1)) - x0, int(np.ceil(box.y1)) - y0
-        canvas = np.zeros((H, W, 4))  # (H, W, 4), row 0 at the top
+        key = (x0, y0, W, H, tuple(map(tuple, strings)), tuple(map(tuple, colors)))
+        canvas = self._canvases.get(key)
+        if canvas is None:
+            canvas = self._compose(strings, colors, x0, y0, W, H)
+            if len(self._canvases) >= 64:  # a small cache: moving back and forth is free
+                self._canvases.pop(next(iter(self._canvases)))
+            self._canvases[key] = canvas
+        self.image.set_data(canvas)
+        self.image.ox, self.image.oy = x0, y0
+        self.strings = [list(row) for row in strings]
+
+    def _compose(self, strings: list[list[str]], colors: list[list[str]], x0: int, y0: int,
+                 W: int, H: int) -> np.ndarray:
+        canvas = np.zeros((H, W, 4), dtype=np.uint8)  # (H, W, 4), row 0 at the top
         L, S = len(strings), len(strings[0]) if strings else 0
         cells = [(j, i) for i in range(L) for j in range(S)]
         centres = self.ax.transData.transform(cells) if cells else np.zeros((0, 2))  # (L*S, 2)
@@ -209,9 +224,7 @@ class CellLabels:
             region = canvas[r0:r1, c0:c1]
             stronger = patch[..., 3] > region[..., 3]  # neighbouring labels may touch
             region[stronger] = patch[stronger]
-        self.image.set_data(canvas)
-        self.image.ox, self.image.oy = x0, y0
-        self.strings = [list(row) for row in strings]
+        return canvas
 
 
 class AxesTitle:
@@ -224,11 +237,12 @@ class AxesTitle:
     def __init__(self, ax: Axes, font_path: str, size: float = 9, pad: float = 4) -> None:
         self.ax, self.pad = ax, pad
         self._glyphs = _GlyphCache(font_path, size, ax.figure.dpi)
-        self.image = ax.figure.figimage(np.zeros((1, 1, 4)), origin="upper", zorder=5)
+        self.image = ax.figure.figimage(np.zeros((1, 1, 4), dtype=np.uint8), origin="upper",
+                                        zorder=5)
         self.text = ""
 
     def set(self, text: str, color: str = "black") -> None:
-        glyphs = self._glyphs(text, color) if text else np.zeros((1, 1, 4))
+        glyphs = self._glyphs(text, color) if text else np.zeros((1, 1, 4), dtype=np.uint8)
         box = self.ax.get_window_extent()
         self.image.set_data(glyphs)
         self.image.ox = int(round((box.x0 + box.x1) / 2 - glyphs.shape[1] / 2))
