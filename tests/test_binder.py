@@ -1,0 +1,146 @@
+"""Binder: repo2docker accepts the repository, builds it from binder/, with the tested pins.
+
+repo2docker (pip package jupyter-repo2docker) turns the repository into the image Binder runs.
+``repo2docker --no-build`` prints the Dockerfile it would build without needing Docker; the
+test reads it. The pins in binder/requirements.txt must be those of requirements.txt (what
+``make test`` tests), apart from the documented exceptions below.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from _lab import REPO, unavailable
+
+BINDER = REPO / "binder"
+START = "notebooks/00_start_here.ipynb"
+# In requirements.txt only: test tools that a Binder session (which only runs the notebooks)
+# does not need.
+TEST_ONLY = {"nbval", "pytest", "hypothesis", "playwright", "jupyter-repo2docker"}
+# In binder/requirements.txt only, with the reason written beside it there.
+BINDER_ONLY = {"notebook"}
+# The one option line allowed: PyTorch's CPU-only wheels (torch==X+cpu), instead of PyPI's
+# Linux torch, which is the CUDA build.
+TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_pins(path: Path) -> tuple[dict[str, Version], list[str]]:
+    """name -> pinned version, and the option lines (``--...``) of a requirements file.
+
+    Every requirement must be pinned with ``==`` (ValueError otherwise)."""
+    pins: dict[str, Version] = {}
+    options = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("-"):
+            options.append(line)
+            continue
+        req = Requirement(line)
+        spec = list(req.specifier)
+        if len(spec) != 1 or spec[0].operator != "==":
+            raise ValueError(f"{path.name}: expected an exact pin (name==version), got {line!r}")
+        pins[_norm(req.name)] = Version(spec[0].version)
+    return pins, options
+
+
+def _repo2docker() -> list[str]:
+    exe = Path(sys.executable).parent / "repo2docker"
+    if exe.exists():
+        return [str(exe)]
+    if shutil.which("repo2docker"):
+        return ["repo2docker"]
+    unavailable("repo2docker not found: `pip install jupyter-repo2docker` (it is in requirements.txt)")
+    return []
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> str:
+    """The Dockerfile repo2docker would build for this repository (as Binder's user, uid 1000)."""
+    cmd = _repo2docker() + ["--no-build", "--debug", "--user-id", "1000", "--user-name", "jovyan",
+                            str(REPO)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO,
+                       env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert r.returncode == 0, f"repo2docker rejected the repository:\n{r.stdout}\n{r.stderr}"
+    out = r.stdout + r.stderr
+    assert "FROM " in out, out
+    return out
+
+
+def test_repo2docker_uses_binder_folder_and_python_311(dockerfile):
+    assert "Building conda environment for python=3.11" in dockerfile, dockerfile
+    # binder/ wins over the top-level files: binder/requirements.txt is what pip installs,
+    # the top-level requirements.txt (with test tools) and pyproject.toml are not used.
+    assert re.search(r'pip install --no-cache-dir -r "binder/requirements.txt"', dockerfile), dockerfile
+    assert 'install --no-cache-dir -r "requirements.txt"' not in dockerfile
+    assert "pip install --no-cache-dir ." not in dockerfile
+    # postBuild installs the course's package, after the repository is copied in.
+    assert "RUN ./binder/postBuild" in dockerfile
+    assert dockerfile.index("COPY --chown=1000:1000 src/ ${REPO_DIR}/") < dockerfile.index("RUN ./binder/postBuild")
+
+
+def test_runtime_is_python_311():
+    assert (BINDER / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+def test_postbuild_installs_attn_without_touching_the_pins():
+    script = (BINDER / "postBuild").read_text()
+    assert script.startswith("#!/bin/bash\n")
+    commands = [line for line in script.splitlines() if line.strip() and not line.startswith("#")]
+    assert "set -euo pipefail" in commands
+    installs = [line for line in commands if "pip install" in line]
+    assert len(installs) == 1 and "--no-deps" in installs[0] and installs[0].endswith(" -e ."), installs
+
+
+def test_binder_pins_match_requirements():
+    top, top_options = read_pins(REPO / "requirements.txt")
+    binder, binder_options = read_pins(BINDER / "requirements.txt")
+    assert top_options == []
+    assert binder_options == [TORCH_CPU_INDEX]
+    assert set(binder) == (set(top) - TEST_ONLY) | BINDER_ONLY, (
+        "binder/requirements.txt must hold the run-time packages of requirements.txt: missing "
+        f"{sorted((set(top) - TEST_ONLY) - set(binder))}, extra {sorted(set(binder) - set(top) - BINDER_ONLY)}")
+    for name in set(binder) & set(top):
+        assert binder[name].public == top[name].public, (
+            f"{name}: binder pins {binder[name]}, requirements.txt pins {top[name]}")
+    # The CPU build of the same torch release, from the CPU index (not PyPI's CUDA build).
+    assert binder["torch"].local == "cpu"
+    assert top["torch"].local is None
+    assert {_norm(n) for n in TEST_ONLY} & set(binder) == set()
+
+
+def test_read_pins_rejects_unpinned_lines(tmp_path):
+    f = tmp_path / "requirements.txt"
+    f.write_text("numpy==2.4.6  # fine\ntorch>=2\n")
+    with pytest.raises(ValueError, match="torch>=2"):
+        read_pins(f)
+
+
+def test_binder_start_notebook_exists():
+    assert (REPO / START).is_file()
+
+
+def test_readme_links_open_existing_notebooks():
+    """Every Binder / nbgitpuller link in README.md opens a notebook that exists."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"https://mybinder\.org/v2/[^\s)\"'>]+", readme)
+    assert links, "README.md has no Binder link"
+    for link in links:
+        m = (re.search(r"urlpath=(?:%2F)?lab(?:/|%2F)tree(?:/|%2F)([^&\s)]+)", link)
+             or re.search(r"labpath=([^&\s)]+)", link))
+        assert m, f"Binder link without urlpath=lab/tree/... or labpath=...: {link}"
+        path = m.group(1).replace("%2F", "/")
+        assert (REPO / path).is_file(), f"{link} opens {path}, which does not exist"
