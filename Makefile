@@ -27,8 +27,10 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 lab: setup
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
+# One OpenMP thread per process: the tests run kernels, a Lab server and a browser side by
+# side on small tensors, where threads waiting on a busy core cost more than they gain.
 test: setup
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest --nbval tests notebooks
+	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest --nbval tests notebooks
 
 bench: setup
 	$(BIN)/python -m benchmarks
