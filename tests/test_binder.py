@@ -96,13 +96,22 @@ def test_runtime_is_python_311():
     assert (BINDER / "runtime.txt").read_text().strip() == "python-3.11"
 
 
-def test_postbuild_installs_attn_without_touching_the_pins():
+def test_postbuild_installs_attn_and_the_nodeps_packages_without_touching_the_pins():
+    """As `make setup` does after requirements.txt: requirements-nodeps.txt (when the
+    repository has one) and then attn itself, both with --no-deps."""
     script = (BINDER / "postBuild").read_text()
     assert script.startswith("#!/bin/bash\n")
     commands = [line for line in script.splitlines() if line.strip() and not line.startswith("#")]
     assert "set -euo pipefail" in commands
     installs = [line for line in commands if "pip install" in line]
-    assert len(installs) == 1 and "--no-deps" in installs[0] and installs[0].endswith(" -e ."), installs
+    assert all("--no-deps" in line for line in installs), installs
+    assert installs[-1].endswith(" -e ."), installs
+    nodeps = REPO / "requirements-nodeps.txt"
+    if nodeps.exists():
+        assert installs[:-1] == [line for line in installs if line.endswith(" -r requirements-nodeps.txt")]
+        assert len(installs) == 2, installs
+    else:
+        assert len(installs) == 1, installs
 
 
 def test_binder_pins_match_requirements():

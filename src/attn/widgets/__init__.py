@@ -2,16 +2,62 @@
 
 Each builder returns an ``Explorer`` (an ``ipywidgets.VBox``) with ``.controls`` (name ->
 widget), ``.image`` (the picture), ``.readout`` (the numbers) and ``.state`` (the last
-result of the pure function behind it). ``EXPLORERS`` lists every builder by name (the
-benchmarks and tests walk it).
+result of the pure function behind it). ``EXPLORERS`` lists every explorer of the course as
+a no-argument builder (the benchmarks and tests walk it).
 """
+from __future__ import annotations
+
 from typing import Callable
 
 from ._base import Explorer
+from .heads import heads_explorer
+from .masks import mask_explorer
+from .patterns import pattern_explorer
 from .scaling import scaling_explorer, scaling_stats
+from .sentence import sentence_explorer
+from .worked import worked_explorer
+
+
+def _training() -> Explorer:
+    from ..tiny import TASKS, load_run
+    from .trained import training_explorer
+
+    return training_explorer({task: load_run(task) for task in TASKS})
+
+
+def _examples() -> Explorer:
+    from ..tiny import TASKS, load_trained
+    from .trained import example_explorer
+
+    return example_explorer({task: load_trained(task) for task in TASKS})
+
+
+def _pretrained() -> Explorer:
+    from .trained import pretrained_explorer
+
+    return pretrained_explorer()
+
 
 EXPLORERS: dict[str, Callable[[], Explorer]] = {
-    "scaling": scaling_explorer,
+    "sentence (01)": sentence_explorer,
+    "scaling (02)": scaling_explorer,
+    "worked (03)": worked_explorer,
+    "heads (04)": heads_explorer,
+    "masks (05)": mask_explorer,
+    "patterns (06)": pattern_explorer,
+    "training (08)": _training,
+    "examples (08)": _examples,
+    "pretrained (08)": _pretrained,
 }
 
-__all__ = ["Explorer", "EXPLORERS", "scaling_explorer", "scaling_stats"]
+__all__ = [
+    "Explorer",
+    "EXPLORERS",
+    "scaling_explorer",
+    "scaling_stats",
+    "sentence_explorer",
+    "worked_explorer",
+    "heads_explorer",
+    "mask_explorer",
+    "pattern_explorer",
+]
