@@ -1,16 +1,22 @@
 """Real JupyterLab in a real browser: the machinery of tests/test_browser.py (and benchmarks).
 
-Two context managers and a page helper::
+Two context managers and a notebook helper::
 
     with running_lab(Path("notebooks")) as lab, chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         nb = LabNotebook(page, lab, "02_qkv.ipynb")
-        nb.open()
-        nb.run_all()                       # menu Run > Run All Cells, waits for the kernel
-        for control in nb.controls():      # every slider / drop-down / toggle / checkbox
-            before = control.target.snapshot()
-            control.change()               # keyboard / click / select, as a user would
-            after = control.target.wait_changed(before)
+        nb.open()                          # fresh workspace, kernel started and idle
+        nb.run_all()                       # Edit > Clear Outputs, Run > Run All Cells, wait
+        assert nb.error_outputs() == [] and nb.kernel_errors == []
+        for control in nb.controls():      # every slider / drop-down / toggle / checkbox / text
+            for move in control.moves():   # keyboard / select / click, as a user would
+                move.picture_changed, move.text_changed
+                move.latency_s             # input event -> new picture decoded, in the page
+
+A ``Move`` waits for the change itself (no fixed sleeps): a probe in the page stamps the first
+input event and the moment the explorer's new picture is decoded (or its readout changes);
+then the kernel must be idle and the explorer stable. ``Target.move(control, name, do,
+timeout)`` does the same for any action (e.g. a benchmark's own key presses).
 
 ``running_lab`` serves a temporary copy of the notebooks (Lab autosaves what it opens) with
 its own config, data, settings, workspaces and runtime folders, so nothing from an earlier
