@@ -3,13 +3,15 @@
 Each figure is the wall time of ``python -m pytest --nbval <notebook(s)> -q`` in a fresh
 process, as a learner or CI runs it: pytest's start, the kernel's start, every cell, the
 comparison of every output. The whole course is one pytest run over the course notebooks
-(``notebooks/*.ipynb``; the solutions notebooks are timed one by one, not counted in it).
+(``notebooks/*.ipynb``; the solutions notebooks are timed one by one, not counted in it). A
+baseline notebook that only imports the usual packages shows the fixed part of each figure.
 """
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,16 +38,50 @@ def _nbval(paths: list[Path], timeout: float) -> dict[str, Any]:
     return {"seconds": seconds, "ok": proc.returncode == 0, "summary": lines[-1] if lines else ""}
 
 
+BASELINE_IMPORTS = """import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import ipywidgets
+
+import attn
+print(attn.__version__)"""
+
+
+def _baseline_notebook(folder: Path) -> Path:
+    """A notebook with only the usual imports: the fixed cost every notebook pays."""
+    import nbformat
+
+    import attn
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(BASELINE_IMPORTS, execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=attn.__version__ + "\n")]
+    nb.cells = [cell]
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                 "name": "python3"}
+    path = folder / "baseline_imports_only.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
 def run(
     *, quick: bool = False, results=None, notebooks: list[Path] | None = None, whole: bool = True,
+    baseline: bool = True,
 ) -> dict[str, Any]:
     course = notebooks if notebooks is not None else sorted((ROOT / "notebooks").glob("*.ipynb"))
-    solutions = [] if notebooks is not None else sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb"))
+    solutions = [] if notebooks is not None else sorted(
+        (ROOT / "notebooks" / "solutions").glob("*.ipynb"))
     if quick:  # one notebook, no solutions, no whole-course run
         course, solutions = course[:1], []
     say(f"\n== Course run time under strict nbval ({len(course)} notebooks, "
         f"{len(solutions)} solutions) ==")
     rows = []
+    base = None
+    if baseline:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = {"notebook": "(baseline: imports only)",
+                    **_nbval([_baseline_notebook(Path(tmp))], timeout=600)}
+        say(f"  {base['notebook']:55s} {base['seconds']:6.1f} s  {base['summary']}")
     for nb in course + solutions:
         shown = nb.relative_to(ROOT) if nb.is_relative_to(ROOT) else nb.name
         r = {"notebook": str(shown), **_nbval([nb], timeout=600),
@@ -55,7 +91,10 @@ def run(
     whole = _nbval(course, timeout=1800) if whole and course and not quick else None
     if whole:
         say(f"  {'whole course (one pytest run)':55s} {whole['seconds']:6.1f} s  {whole['summary']}")
-    trows = [[r["notebook"], f"{r['seconds']:.1f}", f"{r['size_kib']:.0f}",
+    trows = []
+    if base:
+        trows.append([base["notebook"], f"{base['seconds']:.1f}", "", "", "pass" if base["ok"] else "FAIL"])
+    trows += [[r["notebook"], f"{r['seconds']:.1f}", f"{r['size_kib']:.0f}",
               "yes" if r["seconds"] <= NOTEBOOK_TARGET_S else "no", "pass" if r["ok"] else "FAIL"]
              for r in rows]
     if whole:
@@ -66,7 +105,7 @@ def run(
     text = table(["notebook", "seconds", "KiB", target, "nbval"], trows)
     say("\n" + text)
     payload = {"machine": machine(), "command": "python -m pytest --nbval -q <notebook>",
-               "notebooks": rows, "course": whole, "table": text,
+               "baseline": base, "notebooks": rows, "course": whole, "table": text,
                "targets_s": {"notebook": NOTEBOOK_TARGET_S, "course": COURSE_TARGET_S}}
     write_json("course", payload, **({"results": results} if results else {}))
     return payload

@@ -8,7 +8,8 @@ so that one configuration's memory cannot hide in another's. In the worker:
   the growth of the process's peak memory caused by that pass (inputs and weights excluded).
   Where clear_refs is not allowed it falls back to ``resource.getrusage(RUSAGE_SELF).ru_maxrss``
   (a peak that cannot be reset, so setup may hide part of it; the JSON says which was used).
-* time: then ``repeats`` more passes under ``torch.inference_mode``; the median is reported.
+* time: then ``repeats`` more passes under ``torch.inference_mode`` (fewer when they would take
+  more than ``BUDGET_S`` seconds; at least one); the median is reported.
 
 Methods for the layer (B, L, E) -> (B, L, E), all with the weights of one
 ``attn.MultiHeadAttention(E, H)``:
@@ -42,6 +43,7 @@ from ._common import machine, median, say, table, write_json
 LAYER_METHODS = ("sdpa", "sdpa_mask", "fast", "teaching", "torch_weights", "torch_fast", "blockwise")
 HEAD_METHODS = ("naive", "blockwise", "sdpa")
 BLOCK = {"block_size": 256, "query_block_size": 512}  # a good pair on this machine
+BUDGET_S = 30.0  # at most about this many seconds of timed passes per configuration
 
 
 # --- the worker (one configuration, in its own process) ----------------------------------------
@@ -148,7 +150,9 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
         peak = _status_kib("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         del out
         times = []
-        for _ in range(cfg["repeats"]):
+        # A slow configuration gets fewer timed passes, so that a run stays a few minutes.
+        repeats = cfg["repeats"] if first * cfg["repeats"] <= BUDGET_S else max(1, int(BUDGET_S // first))
+        for _ in range(repeats):
             t0 = time.perf_counter()
             out = fn()
             times.append(time.perf_counter() - t0)

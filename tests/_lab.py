@@ -429,7 +429,7 @@ class Move:
     text_latency_s: float | None  # first input event -> the readout text changed
 
     @property
-    def latency_s(self) -> float:
+    def latency_s(self) -> float | None:
         """Input to new picture on screen (to new text when the picture did not change)."""
         return self.picture_latency_s if self.picture_latency_s is not None else self.text_latency_s
 

@@ -70,7 +70,7 @@ def test_course_times_a_notebook(tmp_path):
     path = tmp_path / "tiny.ipynb"
     nbformat.write(nb, path)
     out = tmp_path / "results"
-    course.run(results=out, notebooks=[path], whole=False)
+    course.run(results=out, notebooks=[path], whole=False, baseline=False)
     data = json.loads((out / "course.json").read_text())
     assert data["notebooks"][0]["ok"] and data["notebooks"][0]["seconds"] > 0
     assert data["notebooks"][0]["notebook"] == "tiny.ipynb"

@@ -32,10 +32,15 @@ BENIGN_CONSOLE = [
 LOG_FAILURE = re.compile(r"Traceback|Exception in comm|^\[E |\bERROR\b")
 
 
-def _log_since(lab_server, start: int, lines: int = 40) -> str:
-    """The last ``lines`` lines the server (and its kernels) logged after byte ``start``."""
-    log = lab_server.log.read_bytes()[start:].decode(errors="replace")
-    return "\n".join(log.splitlines()[-lines:])
+def _log_since(lab_server, start: int, lines: int | None = 40) -> str:
+    """The last ``lines`` lines (all with None) the server and its kernels logged after byte
+    ``start``."""
+    log = lab_server.log.read_bytes()[start:].decode(errors="replace").splitlines()
+    return "\n".join(log if lines is None else log[-lines:])
+
+
+def _ms(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def _benign(text: str) -> bool:
@@ -81,23 +86,26 @@ def test_notebook_runs_and_every_control_redraws(name, lab_server, lab_browser, 
                 assert move.picture_changed or move.text_changed, (
                     f"{name}: {control}: after {move.action} the kernel answered but the "
                     f"screen shows the same picture and text")
-                moved.append(f"{control}: {move.action}: {move.latency_s * 1000:.0f} ms")
+                moved.append(f"{control}: {move.action}: {_ms(move.latency_s)}")
         print(f"{name}: {len(live)} live controls, {len(moved)} moves", *moved, sep="\n  ")
 
         errors = nb.error_outputs()
         assert errors == [], f"{name}: error outputs after moving the controls:\n" + "\n---\n".join(errors)
-        log = _log_since(lab_server, log_start)
-        bad = [line for line in log.splitlines() if LOG_FAILURE.search(line)]
-        assert bad == [], f"{name}: the server / kernel logged errors:\n{log}"
+        bad = [line for line in _log_since(lab_server, log_start, None).splitlines()
+               if LOG_FAILURE.search(line)]
+        assert bad == [], (f"{name}: the server / kernel logged errors:\n" + "\n".join(bad)
+                           + f"\n(last lines of the log:)\n{_log_since(lab_server, log_start)}")
         assert nb.kernel_errors == [], f"{name}: the kernel reported errors:\n" + "\n".join(nb.kernel_errors)
         assert problems == [], f"{name}: errors in the browser:\n" + "\n".join(problems)
     finally:
-        try:
+        try:  # the first widget in view; a failed screenshot must not hide the real failure
             first = page.locator(".jp-OutputArea-output > .jupyter-widgets").first
             if first.count():
                 first.scroll_into_view_if_needed(timeout=5000)
             page.screenshot(path=str(shot))
             print(f"{name}: screenshot {shot}")
+        except Exception as e:  # noqa: BLE001 - reported, not raised
+            print(f"{name}: no screenshot ({e})")
         finally:
             context.close()
             lab_server.shutdown_kernels()
