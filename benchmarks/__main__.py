@@ -3,6 +3,7 @@
     python -m benchmarks                    # all parts, full sizes (several minutes)
     python -m benchmarks --only scale       # one part: latency, browser, course or scale
     python -m benchmarks --quick            # tiny sizes, no browser: checks that the code runs
+    python -m benchmarks --threads 1        # latency and scale with one torch thread
 
 Results: benchmarks/results/<part>.json (machine description included).
 """
@@ -24,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="run only this part (repeatable); default: all")
     p.add_argument("--quick", action="store_true", help="tiny sizes and few moves: a smoke test")
     p.add_argument("--results", type=Path, default=RESULTS, help="folder for the JSON files")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads for latency and scale (default: torch's; results go to "
+                        "<part>_threads<N>.json)")
     args = p.parse_args(argv)
     parts = args.only or [p for p in PARTS if not (args.quick and p == "browser")]
     info = machine()
@@ -32,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {info['load_average'][0]:.2f}")
     t0 = time.perf_counter()
     if "latency" in parts:
-        latency.run(quick=args.quick, results=args.results)
+        latency.run(quick=args.quick, results=args.results, threads=args.threads)
     if "browser" in parts:
         from . import browser
 
@@ -40,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if "course" in parts:
         course.run(quick=args.quick, results=args.results)
     if "scale" in parts:
-        scale.run(quick=args.quick, results=args.results)
+        scale.run(quick=args.quick, results=args.results, threads=args.threads)
     say(f"\nDone in {time.perf_counter() - t0:.0f} s; JSON in {args.results}")
     return 0
 

@@ -154,7 +154,7 @@ def run(*, quick: bool = False, results=None, threads: int | None = None) -> dic
     say(f"\n== Control latency, kernel side (ctrl.value = x -> redraw done), {moves} moves per control ==")
     rows = []
     for name, build in builders().items():
-        if quick and name not in ("scaling",):
+        if quick and not name.startswith("scaling"):
             continue
         try:
             got = measure(name, build, moves)
@@ -173,8 +173,10 @@ def run(*, quick: bool = False, results=None, threads: int | None = None) -> dic
     text = table(["explorer", "sizes", "control", "size controls", "median ms", "p95 ms",
                   f"≤ {TARGET_MS:.0f} ms"], trows)
     say("\n" + text)
-    payload = {"machine": machine(), "moves_per_control": moves, "target_median_ms": TARGET_MS,
+    payload = {"machine": machine(), "threads": threads, "moves_per_control": moves,
+               "target_median_ms": TARGET_MS,
                "method": "time.perf_counter around ctrl.value = x (ctrl.index = i for selections)",
                "rows": rows, "table": text}
-    write_json("latency", payload, **({"results": results} if results else {}))
+    name = f"latency_threads{threads}" if threads else "latency"
+    write_json(name, payload, **({"results": results} if results else {}))
     return payload

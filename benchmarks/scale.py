@@ -1,15 +1,19 @@
 """Attention at scale on the CPU: time and peak memory of a causal multi-head forward pass.
 
-Every configuration runs in a fresh subprocess (``python -m benchmarks.scale --worker JSON``),
-so that one configuration's memory cannot hide in another's. In the worker:
+Memory: every configuration runs in a fresh subprocess (``python -m benchmarks.scale --worker
+JSON``), so that one configuration's memory cannot hide in another's. The worker runs one tiny
+pass (library set-up), resets the peak resident set size (writes 5 to /proc/self/clear_refs,
+Linux), runs the first full forward pass and reads VmHWM; the figure is VmHWM minus VmRSS just
+before the pass: the growth of the process's peak memory caused by that pass (inputs and
+weights excluded). Where clear_refs is not allowed it falls back to
+``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (a peak that cannot be reset, so the set-up may
+hide part of it; the JSON says which was used).
 
-* memory: reset the peak resident set size (write 5 to /proc/self/clear_refs, Linux), run
-  the first forward pass, read VmHWM; the figure is VmHWM minus VmRSS just before the pass:
-  the growth of the process's peak memory caused by that pass (inputs and weights excluded).
-  Where clear_refs is not allowed it falls back to ``resource.getrusage(RUSAGE_SELF).ru_maxrss``
-  (a peak that cannot be reset, so setup may hide part of it; the JSON says which was used).
-* time: then ``repeats`` more passes under ``torch.inference_mode`` (fewer when they would take
-  more than ``BUDGET_S`` seconds; at least one); the median is reported.
+Time: one subprocess per length (``--timing JSON``) builds every method, runs one warm-up
+round, then timed rounds in turns (method 1, 2, ..., 7, method 1, 2, ...) under
+``torch.inference_mode`` until about ``BUDGET_S`` seconds (3 to 7 rounds); the median per
+method is reported. Taking turns makes a change in the machine's load hit every method alike,
+which keeps the ratios steadier than the times on a shared machine.
 
 Methods for the layer (B, L, E) -> (B, L, E), all with the weights of one
 ``attn.MultiHeadAttention(E, H)``:
@@ -43,7 +47,7 @@ from ._common import machine, median, say, table, write_json
 LAYER_METHODS = ("sdpa", "sdpa_mask", "fast", "teaching", "torch_weights", "torch_fast", "blockwise")
 HEAD_METHODS = ("naive", "blockwise", "sdpa")
 BLOCK = {"block_size": 256, "query_block_size": 512}  # a good pair on this machine
-BUDGET_S = 30.0  # at most about this many seconds of timed passes per configuration
+BUDGET_S = 60.0  # timed rounds per length stop after about this many seconds
 
 
 # --- the worker (one configuration, in its own process) ----------------------------------------
@@ -129,10 +133,12 @@ def _head_fn(method: str, L: int, D: int, causal: bool):
 
 
 def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
+    """One configuration's peak memory (the first pass), then ``repeats`` timed passes."""
     import torch
 
     if cfg.get("threads"):
         torch.set_num_threads(cfg["threads"])
+
     def build(L: int):
         if cfg["kind"] == "layer":
             return _layer_fn(cfg["method"], L, cfg["B"], cfg["E"], cfg["H"])
@@ -150,9 +156,7 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
         peak = _status_kib("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         del out
         times = []
-        # A slow configuration gets fewer timed passes, so that a run stays a few minutes.
-        repeats = cfg["repeats"] if first * cfg["repeats"] <= BUDGET_S else max(1, int(BUDGET_S // first))
-        for _ in range(repeats):
+        for _ in range(cfg.get("repeats", 0)):
             t0 = time.perf_counter()
             out = fn()
             times.append(time.perf_counter() - t0)
@@ -169,10 +173,40 @@ def run_worker(cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def run_timing(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Every method at one length, in turns (round-robin), so that a change in the machine's
+    load hits them all alike. One warm-up round, then rounds until ``BUDGET_S`` seconds or
+    ``max_rounds`` (at least ``min_rounds``). Returns method -> seconds per pass."""
+    import torch
+
+    if cfg.get("threads"):
+        torch.set_num_threads(cfg["threads"])
+    L, B, E, H = cfg["L"], cfg["B"], cfg["E"], cfg["H"]
+    methods = cfg["methods"]
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    with torch.inference_mode():
+        _layer_fn(methods[0], 16, B, E, H)()  # one-off library set-up
+        fns = {m: _layer_fn(m, L, B, E, H) for m in methods}
+        t0 = time.perf_counter()
+        for m in methods:
+            fns[m]()  # warm-up round
+        per_round = time.perf_counter() - t0
+        rounds = int(min(cfg["max_rounds"], max(cfg["min_rounds"], BUDGET_S // max(per_round, 1e-9))))
+        for _ in range(rounds):
+            for m in methods:
+                t0 = time.perf_counter()
+                out = fns[m]()
+                times[m].append(time.perf_counter() - t0)
+                del out
+    return {"L": L, "rounds": rounds, "warmup_round_s": per_round, "times_s": times,
+            "median_s": {m: median(t) for m, t in times.items()},
+            "min_s": {m: min(t) for m, t in times.items()}}
+
+
 # --- the parent ---------------------------------------------------------------------------------
 
-def _spawn(cfg: dict[str, Any], timeout: float) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "benchmarks.scale", "--worker", json.dumps(cfg)]
+def _spawn(cfg: dict[str, Any], timeout: float, flag: str = "--worker") -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "benchmarks.scale", flag, json.dumps(cfg)]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root)
@@ -226,33 +260,45 @@ def run(
     *, quick: bool = False, results=None, repeats: int | None = None,
     lengths: list[int] | None = None, methods: tuple[str, ...] = LAYER_METHODS,
     head_methods: tuple[str, ...] = HEAD_METHODS, long_L: int | None = None,
+    threads: int | None = None,
 ) -> dict[str, Any]:
     """All configurations; ``quick`` = tiny sizes (a smoke test, seconds)."""
     if quick:
         B, E, H, default_lengths, default_long, timeout = 2, 64, 4, [32, 64], 512, 120
-        repeats = repeats or 1
+        min_rounds, max_rounds = 1, 1
     else:
         B, E, H, default_lengths, default_long, timeout = 8, 768, 12, [128, 256, 512, 1024, 2048], 16384, 900
-        repeats = repeats or 3
+        min_rounds, max_rounds = 3, 7
+    if repeats:
+        min_rounds = max_rounds = repeats
     lengths = lengths or default_lengths
     long_L = long_L or default_long
-    say(f"\n== Attention at scale, CPU: causal multi-head forward, B={B}, E={E}, H={H} ==")
+    say(f"\n== Attention at scale, CPU: causal multi-head forward, B={B}, E={E}, H={H}"
+        + (f", {threads} torch thread(s)" if threads else "") + " ==")
     rows = []
     for L in lengths:
+        timing = _spawn({"L": L, "B": B, "E": E, "H": H, "methods": list(methods), "threads": threads,
+                         "min_rounds": min_rounds, "max_rounds": max_rounds}, timeout, "--timing")
         for method in methods:
-            cfg = {"kind": "layer", "method": method, "L": L, "B": B, "E": E, "H": H,
-                   "repeats": repeats}
-            r = _spawn(cfg, timeout)
+            cfg = {"kind": "layer", "method": method, "L": L, "B": B, "E": E, "H": H, "repeats": 0,
+                   "threads": threads}
+            r = _spawn(cfg, timeout)  # memory: a fresh process per configuration
+            if "error" in timing:
+                r.setdefault("error", "timing: " + timing["error"])
+            elif "error" not in r:
+                r.update(median_s=timing["median_s"][method], min_s=timing["min_s"][method],
+                         times_s=timing["times_s"][method], rounds=timing["rounds"])
             rows.append(r)
             say(f"  L={L:5d} {method:13s} "
                 + (r["error"] if "error" in r else
-                   f"{r['median_s'] * 1e3:9.1f} ms  peak +{r['peak_growth_mib']:8.1f} MiB"))
+                   f"{r['median_s'] * 1e3:9.1f} ms (median of {r['rounds']})  "
+                   f"peak +{r['peak_growth_mib']:8.1f} MiB"))
     say(f"\n== One head, B=1, D=64, L={long_L}: peak memory of the attention alone ==")
     heads = []
     for causal in (False, True):
         for method in head_methods:
             cfg = {"kind": "head", "method": method, "L": long_L, "D": 64, "causal": causal,
-                   "repeats": 1}
+                   "repeats": 1, "threads": threads}
             r = _spawn(cfg, timeout)
             heads.append(r)
             say(f"  causal={causal!s:5s} {method:9s} "
@@ -261,14 +307,16 @@ def run(
     acc = accuracy()
     acc["long_causal_max_abs_diff"] = long_accuracy(long_L)
     acc["long_L"] = long_L
-    payload = {"machine": machine(), "config": {"B": B, "E": E, "H": H, "repeats": repeats,
-                                                "blockwise": BLOCK},
+    payload = {"machine": machine(), "config": {"B": B, "E": E, "H": H, "threads": threads,
+                                                "rounds": [min_rounds, max_rounds],
+                                                "budget_s": BUDGET_S, "blockwise": BLOCK},
                "layer": rows, "head": heads, "accuracy": acc}
     payload["summary"] = summarise(payload)
     say("\n" + payload["summary"]["layer_table"])
     say("\n" + payload["summary"]["head_table"])
     say("\n" + "\n".join(payload["summary"]["targets"]))
-    write_json("scale", payload, **({"results": results} if results else {}))
+    name = f"scale_threads{threads}" if threads else "scale"
+    write_json(name, payload, **({"results": results} if results else {}))
     return payload
 
 
@@ -335,13 +383,18 @@ def summarise(payload: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--worker", help="run one configuration (JSON) and print the result as JSON")
+    p.add_argument("--timing", help="time every method at one length (JSON), print JSON")
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test")
     p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None, help="torch threads in every worker")
     args = p.parse_args(argv)
     if args.worker:
         print(json.dumps(run_worker(json.loads(args.worker))))
         return
-    run(quick=args.quick, repeats=args.repeats)
+    if args.timing:
+        print(json.dumps(run_timing(json.loads(args.timing))))
+        return
+    run(quick=args.quick, repeats=args.repeats, threads=args.threads)
 
 
 if __name__ == "__main__":
