@@ -22,59 +22,26 @@ attend to no key gets an output of zeros (as ``attn.functional.masked_softmax``)
 """
 from __future__ import annotations
 
-import math
 
 import torch
 from torch import Tensor
 
 from ._checks import (
+    broadcast_shapes,
     check_bool_mask,
     check_float,
-    check_min_rank,
     check_positive_int,
+    check_qkv,
     check_rank,
-    check_same_dtype,
+    check_scale,
     shape_str,
 )
 
 __all__ = ["blockwise_attention", "blockwise_multi_head_attention", "causal_blocks"]
 
 
-def _check_scale(scale: object, E: int) -> float:
-    if scale is None:
-        return 1.0 / math.sqrt(E)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise TypeError(f"scale: expected a positive float or None, got {type(scale).__name__}")
-    if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale: expected a positive finite float, got {scale}")
-    return float(scale)
-
-
 def _check_inputs(query: object, key: object, value: object) -> tuple[Tensor, Tensor, Tensor, torch.Size]:
-    query = check_float("query", query)
-    key = check_float("key", key)
-    value = check_float("value", value)
-    check_min_rank("query", query, 2, "(..., L, E)")
-    check_min_rank("key", key, 2, "(..., S, E)")
-    check_min_rank("value", value, 2, "(..., S, Ev)")
-    check_same_dtype(("query", "key", "value"), (query, key, value))
-    if query.shape[-1] != key.shape[-1]:
-        raise ValueError(
-            f"key: expected feature size E={query.shape[-1]} to match query {shape_str(query)}, "
-            f"got shape {shape_str(key)}"
-        )
-    if key.shape[-2] != value.shape[-2]:
-        raise ValueError(
-            f"value: expected S={key.shape[-2]} rows to match key {shape_str(key)}, "
-            f"got shape {shape_str(value)}"
-        )
-    try:
-        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"query/key/value: expected batch dims that broadcast, got shapes "
-            f"{shape_str(query)}, {shape_str(key)}, {shape_str(value)}"
-        ) from None
+    batch = check_qkv(query, key, value)
     return query, key, value, batch
 
 
@@ -93,9 +60,10 @@ def _attend_rows(
     Lq, S = q.shape[-2], key.shape[-2]
     i1 = i0 + Lq
     stop = min(S, i1) if causal else S  # causal: keys after the last query are never seen
-    batch = torch.broadcast_shapes(q.shape[:-2], key.shape[:-2], value.shape[:-2])
+    shapes = [q.shape[:-2], key.shape[:-2], value.shape[:-2]]
     if mask is not None:
-        batch = torch.broadcast_shapes(batch, mask.shape[:-2])
+        shapes.append(mask.shape[:-2])
+    batch = broadcast_shapes(*shapes)  # checked by the caller
     m = q.new_full((*batch, Lq, 1), float("-inf"))  # running max        (..., Lq, 1)
     l = q.new_zeros((*batch, Lq, 1))  # running sum of exp(s - m)           (..., Lq, 1)
     acc = q.new_zeros((*batch, Lq, value.shape[-1]))  # running sum of exp(s - m) v  (..., Lq, Ev)
@@ -182,7 +150,7 @@ def blockwise_attention(
     check_positive_int("block_size", block_size)
     if query_block_size is not None:
         check_positive_int("query_block_size", query_block_size)
-    scale = _check_scale(scale, query.shape[-1])
+    scale = check_scale(scale, query.shape[-1])
     L, S = query.shape[-2], key.shape[-2]
     if mask is not None:
         mask = check_bool_mask("mask", mask, (*batch, L, S), "(..., L, S)")
