@@ -82,21 +82,22 @@ def run(*, quick: bool = False, results=None, moves: int = MOVES) -> dict[str, A
                             break
                         if len(lat) == before:
                             break
-                    row = {"notebook": name, "control": str(control), "moves": len(lat),
-                           "run_all_s": run_all_s}
+                    row = {"notebook": name, "control": f"{control.kind} {control.label!r}",
+                           "explorer": control.target.title, "cell": control.cell + 1,
+                           "moves": len(lat), "run_all_s": run_all_s}
                     if lat:
                         row.update(median_ms=median(lat) * 1e3, p95_ms=p95(lat) * 1e3)
                     if error:
                         row["error"] = error
                     rows.append(row)
-                    say(f"  {name:28s} {str(control)[:60]:60s} "
+                    say(f"  {name:32s} {row['control'][:28]:28s} "
                         + (f"median {row['median_ms']:6.0f} ms  p95 {row['p95_ms']:6.0f} ms"
                            if lat else row.get("error", "no move")))
             finally:
                 page.close()
                 lab.shutdown_kernels()
     text = table(["notebook", "control", "moves", "median ms", "p95 ms"],
-                 [[r["notebook"], r["control"], r["moves"],
+                 [[r["notebook"].removesuffix(".ipynb"), r["control"], r["moves"],
                    f"{r['median_ms']:.0f}" if "median_ms" in r else "-",
                    f"{r['p95_ms']:.0f}" if "p95_ms" in r else "-"] for r in rows])
     say("\n" + text)

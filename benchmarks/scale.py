@@ -27,6 +27,9 @@ Methods for the layer (B, L, E) -> (B, L, E), all with the weights of one
   ``need_weights=True`` (per-head weights) / ``False`` (``is_causal=True`` hint);
 * ``blockwise``: ``attn.blockwise.blockwise_multi_head_attention(causal=True)``.
 
+Lengths: 128 to 2048 for every method, and 4096 for the methods that never hold the
+(B, H, L, L) weights (``LIGHT_METHODS``); at 4096 one copy of those weights would take 6 GiB.
+
 Methods for one head (1, 1, L, D), the memory check at long L: ``naive``
 (``attn.functional.scaled_dot_product_attention``, holds the (L, L) weights), ``blockwise``
 (``attn.blockwise.blockwise_attention``), ``sdpa`` (PyTorch's fused kernel).
@@ -46,6 +49,8 @@ from ._common import machine, median, say, table, write_json
 
 LAYER_METHODS = ("sdpa", "sdpa_mask", "fast", "teaching", "torch_weights", "torch_fast", "blockwise")
 HEAD_METHODS = ("naive", "blockwise", "sdpa")
+#: Methods that never hold the (B, H, L, L) weights: run at the extra, longer lengths too.
+LIGHT_METHODS = ("sdpa", "sdpa_mask", "fast", "blockwise")
 BLOCK = {"block_size": 256, "query_block_size": 512}  # a good pair on this machine
 BUDGET_S = 60.0  # timed rounds per length stop after about this many seconds
 
@@ -259,27 +264,32 @@ def long_accuracy(L: int, D: int = 64) -> float:
 def run(
     *, quick: bool = False, results=None, repeats: int | None = None,
     lengths: list[int] | None = None, methods: tuple[str, ...] = LAYER_METHODS,
+    extra_lengths: list[int] | None = None,
     head_methods: tuple[str, ...] = HEAD_METHODS, long_L: int | None = None,
     threads: int | None = None,
 ) -> dict[str, Any]:
     """All configurations; ``quick`` = tiny sizes (a smoke test, seconds)."""
     if quick:
         B, E, H, default_lengths, default_long, timeout = 2, 64, 4, [32, 64], 512, 120
+        default_extra = []
         min_rounds, max_rounds = 1, 1
     else:
         B, E, H, default_lengths, default_long, timeout = 8, 768, 12, [128, 256, 512, 1024, 2048], 16384, 900
+        default_extra = [4096]  # the weights alone would take 6 GiB per copy here
         min_rounds, max_rounds = 3, 7
     if repeats:
         min_rounds = max_rounds = repeats
-    lengths = lengths or default_lengths
+    plan = [(L, tuple(methods)) for L in (lengths or default_lengths)]
+    plan += [(L, tuple(m for m in methods if m in LIGHT_METHODS))
+             for L in (default_extra if extra_lengths is None else extra_lengths)]
     long_L = long_L or default_long
     say(f"\n== Attention at scale, CPU: causal multi-head forward, B={B}, E={E}, H={H}"
         + (f", {threads} torch thread(s)" if threads else "") + " ==")
     rows = []
-    for L in lengths:
-        timing = _spawn({"L": L, "B": B, "E": E, "H": H, "methods": list(methods), "threads": threads,
+    for L, methods_here in plan:
+        timing = _spawn({"L": L, "B": B, "E": E, "H": H, "methods": list(methods_here), "threads": threads,
                          "min_rounds": min_rounds, "max_rounds": max_rounds}, timeout, "--timing")
-        for method in methods:
+        for method in methods_here:
             cfg = {"kind": "layer", "method": method, "L": L, "B": B, "E": E, "H": H, "repeats": 0,
                    "threads": threads}
             r = _spawn(cfg, timeout)  # memory: a fresh process per configuration

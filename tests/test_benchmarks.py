@@ -82,3 +82,19 @@ def test_course_times_a_notebook(tmp_path):
     data = json.loads((out / "course.json").read_text())
     assert data["notebooks"][0]["ok"] and data["notebooks"][0]["seconds"] > 0
     assert data["notebooks"][0]["notebook"] == "tiny.ipynb"
+
+
+def test_browser_lists_only_notebooks_that_show_widgets(tmp_path):
+    from benchmarks import browser
+
+    plain = nbformat.v4.new_notebook()
+    plain.cells = [nbformat.v4.new_code_cell("1")]
+    live = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("w")
+    cell.outputs = [nbformat.v4.new_output(
+        "display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+                              "text/plain": "w"})]
+    live.cells = [cell]
+    nbformat.write(plain, tmp_path / "a.ipynb")
+    nbformat.write(live, tmp_path / "b.ipynb")
+    assert browser._with_widgets(tmp_path) == ["b.ipynb"]

@@ -58,7 +58,7 @@ def test_format_bytes(n, text):
 def test_format_bytes_errors():
     with pytest.raises(ValueError, match="n: expected a number of bytes >= 0"):
         format_bytes(-1)
-    with pytest.raises(ValueError, match="n: expected a number of bytes"):
+    with pytest.raises(TypeError, match="n: expected a number of bytes, got str"):
         format_bytes("12")
 
 

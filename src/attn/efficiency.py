@@ -103,7 +103,9 @@ def attention_cost(
 
 def format_bytes(n: int | float) -> str:
     """Bytes in binary units: 4194304 -> '4.0 MiB'."""
-    if isinstance(n, bool) or not isinstance(n, (int, float)) or n < 0:
+    if isinstance(n, bool) or not isinstance(n, (int, float)):
+        raise TypeError(f"n: expected a number of bytes, got {type(n).__name__} {n!r}")
+    if not n >= 0:
         raise ValueError(f"n: expected a number of bytes >= 0, got {n!r}")
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
