@@ -88,6 +88,34 @@ def test_does_not_mutate_arguments_and_keeps_device():
     assert out.device == q.device
 
 
+
+def test_masked_softmax_leaves_its_scores_alone():
+    scores = rand(2, 3, 4)
+    mask = causal_mask(3, 4)
+    before = scores.clone()
+    masked_softmax(scores, mask)
+    assert torch.equal(scores, before)
+
+
+def test_fully_masked_row_gradient_of_the_weights_is_finite_and_zero():
+    # the weights themselves are differentiated (not only the output): softmax's backward
+    # reads its output, which the package must not overwrite in place
+    q = rand(3, 4).requires_grad_()
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[2] = False
+    _, w = scaled_dot_product_attention(q, rand(5, 4, seed=1), rand(5, 2, seed=2), mask)
+    (w * rand(3, 5, seed=3)).sum().backward()
+    assert torch.isfinite(q.grad).all()
+    assert torch.equal(q.grad[2], torch.zeros(4, dtype=q.dtype))
+
+
+def test_error_mask_with_more_batch_than_query_and_key():
+    q = rand(1, 3, 4)
+    with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable to \(\.\.\., L, S\) = \(1, 3, 3\), got shape \(2, 3, 3\)"):
+        scaled_dot_product_attention(q, q, q, torch.ones(2, 3, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"got shape \(2, 1, 3, 3\)"):
+        scaled_dot_product_attention(q, q, q, torch.ones(2, 1, 3, 3, dtype=torch.bool))
+
 @settings(max_examples=40, deadline=None)
 @given(L=st.integers(1, 6), S=st.integers(1, 6), E=st.integers(1, 5), seed=st.integers(0, 10_000),
        p=st.floats(0.0, 1.0))

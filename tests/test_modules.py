@@ -104,6 +104,48 @@ def test_fast_path_equals_teaching_path_and_fully_masked_rows_are_zero():
     torch.testing.assert_close(fast, slow, atol=TOL, rtol=0)
 
 
+
+@pytest.mark.parametrize("L, S", [(5, 5), (3, 6), (6, 3)])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_causal_flag_equals_the_causal_mask(L, S, need_weights):
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2, bias=True).double()
+    x, mem = rand(2, L, 8), rand(2, S, 8, seed=1)
+    ref, ref_w = m(x, mem, mask=causal_mask(L, S))
+    got, got_w = m(x, mem, causal=True, need_weights=need_weights)
+    torch.testing.assert_close(got, ref, atol=TOL, rtol=0)
+    if need_weights:
+        torch.testing.assert_close(got_w, ref_w, atol=TOL, rtol=0)
+        assert not got_w[..., :L, :].triu(1).any()  # nothing above the diagonal
+    else:
+        assert got_w is None
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_causal_flag_combines_with_a_padding_mask(need_weights):
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2).double()
+    x = rand(2, 5, 8)
+    pad = padding_mask([5, 3], 5)  # (B, 1, 1, S)
+    ref, _ = m(x, mask=pad & causal_mask(5))
+    got, _ = m(x, mask=pad, causal=True, need_weights=need_weights)
+    torch.testing.assert_close(got, ref, atol=TOL, rtol=0)
+
+
+def test_causal_flag_matches_torch_is_causal():
+    mha = torch_mha(12, 4, bias=True)
+    ours = MultiHeadAttention.from_torch(mha)
+    x = rand(2, 6, 12)
+    ref, _ = mha(x, x, x, attn_mask=to_torch_mha_mask(causal_mask(6)), need_weights=False, is_causal=True)
+    got, _ = ours(x, causal=True, need_weights=False)
+    torch.testing.assert_close(got, ref, atol=TOL, rtol=0)
+
+
+def test_error_causal_not_bool():
+    m = MultiHeadAttention(8, 2)
+    with pytest.raises(TypeError, match=r"causal: expected a bool, got int 1"):
+        m(torch.randn(1, 3, 8), causal=1)
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_dtype_is_kept(dtype):
     torch.manual_seed(0)

@@ -47,15 +47,29 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
         allows **no** key gets weights of **zeros** (not NaN, not uniform).
     """
     scores, mask = _check_scores_and_mask(scores, mask)
+    return _masked_softmax(scores, mask, own_scores=False)
+
+
+def _masked_softmax(scores: Tensor, mask: Tensor | None, *, own_scores: bool) -> Tensor:
+    """``masked_softmax`` without the checks. ``own_scores=True`` lets it write the blocked
+    positions into ``scores`` itself (the caller made that tensor and will not read it again),
+    which saves one (..., L, S) copy."""
     if mask is None:
         return torch.softmax(scores, dim=-1)
+    blocked = ~mask  # (..., L, S) or any shape that broadcasts to it
+    if own_scores:
+        filled = scores.masked_fill_(blocked, float("-inf"))  # in place
+    else:
+        filled = scores.masked_fill(blocked, float("-inf"))  # a new (..., L, S) tensor
     row_has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
-    filled = scores.masked_fill(~mask, float("-inf"))
-    # A row with no allowed key would be all -inf (softmax -> NaN): give it finite scores,
-    # then zero it out below. Its gradient is zero as well.
-    filled = filled.masked_fill(~row_has_key, 0.0)
+    if bool(row_has_key.all()):
+        return torch.softmax(filled, dim=-1)  # the common case: every query sees some key
+    # A row with no allowed key is all -inf, and softmax would give NaN: give it finite
+    # scores, then zero its weights. Its gradient is zero as well.
+    row_is_empty = ~row_has_key
+    filled = filled.masked_fill_(row_is_empty, 0.0)  # filled is ours in both branches
     weights = torch.softmax(filled, dim=-1)
-    return weights.masked_fill(~row_has_key, 0.0)
+    return weights.masked_fill(row_is_empty, 0.0)  # not in place: softmax's backward reads it
 
 
 def softmax_with_fill(scores: Tensor, mask: Tensor, fill_value: float) -> Tensor:
@@ -104,6 +118,12 @@ def attention_from_scores(
     return weights @ value, weights  # (..., L, Ev), (..., L, S)
 
 
+def _attend(scores: Tensor, value: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+    """``attention_from_scores`` for checked inputs and scores the caller owns."""
+    weights = _masked_softmax(scores, mask, own_scores=True)  # (..., L, S)
+    return weights @ value, weights  # (..., L, Ev), (..., L, S)
+
+
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -137,5 +157,7 @@ def scaled_dot_product_attention(
     if mask is not None:
         target = (*batch, query.shape[-2], key.shape[-2])
         check_bool_mask("mask", mask, target, "(..., L, S)")
-    scores = (query @ key.transpose(-2, -1)) * scale  # (..., L, E) @ (..., E, S) -> (..., L, S)
-    return attention_from_scores(scores, value, mask)
+    # Scaling the queries (..., L, E) costs less than scaling the scores (..., L, S), and
+    # gives the same numbers up to rounding: (q * scale) . k = (q . k) * scale.
+    scores = (query * scale) @ key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
+    return _attend(scores, value, mask)

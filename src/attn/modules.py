@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from ._checks import check_bool_mask, check_float, check_positive_int, check_rank, shape_str
 from .functional import scaled_dot_product_attention
+from .masks import causal_mask
 
 __all__ = ["SelfAttention", "MultiHeadAttention"]
 
@@ -93,6 +94,7 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         *,
         need_weights: bool = True,
+        causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
         """Self-attention when key and value are omitted, cross-attention when given.
 
@@ -103,6 +105,9 @@ class MultiHeadAttention(nn.Module):
             mask: bool, broadcastable to (B, H, L, S); **True = may attend**.
             need_weights: False takes the fast path, ``torch.nn.functional.
                 scaled_dot_product_attention``, and returns ``None`` for the weights.
+            causal: True blocks the future: query i sees keys 0..i, as ``causal_mask(L, S)``
+                (combined with ``mask`` if both are given). Without a ``mask`` the fast path
+                then passes ``is_causal=True``, so SDPA can skip the blocked half.
 
         Returns:
             output: (B, L, E)
@@ -123,16 +128,24 @@ class MultiHeadAttention(nn.Module):
             )
         if mask is not None:
             check_bool_mask("mask", mask, (B, self.num_heads, L, S), "(B, H, L, S)")
+        if not isinstance(causal, bool):
+            raise TypeError(f"causal: expected a bool, got {type(causal).__name__} {causal!r}")
         q = self.split_heads(self.W_q(query))  # (B, L, E) -> (B, H, L, D)
         k = self.split_heads(self.W_k(key))  # (B, S, E) -> (B, H, S, D)
         v = self.split_heads(self.W_v(value))  # (B, S, E) -> (B, H, S, D)
+        if causal and (need_weights or mask is not None):
+            seen = causal_mask(L, S, device=q.device)  # (L, S): query i sees keys 0..i
+            mask = seen if mask is None else mask & seen  # broadcasts to (B, H, L, S)
+            causal = False  # now carried by the mask
         if need_weights:
             heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, D), (B, H, L, S)
         else:
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, L, D)
+            # (B, H, L, D); is_causal lets SDPA skip the upper triangle instead of reading a mask
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
             if mask is not None:
                 row_has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
-                heads = heads.masked_fill(~row_has_key, 0.0)  # fully blocked rows: zeros, not NaN
+                if not bool(row_has_key.all()):
+                    heads = heads.masked_fill(~row_has_key, 0.0)  # fully blocked rows: zeros, not NaN
             weights = None
         return self.W_o(self.merge_heads(heads)), weights  # (B, H, L, D) -> (B, L, E)
 
