@@ -467,11 +467,14 @@ class Target:
             snap.pixels = [p.screenshot() for p in parts if p.is_visible()]
         return snap
 
-    def move(self, control: "Control", action: str, do: Callable[[], None], timeout: float) -> Move:
+    def move(self, control: "Control", action: str, do: Callable[[], None], timeout: float,
+             pixels: bool = True) -> Move:
         """Arm the probe, ``do`` the user action, wait until the picture or text changed and
-        the kernel is idle and the target stable; return the Move (with both snapshots)."""
+        the kernel is idle and the target stable; return the Move (with both snapshots;
+        ``pixels=False`` skips their screenshots, for the benchmark, which only needs the
+        probe's times)."""
         page = self.nb.page
-        before = self.snapshot()
+        before = self.snapshot(pixels)
         errors = len(self.nb.kernel_errors)
         self.locator.evaluate(_JS_ARM, self.explorer)
         do()
@@ -490,7 +493,7 @@ class Target:
             probe = page.evaluate(
                 """() => { const p = window.__attnProbe; p.observer.disconnect();
                            return {t0: p.t0, picture: p.picture, text: p.text}; }""")
-        after = self.snapshot()
+        after = self.snapshot(pixels)
         t0 = probe["t0"]
 
         def since(t: float | None) -> float | None:
@@ -531,7 +534,7 @@ class Control:
         name = f"{self.kind} {self.label!r}" if self.label else f"unlabelled {self.kind}"
         return f"{name} (cell {self.cell + 1}) of {self.target}"
 
-    def moves(self, timeout: float = 30) -> Iterator[Move]:
+    def moves(self, timeout: float = 30, pixels: bool = True) -> Iterator[Move]:
         """Change the value the way a user would, one action at a time; yield each Move.
 
         slider: focus the handle, ArrowRight, then End (from the top: ArrowLeft, then Home);
@@ -540,7 +543,7 @@ class Control:
         box: type another of its suggestions (or add a word) and press Enter; number box:
         ArrowUp, Enter.
         """
-        move = lambda action, do: self.target.move(self, action, do, timeout)  # noqa: E731
+        move = lambda action, do: self.target.move(self, action, do, timeout, pixels)  # noqa: E731
         if self.kind == "slider":
             handle = self.locator.locator(".noUi-handle").first
             handle.scroll_into_view_if_needed()
