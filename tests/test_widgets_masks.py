@@ -1,8 +1,10 @@
+import io
 import math
 
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from attn.functional import masked_softmax
 from attn.masks import causal_mask
@@ -98,8 +100,12 @@ def test_explorer_every_control_across_its_range():
     for L in range(2, MAX_LEN + 1):
         before = ex.full_redraws
         ex.controls["length"].value = L
-        assert ex.full_redraws == before + 1  # new tick labels: full redraw
+        assert ex.full_redraws == before  # new tick labels are live bitmaps: no full redraw
         assert ex.state.length == L and ex.state.weights.shape == (L, L)
+        for name in ("scores", "weights"):
+            assert ex.tick_labels[name].x_strings == list(ex.state.tokens)
+            assert ex.tick_labels[name].y_strings == list(ex.state.tokens)
+            assert ex.cell_maps[name].values.shape == (L, L)
         assert bytes(ex.image.value) != previous
         previous = bytes(ex.image.value)
 
@@ -110,7 +116,12 @@ def test_explorer_shows_nan_and_the_fill_in_the_cells():
     assert weights.strings[0] == ["NaN"] * 6  # query 0 sees only padding
     assert scores.strings[0] == ["-inf"] * 6 and scores.strings[5][5] == f"{ex.state.scores[5, 5]:.1f}"
     assert "NaN" in ex.readout.value
-    assert np.isnan(np.ma.getdata(ex.fig.axes[1].images[0].get_array())[0]).all()
+    assert np.isnan(ex.cell_maps["weights"].values[0]).all()
+    np.testing.assert_array_equal(ex.cell_maps["scores"].blocked, ~ex.state.mask.numpy())
+    # the NaN row is drawn in the colour map's "bad" colour (red), not as any weight
+    px = _png(ex)
+    assert tuple(_cell_pixel(ex, px, 1, 0, 0, 6)) == (0xf4, 0xa3, 0xa3)
+    assert tuple(_cell_pixel(ex, px, 0, 0, 0, 6)) == (128, 128, 128)  # blocked score: grey
     ex.controls["fill"].value = "-1e9"
     assert weights.strings[0] == [f"{1 / 6:.2f}"] * 6 and scores.strings[0][0] == "-1e9"
     assert "uniform" in ex.readout.value
@@ -119,8 +130,25 @@ def test_explorer_shows_nan_and_the_fill_in_the_cells():
     assert "zeros" in ex.readout.value
     ex.controls["length"].value = 12
     assert len(weights.strings) == 12 and len(weights.strings[0]) == 12
-    assert ex.fig.axes[1].images[0].get_array().shape == (12, 12)
-    # the labels bitmap covers the weights axes and has ink in it
-    bitmap = weights.image.get_array()
-    box = ex.fig.axes[1].get_window_extent()
-    assert abs(bitmap.shape[1] - box.width) <= 2 and bitmap[..., 3].max() > 128
+    assert ex.cell_maps["weights"].values.shape == (12, 12)
+    # every cell of the picture has its label's ink in it (dark or light text on the cell)
+    px = _png(ex).astype(int)
+    ax = ex.fig.axes[1]
+    x, y = ax.bbox.x0, ax.bbox.y1
+    w, h = ax.bbox.width / 12, ax.bbox.height / 12
+    for i in range(12):
+        for j in range(12):
+            cx, cy = int(x + (j + 0.5) * w), int(px.shape[0] - (y - (i + 0.5) * h))
+            assert px[cy - 2:cy + 3, cx - 6:cx + 7].std() > 20, (i, j)
+
+
+def _png(ex) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(ex.image.value)).convert("RGB"))
+
+
+def _cell_pixel(ex, px, axes: int, i: int, j: int, L: int) -> np.ndarray:
+    """The colour near the top-left corner of cell (i, j) of an L x L map (away from its text)."""
+    box = ex.fig.axes[axes].bbox
+    x = box.x0 + (j + 0.15) * box.width / L
+    y = box.y1 - (i + 0.15) * box.height / L
+    return px[int(px.shape[0] - y), int(x)]

@@ -83,6 +83,7 @@ def test_training_explorer_task_dropdown_covers_every_run(runs):
         assert f"<b>{task}</b>" in ex.readout.value and TASKS[task].pattern in ex.readout.value
         images.add(ex.image.value)
     assert len(images) == len(runs)
+    assert ex.full_redraws == 2  # built once: a new task's labels and curves are live too
 
 
 def test_training_explorer_takes_a_live_run_with_other_heads_and_steps():
@@ -175,14 +176,14 @@ def test_live_map_resizes_to_a_smaller_map_and_blanks_unused_labels():
     m = LiveMap(ax, 4)
     assert m.set(np.eye(4), list("abcd"), None, "four") is False  # same size: no resize
     assert m.set(np.eye(3), ["a", "b", "c"], np.eye(3, dtype=bool), "three") is True
-    assert m.heatmap.image.get_array().shape == (3, 3)
+    assert m.cells.values.shape == (3, 3)
     assert ax.get_xlim() == (-0.5, 2.5) and ax.get_ylim() == (2.5, -0.5)
-    assert [t.get_text() for t in m.x_texts] == ["a", "b", "c", ""]
-    assert [t.get_text() for t in m.y_texts] == ["a", "b", "c", ""]
-    assert m.dots.get_offsets().shape == (3, 2) and m.title.get_text() == "three"
+    assert m.labels.x_strings == ["a", "b", "c"] and m.labels.y_strings == ["a", "b", "c"]
+    assert m.dots.get_offsets().shape == (3, 2) and m.title.text == "three"
     assert m.set(np.zeros((0, 0)), (), None, "") is True
-    assert m.dots.get_offsets().shape == (0, 2)
-    assert len(m.artists()) == 3 + 8 and len(m.artists(labels=False)) == 3
+    assert m.dots.get_offsets().shape == (0, 2) and m.labels.x_strings == []
+    assert m.artists() == [m.cells, m.labels, m.dots, m.title]
+    assert all(a.get_animated() for a in m.artists() if a is not m.dots)  # never in the background
     with pytest.raises(ValueError, match="weights: expected at most 4 x 4"):
         m.set(np.eye(5), list("abcde"), None, "")
 
@@ -254,11 +255,12 @@ def test_pretrained_explorer_every_control():
     assert "[UNK]" not in ex.readout.value
     c["text"].value = c["text"].options[0]  # the chapter's sentence
     assert "are [UNK]" in ex.readout.value
-    redraws = ex.full_redraws
     c["head"].value = 3
     c["layer"].value = 1
     c["pattern"].value = "previous"
-    assert ex.full_redraws == redraws  # only a new sentence redraws everything
+    assert ex.full_redraws == 2  # built once: not even a new sentence redraws everything
+    assert ex.view.labels.x_strings == ex.view.labels.y_strings == list(ex.state.tokens)
+    assert ex.view.cells.values.shape == (len(ex.state.tokens),) * 2
     assert ex.state.scores["previous"] > 0.95
 
 

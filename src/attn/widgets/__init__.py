@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ._base import Explorer
+from .efficiency import efficiency_explorer
 from .heads import heads_explorer
 from .masks import mask_explorer
 from .patterns import pattern_explorer
@@ -45,6 +46,7 @@ EXPLORERS: dict[str, Callable[[], Explorer]] = {
     "heads (04)": heads_explorer,
     "masks (05)": mask_explorer,
     "patterns (06)": pattern_explorer,
+    "efficiency (07)": efficiency_explorer,  # measures its curves once (about a second)
     "training (08)": _training,
     "examples (08)": _examples,
     "pretrained (08)": _pretrained,
@@ -60,4 +62,5 @@ __all__ = [
     "heads_explorer",
     "mask_explorer",
     "pattern_explorer",
+    "efficiency_explorer",
 ]

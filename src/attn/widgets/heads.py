@@ -7,7 +7,7 @@ of column blocks: what changes is how the columns are grouped before the softmax
 
 Speed: the 2 x 4 grid is drawn once with all eight cells; the cells of heads that do not exist
 are covered by background-coloured rectangles (live artists), so changing the head count never
-needs a full redraw, and the maps are drawn as blown-up colour lookups (``_Cells``).
+needs a full redraw, and the maps are drawn as blown-up colour lookups (``attn.plotting_text.CellMap``).
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from ..cost import multi_head_cost, trace_multi_head, valid_num_heads
 from ..examples import SENTENCE
 from ..modules import MultiHeadAttention
 from ..plotting import head_grid
+from ..plotting_text import CellMap
 from ._base import Explorer, freeze_layout
-from .worked import _Cells
 
 __all__ = ["D_MODELS", "MAX_HEADS", "HeadsState", "heads_state", "heads_explorer"]
 
@@ -210,9 +210,9 @@ def heads_explorer(d_model: int = 16, num_heads: int = 4, *, seed: int = 0) -> E
     freeze_layout(grid.fig)  # axes positions final from here on
     covers = _cell_covers(grid.fig, [hm.ax for hm in grid.heatmaps])
     cells = []
-    for hm in grid.heatmaps:  # the grid's images only set the axes up; _Cells draws the maps
+    for hm in grid.heatmaps:  # the grid's images only set the axes up; CellMap draws the maps
         hm.image.set_visible(False)
-        cells.append(_Cells(hm.ax, "Blues", hm.image.get_clim(), numbers=False))
+        cells.append(CellMap(hm.ax, "Blues", hm.image.get_clim()))
     shown = {"heads": num_heads}
 
     def update(d_model: int, num_heads: int) -> tuple[HeadsState, str]:

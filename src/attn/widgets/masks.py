@@ -15,20 +15,17 @@ from functools import lru_cache
 
 import ipywidgets as widgets
 import matplotlib
-import numpy as np
 import torch
-from matplotlib.axes import Axes
-from matplotlib.colors import to_rgb
-from matplotlib.font_manager import FontProperties, findfont, get_font
 
 from .._checks import check_positive_int
 from ..functional import masked_softmax, softmax_with_fill
 from ..masks import causal_mask, padding_mask
-from ..plotting import heatmap, new_figure
+from ..plotting import new_figure
+from ..plotting_text import AxesTitle, CellMap, CellText, TickLabels
 from ._base import Explorer
 
 __all__ = ["MASK_KINDS", "FILLS", "MAX_LEN", "MaskedMap", "mask_and_tokens", "masked_map",
-           "CellLabels", "AxesTitle", "mask_explorer"]
+           "mask_explorer"]
 
 MASK_KINDS: tuple[str, ...] = ("none", "causal", "padding", "causal + left padding")
 #: Fill choices: the chapter's, the article's, the package's.
@@ -148,108 +145,6 @@ def masked_map(kind: str = "causal", length: int = 6, fill: str = "package", *,
     )
 
 
-class _GlyphCache:
-    """Bitmaps of short strings, rendered once with FreeType and kept (RGBA, uint8)."""
-
-    def __init__(self, font_path: str, size: float, dpi: float) -> None:
-        self._font = get_font(font_path)
-        self.size, self.dpi = size, dpi
-        self._cache: dict[tuple[str, str], np.ndarray] = {}
-
-    def __call__(self, text: str, color: str) -> np.ndarray:
-        key = (text, color)
-        if key not in self._cache:
-            font = self._font
-            font.clear()
-            font.set_size(self.size, self.dpi)
-            font.set_text(text, 0.0)
-            font.draw_glyphs_to_bitmap(antialiased=True)
-            alpha = np.asarray(font.get_image(), dtype=np.uint8)  # (h, w)
-            rgba = np.zeros((*alpha.shape, 4), dtype=np.uint8)  # (h, w, 4)
-            rgba[..., :3] = np.round(np.array(to_rgb(color)) * 255).astype(np.uint8)
-            rgba[..., 3] = alpha
-            self._cache[key] = rgba
-        return self._cache[key]
-
-
-class CellLabels:
-    """A string in every cell of an (L, S) heatmap, drawn as ONE bitmap (fast to redraw).
-
-    A matplotlib ``Text`` is laid out and rendered again on every frame, at about a
-    millisecond each: two annotated 12 x 12 maps would cost far more than a control move may.
-    Here each distinct (string, colour) is rendered once with FreeType in matplotlib's
-    default font and cached; a move pastes the cached bitmaps into one RGBA array shown with
-    ``Figure.figimage`` (pixel-exact, no resampling). ``strings`` keeps what is written.
-    """
-
-    def __init__(self, ax: Axes, size: float = 8) -> None:
-        self.ax = ax
-        self._glyphs = _GlyphCache(findfont(FontProperties(size=size)), size, ax.figure.dpi)
-        self._canvases: dict[tuple, np.ndarray] = {}
-        self.image = ax.figure.figimage(np.zeros((1, 1, 4), dtype=np.uint8), origin="upper",
-                                        zorder=5)
-        self.strings: list[list[str]] = []
-
-    def set(self, strings: list[list[str]], colors: list[list[str]]) -> None:
-        """strings, colors: L rows of S entries each, written at the cell centres (j, i)."""
-        box = self.ax.get_window_extent()  # display pixels, origin bottom left
-        x0, y0 = int(box.x0), int(box.y0)
-        W, H = int(np.ceil(box.x1)) - x0, int(np.ceil(box.y1)) - y0
-        key = (x0, y0, W, H, tuple(map(tuple, strings)), tuple(map(tuple, colors)))
-        canvas = self._canvases.get(key)
-        if canvas is None:
-            canvas = self._compose(strings, colors, x0, y0, W, H)
-            if len(self._canvases) >= 64:  # a small cache: moving back and forth is free
-                self._canvases.pop(next(iter(self._canvases)))
-            self._canvases[key] = canvas
-        self.image.set_data(canvas)
-        self.image.ox, self.image.oy = x0, y0
-        self.strings = [list(row) for row in strings]
-
-    def _compose(self, strings: list[list[str]], colors: list[list[str]], x0: int, y0: int,
-                 W: int, H: int) -> np.ndarray:
-        canvas = np.zeros((H, W, 4), dtype=np.uint8)  # (H, W, 4), row 0 at the top
-        L, S = len(strings), len(strings[0]) if strings else 0
-        cells = [(j, i) for i in range(L) for j in range(S)]
-        centres = self.ax.transData.transform(cells) if cells else np.zeros((0, 2))  # (L*S, 2)
-        for (cx, cy), (j, i) in zip(centres, cells):
-            glyphs = self._glyphs(strings[i][j], colors[i][j])
-            h, w = glyphs.shape[:2]
-            top, left = int(round(y0 + H - cy - h / 2)), int(round(cx - x0 - w / 2))
-            r0, c0 = max(top, 0), max(left, 0)
-            r1, c1 = min(top + h, H), min(left + w, W)
-            if r1 <= r0 or c1 <= c0:
-                continue
-            patch = glyphs[r0 - top:r1 - top, c0 - left:c1 - left]
-            region = canvas[r0:r1, c0:c1]
-            stronger = patch[..., 3] > region[..., 3]  # neighbouring labels may touch
-            region[stronger] = patch[stronger]
-        return canvas
-
-
-class AxesTitle:
-    """An axes title drawn as a cached bitmap (see ``CellLabels``): centred above ``ax``.
-
-    Args:
-        font_path: a font file; the course's CJK subset for titles with Chinese tokens.
-    """
-
-    def __init__(self, ax: Axes, font_path: str, size: float = 9, pad: float = 4) -> None:
-        self.ax, self.pad = ax, pad
-        self._glyphs = _GlyphCache(font_path, size, ax.figure.dpi)
-        self.image = ax.figure.figimage(np.zeros((1, 1, 4), dtype=np.uint8), origin="upper",
-                                        zorder=5)
-        self.text = ""
-
-    def set(self, text: str, color: str = "black") -> None:
-        glyphs = self._glyphs(text, color) if text else np.zeros((1, 1, 4), dtype=np.uint8)
-        box = self.ax.get_window_extent()
-        self.image.set_data(glyphs)
-        self.image.ox = int(round((box.x0 + box.x1) / 2 - glyphs.shape[1] / 2))
-        self.image.oy = int(round(box.y1 + self.pad))
-        self.text = text
-
-
 def _readout(m: MaskedMap) -> str:
     L = m.length
     lines = [f"{m.kind}, L = {L}: {m.n_blocked} of {L * L} (query, key) cells blocked."]
@@ -285,21 +180,21 @@ def _fmt_score(v: float) -> str:
     return "0.0" if text == "-0.0" else text
 
 
-def _overlay(mask: torch.Tensor) -> np.ndarray:
-    rgba = np.zeros((*mask.shape, 4))  # (L, S, 4)
-    rgba[~mask.numpy()] = (0.5, 0.5, 0.5, 1.0)  # opaque: the fill replaces the score
-    return rgba
-
-
 def mask_explorer(kind: str = "causal + left padding", length: int = 6,
                   fill: str = "-inf") -> Explorer:
     """Mask kind, length 2..12 and fill: the scores and the softmaxed map, annotated.
 
+    Every part a control changes is a live artist drawn from cached bitmaps
+    (``attn.plotting_text``): the maps, the numbers in the cells, the token labels and the
+    right-hand title. Only the frames, the axis names and the left title are kept in the
+    background, so no move redraws the whole figure.
+
     Returns:
         An ``Explorer``; ``.cell_labels["scores"|"weights"].strings`` holds the text of
-        every cell (rows = queries), e.g. "NaN", "-inf" or "0.25".
+        every cell (rows = queries), e.g. "NaN", "-inf" or "0.25"; ``.cell_maps[...]`` the
+        maps drawn (``.values``, ``.blocked``); ``.tick_labels[...]`` the token labels.
     """
-    first = masked_map(kind, length, fill)  # validates the arguments
+    masked_map(kind, length, fill)  # validates the arguments
     if length < 2:
         raise ValueError(f"length: expected 2..{MAX_LEN} for the explorer, got {length}")
     controls = {
@@ -313,44 +208,42 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
     # A fixed layout with room for 12 rotated labels: no layout engine to run per redraw.
     fig.subplots_adjust(left=0.075, right=0.99, bottom=0.16, top=0.93, wspace=0.16)
     ax_s, ax_w = fig.subplots(1, 2)
-    hm_s = heatmap(first.scores, first.tokens, ax=ax_s, cmap="RdBu_r", vmin=-3, vmax=3,
-                   title="scores (blocked cells: the fill)")
-    over = ax_s.imshow(_overlay(first.mask), interpolation="nearest", aspect="auto",
-                       extent=(-0.5, length - 0.5, length - 0.5, -0.5))
-    hm_w = heatmap(first.weights, first.tokens, ax=ax_w, title="weights")
-    hm_w.image.set_cmap(matplotlib.colormaps["Blues"].with_extremes(bad="#f4a3a3"))  # NaN: red
-    for ax in (ax_s, ax_w):
-        ax.set_autoscale_on(False)
-        ax.set_xlabel("key")
-        ax.set_ylabel("query")
-    text_s, text_w = CellLabels(ax_s), CellLabels(ax_w)
-    shown: dict[str, object] = {"tokens": None}
+    for ax in (ax_s, ax_w):  # the frame and the axis names stay; everything else is live
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel("key", labelpad=30)
+        ax.set_ylabel("query", labelpad=30)
+    ax_s.set_title("scores (blocked cells: the fill)")
+    map_s = CellMap(ax_s, "RdBu_r", (-3.0, 3.0))
+    map_w = CellMap(ax_w, matplotlib.colormaps["Blues"].with_extremes(bad="#f4a3a3"))  # NaN: red
+    text_s, text_w = CellText(ax_s), CellText(ax_w)
+    ticks = [TickLabels(ax, size=9) for ax in (ax_s, ax_w)]
+    title_w = AxesTitle(ax_w, size=12, pad=6)
 
-    def update(kind: str, length: int, fill: str) -> tuple[MaskedMap, str, bool]:
+    def update(kind: str, length: int, fill: str) -> tuple[MaskedMap, str]:
         m = masked_map(kind, length, fill)
-        full = m.tokens != shown["tokens"]
-        labels = list(m.tokens) if full else None
-        L = m.length
-        hm_s.update(m.scores, labels)
-        hm_w.update(m.weights, labels)
-        over.set_data(_overlay(m.mask))
-        if full:
-            over.set_extent((-0.5, L - 0.5, L - 0.5, -0.5))
-            shown["tokens"] = m.tokens
+        map_s.set_values(m.scores, blocked=~m.mask.numpy())  # blocked: the fill replaces the score
+        map_w.set_values(m.weights)
+        for t in ticks:
+            t.set_tokens(m.tokens, rotate=m.length > 8)
         blocked, scores, weights = (~m.mask).tolist(), m.scores.tolist(), m.weights.tolist()
-        text_s.set([[_BLOCKED_TEXT[fill] if b else _fmt_score(v) for b, v in zip(brow, srow)]
-                    for brow, srow in zip(blocked, scores)],
-                   [["white" if (b or abs(v) > 2) else "black" for b, v in zip(brow, srow)]
-                    for brow, srow in zip(blocked, scores)])
-        text_w.set([["NaN" if math.isnan(v) else f"{v:.2f}" for v in row] for row in weights],
-                   [["white" if v > 0.5 else "black" for v in row] for row in weights])
+        text_s.set_strings(
+            [[_BLOCKED_TEXT[fill] if b else _fmt_score(v) for b, v in zip(brow, srow)]
+             for brow, srow in zip(blocked, scores)],
+            [["white" if (b or abs(v) > 2) else "black" for b, v in zip(brow, srow)]
+             for brow, srow in zip(blocked, scores)])
+        text_w.set_strings(
+            [["NaN" if math.isnan(v) else f"{v:.2f}" for v in row] for row in weights],
+            [["white" if v > 0.5 else "black" for v in row] for row in weights])
         how = "attn.masked_softmax" if fill == "package" else f"fill {fill}"
-        hm_w.ax.set_title(f"weights, {how}")
-        return m, _readout(m), full
+        title_w.set_text(f"weights, {how}")
+        return m, _readout(m)
 
     def live() -> list:
-        return [hm_s.image, over, hm_w.image, hm_w.ax.title, text_s.image, text_w.image]
+        return [map_s, map_w, text_s, text_w, *ticks, title_w]
 
     explorer = Explorer(controls, fig, update, live, title="Masks and what a blocked row becomes")
-    explorer.cell_labels = {"scores": text_s, "weights": text_w}  # what each cell shows
+    explorer.cell_maps = {"scores": map_s, "weights": map_w}  # what each map's cells show
+    explorer.cell_labels = {"scores": text_s, "weights": text_w}  # what each cell says
+    explorer.tick_labels = {"scores": ticks[0], "weights": ticks[1]}
     return explorer

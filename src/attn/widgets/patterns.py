@@ -30,8 +30,8 @@ from ..patterns import (
     pattern_profile,
     segments_for,
 )
-from ..plotting import head_grid, new_figure, token_font
-from .masks import AxesTitle
+from ..plotting import new_figure, token_font
+from ..plotting_text import AxesTitle, CellMap, TickLabels
 from ._base import Explorer
 
 __all__ = [
@@ -213,8 +213,15 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
                      mask: str = "none") -> Explorer:
     """A grid of up to 8 hand-built heads (rows = queries, columns = keys), redrawn in place.
 
-    A move of d_k, strength, scaling or pattern writes new data into the existing images;
-    changing the head count, the tokens or the mask (labels, hidden cells) redraws all.
+    The 2 x 4 grid is laid out once, for 8 heads. Every part that a control changes is a live
+    artist drawn from cached bitmaps (``attn.plotting_text``): the maps (``CellMap``, which
+    fill their axes whatever the number of tokens), the token labels (``TickLabels``) and the
+    titles (``AxesTitle``). The heads that do not exist are simply not drawn. So no move, not
+    even one of the head count, the tokens or the mask, redraws the figure.
+
+    Returns:
+        An ``Explorer`` with ``.cell_maps``, ``.tick_labels`` and ``.titles`` (8 of each, the
+        first ``n_heads`` drawn).
     """
     first = pattern_heads(pattern, n_heads, n_tokens=n_tokens, d_k=d_k, strength=strength,
                           scaled=scaled, mask=mask)  # validates every argument
@@ -236,35 +243,34 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
                                       description="tokens", continuous_update=True),
     }
     fig = new_figure(10, 5.3, dpi=72)
-    # A fixed layout with room for 12 rotated labels: cheaper than a layout engine per redraw.
+    # A fixed layout with room for 12 rotated labels: no layout engine to run.
     fig.subplots_adjust(left=0.075, right=0.99, bottom=0.12, top=0.95, wspace=0.42, hspace=0.6)
-    grid = head_grid(np.zeros((MAX_HEADS, n_tokens, n_tokens)), list(first.tokens), nrows=2, ncols=4,
-                     fig=fig)
-    fig.set_layout_engine("none")  # head_grid asked for constrained layout: keep the fixed one
-    titles = [AxesTitle(hm.ax, token_font().get_file()) for hm in grid.heatmaps]  # cheap bitmaps
-    shown: dict[str, object] = {"heads": -1, "tokens": None}
+    axes = fig.subplots(2, 4).ravel()
+    font = token_font(8)
+    maps, labels, titles = [], [], []
+    for ax in axes:
+        ax.set_axis_off()  # the frame, labels and title are live artists below
+        maps.append(CellMap(ax, "Blues", (0.0, 1.0), frame=True))
+        labels.append(TickLabels(ax, font=font, rotate=True))  # Chinese labels side by side overlap
+        titles.append(AxesTitle(ax, size=9, font=token_font(9)))
+    shown = {"heads": first.n_heads}
 
     def update(pattern: str, n_heads: int, mask: str, d_k: int, strength: float, scaled: bool,
-               n_tokens: int) -> tuple[PatternHeads, str, bool]:
+               n_tokens: int) -> tuple[PatternHeads, str]:
         s = pattern_heads(pattern, n_heads, n_tokens=n_tokens, d_k=d_k, strength=float(strength),
                           scaled=bool(scaled), mask=mask)
-        full = s.n_heads != shown["heads"] or s.tokens != shown["tokens"]
-        if full:  # hide/show cells, new tick labels: the whole figure changes
-            grid.update(s.weights, list(s.tokens), [""] * s.n_heads)
-            for hm in grid.heatmaps[: s.n_heads]:
-                for label in hm.ax.get_xticklabels():
-                    label.set_rotation(90)  # Chinese labels side by side would overlap
-            shown["heads"], shown["tokens"] = s.n_heads, s.tokens
-        else:  # same cells and labels: new data only
-            for hm, w in zip(grid.heatmaps, s.weights):
-                hm.image.set_data(w)
-        for h, title in enumerate(titles):
-            title.set(s.titles[h] if h < s.n_heads else "")
-        return s, _readout(s), full
+        for h in range(s.n_heads):
+            maps[h].set_values(s.weights[h])
+            labels[h].set_tokens(s.tokens)
+            titles[h].set_text(s.titles[h])
+        shown["heads"] = s.n_heads
+        return s, _readout(s)
 
     def live() -> list:
         n = shown["heads"]
-        return [hm.image for hm in grid.heatmaps[:n]] + [t.image for t in titles[:n]]
+        return [a for h in range(n) for a in (maps[h], labels[h], titles[h])]
 
-    return Explorer(controls, fig, update, live,
-                    title="Attention patterns from hand-built queries and keys")
+    explorer = Explorer(controls, fig, update, live,
+                        title="Attention patterns from hand-built queries and keys")
+    explorer.cell_maps, explorer.tick_labels, explorer.titles = maps, labels, titles
+    return explorer

@@ -16,8 +16,13 @@ from typing import Mapping, Sequence
 import ipywidgets as widgets
 import numpy as np
 import torch
+from matplotlib.axes import Axes
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
+from matplotlib.font_manager import FontProperties
 
-from ..plotting import heatmap, new_figure, token_font
+from ..plotting import new_figure, token_font
+from ..plotting_text import AxesTitle, CellMap, TickLabels
 from ..tiny import (
     IGNORE,
     TASKS,
@@ -105,8 +110,10 @@ def _score_rows(pattern: str, scores: np.ndarray, untrained: np.ndarray) -> str:
 
 
 class LiveMap:
-    """One attention map whose every changing part is a live artist: the image, the title,
-    the token labels (texts beside the axes, not tick labels) and dots on a pattern's cells.
+    """One attention map whose every changing part is a live artist drawn from cached bitmaps
+    (``attn.plotting_text``): the cells (``cells``), the title (``title``), the token labels
+    (``labels``) and dots on a pattern's cells (``dots``). A map of fewer tokens fills the
+    same axes, so no move (not even a new sentence or a shorter example) redraws the figure.
 
     Args:
         ax: where to draw; L: the most tokens it will show; rotate: turn the key labels upright.
@@ -114,30 +121,26 @@ class LiveMap:
         fontproperties: the labels' font (default: matplotlib's, at ``font_size``).
     """
 
-    def __init__(self, ax, L: int, *, font_size: float = 8, rotate: bool = False,
-                 y_labels: bool = True, fontproperties=None) -> None:
-        self.L, self.n = L, L
-        self.heatmap = heatmap(np.zeros((L, L)), [""] * L, ax=ax, font_size=font_size)
-        ax.tick_params(length=0)
-        kw = dict(fontproperties=fontproperties) if fontproperties is not None else dict(fontsize=font_size)
-        self.x_texts = [ax.text(j, -0.02, "", ha="center", va="top", rotation=90 if rotate else 0,
-                                transform=ax.get_xaxis_transform(), **kw) for j in range(L)]
-        self.y_texts = [ax.text(-0.02, i, "", ha="right", va="center",
-                                transform=ax.get_yaxis_transform(), **kw)
-                        for i in range(L)] if y_labels else []
+    def __init__(self, ax: Axes, L: int, *, font_size: float = 8, rotate: bool = False,
+                 y_labels: bool = True, fontproperties: FontProperties | None = None) -> None:
+        self.L, self.n, self.ax = L, L, ax
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlim(-0.5, L - 0.5)
+        ax.set_ylim(L - 0.5, -0.5)
+        self.cells = CellMap(ax, "Blues", (0.0, 1.0))
+        self.cells.set_values(np.zeros((L, L)))
+        self.labels = TickLabels(ax, size=font_size, font=fontproperties, rotate=rotate,
+                                 y_labels=y_labels)
         self.dots = ax.scatter([], [], s=9, c="tab:orange", marker="o", linewidths=0, zorder=3)
-        self.title = ax.set_title("", fontsize=9)
-
-    @property
-    def ax(self):
-        return self.heatmap.ax
+        self.title = AxesTitle(ax, size=9)
 
     def set(self, weights: np.ndarray, tokens: Sequence[str], mask: np.ndarray | None,
             title: str) -> bool:
         """New weights (n, n), n <= L, with labels (n,) and pattern cells (n, n) or None.
 
-        Returns True when n changed: the axes limits moved, so the caller must redraw the
-        whole figure (return ``full=True`` from its update)."""
+        Returns True when n changed (the map's cells and the dots' data limits were resized;
+        everything drawn is live, so the caller still need not redraw the whole figure)."""
         n = weights.shape[0]
         if n > self.L:
             raise ValueError(f"weights: expected at most {self.L} x {self.L}, got {weights.shape}")
@@ -145,24 +148,18 @@ class LiveMap:
         if resized:
             self.n = n
             size = max(n, 1)
-            self.heatmap.image.set_extent((-0.5, size - 0.5, size - 0.5, -0.5))
-            self.ax.set_xlim(-0.5, size - 0.5)
+            self.ax.set_xlim(-0.5, size - 0.5)  # the dots sit on cell centres in data units
             self.ax.set_ylim(size - 0.5, -0.5)
-        self.heatmap.image.set_data(weights if n else np.full((1, 1), np.nan))
-        for k in range(self.L):
-            label = tokens[k] if k < n else ""
-            self.x_texts[k].set_text(label)
-            if self.y_texts:
-                self.y_texts[k].set_text(label)
+        self.cells.set_values(weights if n else np.full((1, 1), np.nan))
+        self.labels.set_tokens(list(tokens[:n]))
         rows, cols = np.nonzero(mask) if mask is not None else ((), ())
         self.dots.set_offsets(np.column_stack([cols, rows]) if len(rows) else np.empty((0, 2)))
         self.title.set_text(title)
         return resized
 
-    def artists(self, *, labels: bool = True) -> list:
-        """The artists a move changes (``labels=False``: all but the token labels)."""
-        out = [self.heatmap.image, self.title, self.dots]
-        return out + self.x_texts + self.y_texts if labels else out
+    def artists(self) -> list:
+        """The artists a move changes, in drawing order."""
+        return [self.cells, self.labels, self.dots, self.title]
 
 
 def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
@@ -200,13 +197,10 @@ def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
     ax_c.set_xlim(0, last)
     ax_c.set_xlabel("training step")
     ax_c.legend(fontsize=7, loc="lower right")
-    c_title = ax_c.set_title("", fontsize=9)
-    shown = {"task": None}
+    c_title = AxesTitle(ax_c, size=9)
 
     def update(task: str, step: int):
         run = runs[task]
-        full = shown["task"] != task  # new token labels: redraw the whole figure once
-        shown["task"] = task
         f = training_frame(run, step)
         for h, m in enumerate(maps):
             if h < f.maps.shape[0]:
@@ -222,11 +216,10 @@ def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
                 f"{f.accuracy:.3f}. Dots mark the <i>{f.pattern}</i> cells of this example."
                 f"<table><tr><th></th><th>{f.pattern} score now</th><th>untrained</th></tr>"
                 f"{_score_rows(f.pattern, f.scores, f.untrained)}</table>")
-        return f, html, full
+        return f, html
 
-    def live():  # curves, labels and the right title change only with the task; the dots
-        # do too, but they sit on top of the image, so they are drawn after it
-        return [a for m in maps for a in (m.heatmap.image, m.dots, m.title)] + [marker]
+    def live():  # the maps, their labels, the curves and the titles: all cheap to draw
+        return ([a for m in maps for a in m.artists()] + curves + [acc_line, marker, c_title])
 
     controls = {
         "task": widgets.Dropdown(options=names, value=task, description="task"),
@@ -420,6 +413,9 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     """Type or pick a sentence, choose a layer and a head: the head's map on the sentence
     (dots = the chosen pattern's cells) beside the layer x head grid of that pattern's scores
     (the square marks the chosen head). Phrases may be marked with "|" for the block pattern.
+
+    Returns:
+        An ``Explorer``; ``.view`` is the head's map (a ``LiveMap``).
     """
     from .. import pretrained
 
@@ -434,23 +430,21 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     view = LiveMap(fig.add_subplot(grid[0, 0]), MAX_TOKENS, rotate=True,
                    fontproperties=token_font(8))
     ax_g = fig.add_subplot(grid[0, 1])
-    cells = ax_g.imshow(np.zeros((N, H)), cmap="Greens", vmin=0, vmax=1, aspect="auto",
-                        interpolation="nearest")
-    fig.colorbar(cells, ax=ax_g, fraction=0.04, pad=0.02)
+    cells = CellMap(ax_g, "Greens", (0.0, 1.0))
+    fig.colorbar(ScalarMappable(Normalize(0, 1), "Greens"), ax=ax_g, fraction=0.04, pad=0.02)
+    ax_g.set_xlim(-0.5, H - 0.5)  # data units = cell centres, for the marker and the ticks
+    ax_g.set_ylim(N - 0.5, -0.5)
     ax_g.set_xticks(range(H), [str(h + 1) for h in range(H)], fontsize=8)
     ax_g.set_yticks(range(N), [str(n + 1) for n in range(N)], fontsize=8)
     ax_g.set_xlabel("head")
     ax_g.set_ylabel("layer")
     (marker,) = ax_g.plot([], [], "s", ms=14, mfc="none", mec="tab:red", mew=2)
-    g_title = ax_g.set_title("", fontsize=10)
-    shown: dict[str, object] = {"text": None}
+    g_title = AxesTitle(ax_g, size=10)
 
     def update(text: str, layer: int, head: int, pattern: str):
         v = head_view(text, layer, head, pattern)
-        full = shown["text"] != text  # new token labels: redraw the whole figure once
-        shown["text"] = text
         view.set(v.map, v.tokens, v.mask, f"L{layer} H{head}: {v.scores[pattern]:.2f}")
-        cells.set_data(v.grid)
+        cells.set_values(v.grid)
         marker.set_data([head - 1], [layer - 1])
         g_title.set_text(f"{pattern}: score of every head")
         best = np.unravel_index(int(v.grid.argmax()), v.grid.shape)
@@ -462,10 +456,10 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
                 f"Its score for each pattern:<table><tr>{rows}</tr></table>"
                 f"Highest {pattern} score on this sentence: layer {best[0] + 1}, head {best[1] + 1} "
                 f"({v.grid.max():.2f}).")
-        return v, html, full
+        return v, html
 
-    def live():  # the token labels change only with the sentence (a full redraw)
-        return [view.heatmap.image, view.title, view.dots, cells, marker, g_title]  # drawn in order
+    def live():  # drawn in this order
+        return [*view.artists(), cells, marker, g_title]
 
     controls = {
         "text": widgets.Combobox(value=text, options=presets, description="sentence",
@@ -476,7 +470,10 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
         "pattern": widgets.Dropdown(options=list(pretrained.PATTERNS), value=pattern,
                                     description="pattern"),
     }
-    return Explorer(controls, fig, update, live, title="A pretrained model's heads (all-MiniLM-L6-v2)")
+    explorer = Explorer(controls, fig, update, live,
+                        title="A pretrained model's heads (all-MiniLM-L6-v2)")
+    explorer.view = view  # the head's map (a LiveMap): its cells, labels, dots and title
+    return explorer
 
 
 def score_grids(scores: Mapping[str, object], *, width: float = 10, height: float = 2.6):

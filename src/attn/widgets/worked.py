@@ -8,19 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import ipywidgets as widgets
 import numpy as np
-from matplotlib import colormaps
-from matplotlib.artist import Artist
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import Normalize
-from matplotlib.figure import Figure
 
 from ..examples import worked_example
 from ..plotting import heatmap, new_figure
+from ..plotting_text import AxesTitle, CellMap
 from ..worked import SCALES, SanityReport, sanity_checks, worked_steps
 from ._base import Explorer
 
@@ -123,70 +117,6 @@ def _readout(s: WorkedState) -> str:
     )
 
 
-@lru_cache(maxsize=2048)
-def _sprite(text: str, color: str, size: float, dpi: float) -> np.ndarray:
-    """``text`` rendered once into an RGBA bitmap (h, w, 4), bottom row first, cropped to its
-    ink left and right and vertically centred on its middle row."""
-    fig = Figure(figsize=(1.2, 0.4), dpi=dpi)
-    FigureCanvasAgg(fig)
-    fig.patch.set_alpha(0)
-    fig.text(0.5, 0.5, text, ha="center", va="center", color=color, fontsize=size)
-    fig.canvas.draw()
-    rgba = np.asarray(fig.canvas.buffer_rgba())
-    cols = np.nonzero(rgba[..., 3].any(axis=0))[0]
-    if cols.size == 0:
-        return np.zeros((1, 1, 4), dtype=np.uint8)
-    return np.ascontiguousarray(rgba[::-1, cols[0]:cols[-1] + 1])  # image rows -> bottom first
-
-
-class _Cells(Artist):
-    """A small matrix drawn as coloured cells with its numbers written on top.
-
-    Does the job of ``imshow`` plus one ``Text`` per cell, faster: the cells are a colour
-    lookup blown up with ``np.repeat`` (no resampling), and each number is a bitmap rendered
-    once (``_sprite``) and then copied. A ``Text`` lays out and rasterises its string on every
-    draw (about 1 ms each here) and the explorer redraws 40-odd numbers per move.
-    """
-
-    def __init__(self, ax: Axes, cmap: str, clim: tuple[float, float], size: float = 8,
-                 *, numbers: bool = True) -> None:
-        super().__init__()
-        self._numbers = numbers
-        self.set_animated(True)  # drawn only as a live artist, never into the kept background
-        ax.add_artist(self)
-        self._cmap = colormaps[cmap]
-        self._norm = Normalize(*clim)
-        self._size = size
-        self.values = np.zeros((1, 1))
-
-    def set_values(self, values: np.ndarray) -> None:
-        self.values = np.array(values, dtype=float)
-        self.stale = True
-
-    def draw(self, renderer) -> None:  # noqa: ANN001 (a matplotlib renderer)
-        if not self.get_visible():
-            return
-        L, S = self.values.shape
-        to_px = self.axes.transData.transform
-        x_edges = np.round(to_px(np.c_[np.arange(S + 1) - 0.5, np.zeros(S + 1)])[:, 0]).astype(int)
-        y_edges = np.round(to_px(np.c_[np.zeros(L + 1), np.arange(L + 1) - 0.5])[:, 1]).astype(int)
-        rgba = self._cmap(self._norm(self.values), bytes=True)  # (L, S, 4) uint8, row 0 on top
-        cells = np.repeat(np.repeat(rgba, -np.diff(y_edges), axis=0), np.diff(x_edges), axis=1)
-        gc = renderer.new_gc()
-        renderer.draw_image(gc, x_edges[0], y_edges[-1], np.ascontiguousarray(cells[::-1]))
-        # dark text on light cells, light text on dark ones (by the cell's luminance)
-        light = rgba[..., :3].astype(float) @ np.array([0.299, 0.587, 0.114]) > 140  # (L, S)
-        for (i, j), v in np.ndenumerate(self.values if self._numbers else np.zeros((0, 0))):
-            img = _sprite(f"{v:.2f}", "black" if light[i, j] else "white", self._size,
-                          self.figure.dpi)
-            h, w = img.shape[:2]
-            x = (x_edges[j] + x_edges[j + 1]) / 2
-            y = (y_edges[i] + y_edges[i + 1]) / 2
-            renderer.draw_image(gc, round(x - w / 2), round(y - h / 2), img)
-        gc.restore()
-        self.stale = False
-
-
 def worked_explorer(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
                     scale: str = "1/sqrt(d_k)") -> Explorer:
     """Drop-downs for which X entry to nudge and for the scale, a slider for the nudge."""
@@ -200,10 +130,11 @@ def worked_explorer(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
         maps[name] = heatmap(a, [str(j) for j in range(a.shape[1])], [str(i) for i in range(a.shape[0])],
                              ax=ax, cmap=cmap, vmin=lo, vmax=hi, title=title, font_size=8)
         ax.title.set_fontsize(10)
-        maps[name].image.set_visible(False)  # kept for the axes' limits; _Cells draws instead
-        cells[name] = _Cells(ax, cmap, (lo, hi))
+        maps[name].image.set_visible(False)  # kept for the axes' layout; CellMap draws instead
+        cells[name] = CellMap(ax, cmap, (lo, hi), numbers=True)
     fig.set_layout_engine("constrained")
-    scaled_title = maps["scaled"].ax.title
+    maps["scaled"].ax.title.set_alpha(0)  # keeps its room in the layout; the live title below
+    scaled_title = AxesTitle(maps["scaled"].ax, size=10)  # a cached bitmap, not a Text per move
 
     def update(entry: tuple[int, int], delta: float, scale: str) -> tuple[WorkedState, str]:
         s = worked_state(entry, delta, scale)
