@@ -76,6 +76,10 @@ def test_the_model_is_all_minilm_l6_v2_on_the_courses_attention(loaded):
                for layer in model.layers)
     assert len(tok.vocab) == model.word.num_embeddings == 30522
     assert P.load_minilm() is P.load_minilm()  # read once
+    # built without random init, then every parameter replaced by the file's tensors
+    state = P.read_safetensors(P.model_dir() / "model.safetensors")
+    assert torch.equal(model.word.weight, state["embeddings.word_embeddings.weight"])
+    assert torch.equal(model.layers[5].attn.W_o.bias, state["encoder.layer.5.attention.output.dense.bias"])
 
 
 def reference_forward(state, ids, mask, num_heads=12, eps=1e-12):

@@ -8,7 +8,8 @@ from torch import nn
 from attn.plotting import new_figure
 from attn.rnn_vs_attention import (
     GradientProfile, PathCounts, TinyRNN, attention_graph, gradient_profile, input_gradient_norms,
-    longest_path, path_counts, permutation_gap, plot_gradient_profile, plot_path_counts, rnn_graph,
+    longest_path, path_counts, permutation_gap, plot_gradient_profile, plot_path_counts,
+    power_of_ten_label, rnn_graph,
     seeded_layers, sequential_steps,
 )
 
@@ -133,3 +134,11 @@ def test_plots_draw_what_they_return():
     lines = plot_gradient_profile(p, ax2)
     assert list(lines[0].get_ydata()) == list(p.rnn)
     assert ax2.get_yscale() == "log"
+    fig.canvas.draw()
+    labels = {t.get_text() for t in ax2.get_yticklabels()} - {""}
+    assert labels and all(t.startswith("10") and "$" not in t for t in labels)
+
+
+def test_power_of_ten_labels_are_plain_text():
+    assert [power_of_ten_label(v) for v in (1.0, 0.01, 1e-10, 1000.0)] == ["10⁰", "10⁻²", "10⁻¹⁰", "10³"]
+    assert power_of_ten_label(0.02) == "" and power_of_ten_label(0.0) == ""

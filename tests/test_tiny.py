@@ -4,6 +4,8 @@ The training tests retrain every task from scratch (about a second each, one thr
 check that the task is solved and that the task's pattern appears, measured by the pattern
 score against a threshold and against the untrained model's score.
 """
+import subprocess
+import sys
 from importlib import resources
 
 import pytest
@@ -12,6 +14,7 @@ import torch
 from attn.modules import MultiHeadAttention
 from attn.tiny import (
     IGNORE,
+    Adam,
     PATTERNS,
     TASKS,
     TinyTransformer,
@@ -272,6 +275,34 @@ def test_training_is_reproducible_and_restores_threads_and_rng(runs):
         assert torch.equal(a, b)
     other = train_tiny("cls", seed=1, steps=20)
     assert not torch.equal(other.model.tok.weight, again.model.tok.weight)
+
+
+def test_adam_is_torch_optims_adam_bit_for_bit():
+    """``tiny.Adam`` (written out to keep torch._dynamo out of the notebook) makes exactly the
+    updates of ``torch.optim.Adam`` with the same learning rate."""
+    ours, theirs = build_model("phrases"), build_model("phrases")
+    opt_ours, opt_theirs = Adam(ours.parameters(), lr=1e-2), torch.optim.Adam(theirs.parameters(), lr=1e-2)
+    data = gen(3)
+    for _ in range(30):
+        b = make_batch("phrases", 16, generator=data)
+        for model, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+            logits, _ = model(b.tokens)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 2), b.targets.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    for a, b in zip(ours.state_dict().values(), theirs.state_dict().values()):
+        assert torch.equal(a, b)
+    assert not torch.equal(ours.tok.weight, build_model("phrases").tok.weight)
+
+
+def test_training_does_not_load_torch_dynamo():
+    """torch.optim's first step imports torch._dynamo, seconds more than the training."""
+    code = ("import sys\nfrom attn.tiny import train_tiny\ntrain_tiny('cls', steps=3)\n"
+            "print('torch._dynamo' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
 
 
 def test_train_errors():

@@ -10,11 +10,14 @@ Shape legend: n tokens, E = d_model, H heads, D = E // H per-head size (d_k = d_
 """
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from torch import Tensor, nn
+from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
 from ._checks import check_positive_int, check_rank, check_tensor, shape_str
@@ -185,6 +188,29 @@ def count_parameters(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+@contextmanager
+def _eager_flop_dispatch() -> Iterator[None]:
+    """Let ``FlopCounterMode`` count without importing ``torch._dynamo`` (seconds).
+
+    The counter's ``__torch_dispatch__`` is wrapped in ``torch._disable_dynamo``, which on its
+    first call imports ``torch._dynamo`` to build ``torch._dynamo.disable(fn)``. That wrapper
+    only matters while dynamo is compiling; if ``torch._dynamo`` is not even imported nothing
+    can be compiling, so for the duration of the block the wrapper's cache slot is pointed at
+    the function itself (the counting is unchanged), then cleared again. If torch changes
+    these internals, or dynamo is already loaded, this does nothing."""
+    fn = getattr(getattr(getattr(flop_counter, "_FlopCounterMode", None), "__torch_dispatch__", None),
+                 "__wrapped__", None)
+    if fn is None or "torch._dynamo" in sys.modules or getattr(fn, "__dynamo_disable", None) is not None:
+        yield
+        return
+    setattr(fn, "__dynamo_disable", fn)
+    try:
+        yield
+    finally:
+        if getattr(fn, "__dynamo_disable", None) is fn:
+            delattr(fn, "__dynamo_disable")
+
+
 def count_matmul_macs(fn: Callable[..., object], *args: object) -> dict[str, int]:
     """Run ``fn(*args)`` under ``torch.utils.flop_counter.FlopCounterMode``; MACs = FLOPs / 2.
 
@@ -193,7 +219,7 @@ def count_matmul_macs(fn: Callable[..., object], *args: object) -> dict[str, int
     """
     if not callable(fn):
         raise TypeError(f"fn: expected a callable (a module or function), got {type(fn).__name__}")
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+    with torch.no_grad(), _eager_flop_dispatch(), FlopCounterMode(display=False) as counter:
         fn(*args)
     counts = {str(op): int(f) // 2 for op, f in counter.get_flop_counts().get("Global", {}).items()}
     counts["total"] = int(counter.get_total_flops()) // 2

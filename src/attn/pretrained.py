@@ -32,6 +32,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 from ._checks import check_rank, check_tensor, shape_str
 from .modules import MultiHeadAttention
@@ -267,12 +268,32 @@ class MiniLM(nn.Module):
         return self
 
 
+class _SkipRandomInit(TorchFunctionMode):
+    """Inside: ``torch.nn.init``'s random fills return the tensor as it is (uninitialised)."""
+
+    SKIP = frozenset({nn.init.normal_, nn.init.uniform_, nn.init.kaiming_uniform_,
+                      nn.init.xavier_uniform_, nn.init.xavier_normal_, nn.init.trunc_normal_})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.SKIP:
+            return args[0] if args else kwargs["tensor"]
+        return func(*args, **kwargs)
+
+
+def _no_random_init() -> TorchFunctionMode:
+    """Build modules without filling their 22 M parameters with random numbers, which would
+    take longer than reading the weights that replace them. (The meta device, the usual way,
+    imports torch's compiler stack on first use: seconds.)"""
+    return _SkipRandomInit()
+
+
 @lru_cache(maxsize=1)
 def load_minilm() -> tuple[MiniLM, WordPiece]:
     """all-MiniLM-L6-v2 from the installed package (read once, then cached), in eval mode."""
     folder = model_dir()
     config = json.loads((folder / "config.json").read_text())
-    with torch.random.fork_rng(devices=[]):  # the random init is replaced: keep the RNG as is
+    with torch.random.fork_rng(devices=[]), _no_random_init():  # the init is replaced anyway
         model = MiniLM(vocab_size=config["vocab_size"], max_len=config["max_position_embeddings"],
                        type_vocab=config["type_vocab_size"], d_model=config["hidden_size"],
                        num_heads=config["num_attention_heads"],

@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import torch
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
 from torch import Tensor, nn
 
 from ._checks import check_float, check_positive_int, check_rank, shape_str
@@ -47,6 +48,7 @@ __all__ = [
     "permutation_gap",
     "plot_path_counts",
     "plot_gradient_profile",
+    "power_of_ten_label",
 ]
 
 Node = tuple[str, int]  # ("x", j) an input, ("h", t) an RNN state, ("y", i) an attention output
@@ -287,6 +289,22 @@ def plot_path_counts(rows: Sequence[PathCounts], ax: Axes | None = None) -> list
     return lines
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten_label(value: float, _pos: object = None) -> str:
+    """A log axis' tick label as plain text, 10⁻² for 0.01 ("" between powers of ten).
+
+    matplotlib's default writes these labels in mathtext, whose parser takes about a second
+    to build the first time a process draws one."""
+    if not value > 0:
+        return ""
+    exponent = math.log10(value)
+    if abs(exponent - round(exponent)) > 1e-9:
+        return ""
+    return "10" + str(round(exponent)).translate(_SUPERSCRIPT)
+
+
 def plot_gradient_profile(profile: GradientProfile, ax: Axes | None = None) -> list[Line2D]:
     """Gradient norm against distance from the last position, log scale, both layers.
 
@@ -300,6 +318,7 @@ def plot_gradient_profile(profile: GradientProfile, ax: Axes | None = None) -> l
                 label="self-attention")[0],
     ]
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(power_of_ten_label))
     ax.set_xlabel("distance from the last position, n - 1 - j")
     ax.set_ylabel("‖∂ y_last / ∂ x_j‖")
     ax.set_title(f"random layers, n = {profile.n}, d = {profile.d}, seed {profile.seed}")
