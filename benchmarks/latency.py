@@ -73,6 +73,10 @@ def _positions(ctrl: Any) -> tuple[str, list[Any]]:
         lo, hi = ctrl.min, ctrl.max
         n = 20 if not ctrl.step else min(20, int(round((hi - lo) / ctrl.step)) + 1)
         return "value", [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+    if isinstance(ctrl, widgets.Combobox) and len(set(ctrl.options)) >= 2:
+        # what a learner does in the browser: pick another of the box's suggestions
+        # (new text: a new sentence through the model, new tokens on the axes)
+        return "value", list(dict.fromkeys(ctrl.options))
     raise TypeError(f"no way to move a {type(ctrl).__name__}")
 
 

@@ -98,3 +98,39 @@ def test_browser_lists_only_notebooks_that_show_widgets(tmp_path):
     nbformat.write(plain, tmp_path / "a.ipynb")
     nbformat.write(live, tmp_path / "b.ipynb")
     assert browser._with_widgets(tmp_path) == ["b.ipynb"]
+
+
+def test_readme_performance_section_is_the_report_of_the_committed_results():
+    from benchmarks import report
+
+    readme = (report.ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = readme.index(report.START), readme.index(report.END)
+    shown = readme[start + len(report.START):end].strip()
+    assert shown == report.render(_common.RESULTS).strip(), (
+        "README's performance tables differ from benchmarks/results/*.json: "
+        "run `python -m benchmarks.report --write`")
+
+
+def test_report_needs_the_markers(tmp_path):
+    from benchmarks import report
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"readme: expected the markers <!-- bench:start -->"):
+        report.write_readme(readme, "tables")
+
+
+def test_report_of_missing_results_says_so(tmp_path):
+    from benchmarks import report
+
+    text = report.render(tmp_path)
+    assert text.count("no results yet") == len(report.SECTIONS)
+
+
+def test_latency_moves_a_combobox_through_its_suggestions():
+    import ipywidgets as widgets
+
+    box = widgets.Combobox(value="a", options=["a", "b", "c"])
+    assert latency._positions(box) == ("value", ["a", "b", "c"])
+    with pytest.raises(TypeError, match="no way to move a Combobox"):
+        latency._positions(widgets.Combobox(value="a", options=["a"]))
