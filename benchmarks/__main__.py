@@ -6,6 +6,7 @@
     python -m benchmarks --threads 1        # latency and scale with one torch thread
 
 Results: benchmarks/results/<part>.json (machine description included).
+README tables from them: ``python -m benchmarks.report --write``.
 """
 from __future__ import annotations
 
