@@ -185,6 +185,25 @@ class HeadGrid:
         return self
 
 
+def _grid_margins(fig: Figure, nrows: int, ncols: int, tokens: Sequence[str] | None,
+                  n: int, font_size: float = 8) -> None:
+    """Fixed margins for ``head_grid`` (no layout engine: constrained layout reruns on every
+    draw). Estimated in inches from the longest tick label (a CJK character is about 1 em)."""
+    W, H = fig.get_size_inches()
+    chars = max((len(str(t)) for t in tokens), default=1) if tokens else len(str(n - 1))
+    label = chars * font_size / 72 + 0.1  # widest y tick label, with the tick and its pad
+    line = font_size / 72 + 0.1           # height of the x tick labels, likewise
+    title = 0.27                          # the axes title ("Head h", 12 pt) and its pad
+    edge = 0.05
+    left, right = (label + edge) / W, 1 - edge / W
+    bottom, top = (line + edge) / H, 1 - (title + edge) / H
+    gap_w, gap_h = label + 0.1, line + title + 0.1
+    ax_w = max((W * (right - left) - (ncols - 1) * gap_w) / ncols, 1e-3)
+    ax_h = max((H * (top - bottom) - (nrows - 1) * gap_h) / nrows, 1e-3)
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top,
+                        wspace=gap_w / ax_w, hspace=gap_h / ax_h)
+
+
 def head_grid(
     weights: object,
     tokens: Sequence[str] | None = None,
@@ -211,11 +230,11 @@ def head_grid(
     w = _as_matrix("weights", weights, 3)
     if fig is None:
         fig = new_figure(*(figsize or (2.6 * ncols, 2.6 * nrows)), dpi=dpi)
+    _grid_margins(fig, nrows, ncols, tokens, w.shape[1])
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     maps = []
     for ax in axes:
         maps.append(heatmap(np.zeros(w.shape[1:]), tokens, ax=ax, annotate=annotate, cmap=cmap,
                             font_size=8))
-    fig.set_layout_engine("constrained")
     grid = HeadGrid(fig=fig, heatmaps=maps)
     return grid.update(w, tokens, titles)

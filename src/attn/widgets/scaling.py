@@ -14,9 +14,11 @@ from functools import lru_cache
 import ipywidgets as widgets
 import numpy as np
 import torch
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .._checks import check_positive_int
 from ..plotting import new_figure
+from ..rnn_vs_attention import power_of_ten_label
 from ._base import Explorer
 
 __all__ = ["ScalingStats", "scaling_stats", "scaling_curves", "scaling_explorer", "D_K_GRID"]
@@ -168,6 +170,9 @@ def scaling_explorer(d_k: int = 64, *, n_keys: int = 16) -> Explorer:
         ax.set_xscale("log", base=2)
         ax.set_xticks([1, 8, 64, 512], ["1", "8", "64", "512"])
         ax.set_yscale(yscale)
+        if yscale == "log":  # plain-text ticks (10⁻¹): no mathtext parser to build on first draw
+            ax.yaxis.set_major_formatter(FuncFormatter(power_of_ten_label))
+            ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("d_k", labelpad=1)
         (m_raw,) = ax.plot([d_k], [1], "s", color="tab:red", ms=8, mfc="none")

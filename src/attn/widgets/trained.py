@@ -484,7 +484,17 @@ def score_grids(scores: Mapping[str, object], *, width: float = 10, height: floa
     if not isinstance(scores, Mapping) or not scores:
         raise TypeError(f"scores: expected a non-empty dict name -> (N, H), got {type(scores).__name__}")
     fig = new_figure(width, height, dpi=72)
-    axes = np.atleast_1d(fig.subplots(1, len(scores)))
+    # Fixed margins in inches (no layout engine: constrained layout reruns on every draw).
+    n = len(scores)
+    left, right, bottom, top, gap = 0.375, 0.35, 0.415, 0.236, 0.236  # right: colorbar labels
+    bar_gap, bar_w = 0.09, 0.097
+    axes_right = width - right - bar_w - bar_gap
+    ax_w = max((axes_right - left - (n - 1) * gap) / n, 1e-3)
+    axes = np.atleast_1d(fig.subplots(1, n, gridspec_kw=dict(
+        left=left / width, right=axes_right / width, bottom=bottom / height,
+        top=1 - top / height, wspace=gap / ax_w)))
+    cax = fig.add_axes(((axes_right + bar_gap) / width, bottom / height, bar_w / width,
+                        1 - (bottom + top) / height))
     for ax, (name, grid) in zip(axes, scores.items()):
         g = np.asarray(grid.detach() if hasattr(grid, "detach") else grid, dtype=float)
         if g.ndim != 2:
@@ -497,6 +507,5 @@ def score_grids(scores: Mapping[str, object], *, width: float = 10, height: floa
         ax.set_yticks(range(g.shape[0]), [str(n + 1) for n in range(g.shape[0])], fontsize=7)
         ax.set_xlabel("head", fontsize=8)
     axes[0].set_ylabel("layer", fontsize=8)
-    fig.colorbar(image, ax=list(axes), fraction=0.02, pad=0.01)
-    fig.set_layout_engine("constrained")
+    fig.colorbar(image, cax=cax)
     return fig

@@ -32,9 +32,9 @@ SCALE_LABELS: dict[str, str] = {
 
 # (step, title, colour map, colour range): what each panel shows.
 _PANELS = (
-    ("Q", "$Q = XW^Q$", "Oranges", (-3.0, 6.0)),
-    ("K", "$K = XW^K$", "Oranges", (-3.0, 6.0)),
-    ("V", "$V = XW^V$", "Oranges", (-3.0, 6.0)),
+    ("Q", "Q = X W^Q", "Oranges", (-3.0, 6.0)),
+    ("K", "K = X W^K", "Oranges", (-3.0, 6.0)),
+    ("V", "V = X W^V", "Oranges", (-3.0, 6.0)),
     ("scaled", "scores × scale", "Purples", (-4.0, 12.0)),
     ("weights", "weights", "Blues", (0.0, 1.0)),
     ("output", "output", "Greens", (-3.0, 6.0)),
