@@ -29,3 +29,29 @@ def test_every_control_changes_the_picture(name):
         assert ex.image.value[:4] == b"\x89PNG"
         assert ex.image.value != before_png or ex.readout.value != before_html, \
             f"{name}: moving {control_name} changed nothing"
+
+
+def test_an_explorer_with_a_layout_engine_is_laid_out_once_then_frozen():
+    import ipywidgets as widgets
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from attn.widgets import Explorer
+
+    fig = Figure(figsize=(3, 2), dpi=50, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    (line,) = ax.plot([0, 1], [0, 1])
+    slider = widgets.IntSlider(value=1, min=1, max=3)
+
+    def update(k):
+        line.set_ydata([0, k])
+        ax.set_ylim(0, 3)
+        return k, f"k={k}"
+
+    ex = Explorer({"k": slider}, fig, update, lambda: [line])
+    position = ax.get_position().bounds
+    assert ex.full_redraws == 1
+    assert position != (0.125, 0.11, 0.775, 0.77)  # constrained layout moved the axes from the default
+    slider.value = 3
+    assert ax.get_position().bounds == position and ex.full_redraws == 1 and ex.state == 3

@@ -83,7 +83,7 @@ def test_training_explorer_task_dropdown_covers_every_run(runs):
         assert f"<b>{task}</b>" in ex.readout.value and TASKS[task].pattern in ex.readout.value
         images.add(ex.image.value)
     assert len(images) == len(runs)
-    assert ex.full_redraws == 2  # built once: a new task's labels and curves are live too
+    assert ex.full_redraws == 1  # built once: a new task's labels and curves are live too
 
 
 def test_training_explorer_takes_a_live_run_with_other_heads_and_steps():
@@ -155,7 +155,7 @@ def test_example_explorer_every_control(runs):
         ex.controls["task"].value = task
         assert ex.state.task == task
         assert f"<i>{TASKS[task].pattern}</i>" in ex.readout.value
-    assert ex.full_redraws == 2  # built once; every move after that is blitted
+    assert ex.full_redraws == 1  # built once; every move after that is blitted
 
 
 def test_example_explorer_errors(runs):
@@ -258,7 +258,7 @@ def test_pretrained_explorer_every_control():
     c["head"].value = 3
     c["layer"].value = 1
     c["pattern"].value = "previous"
-    assert ex.full_redraws == 2  # built once: not even a new sentence redraws everything
+    assert ex.full_redraws == 1  # built once: not even a new sentence redraws everything
     assert ex.view.labels.x_strings == ex.view.labels.y_strings == list(ex.state.tokens)
     assert ex.view.cells.values.shape == (len(ex.state.tokens),) * 2
     assert ex.state.scores["previous"] > 0.95

@@ -103,7 +103,7 @@ def test_explorer_every_control_value():
         assert f"{ex.state.factor:.4f}" in ex.readout.value
         images.add(ex.image.value)
     assert len(images) > len(DELTAS) + 8
-    assert ex.full_redraws == 2  # only the two at build time
+    assert ex.full_redraws == 1  # only the one at build time
 
 
 def test_first_column_note_follows_v():

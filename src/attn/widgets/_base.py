@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Mapping
 import ipywidgets as widgets
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from PIL import Image
 
 __all__ = ["Explorer", "freeze_layout", "canvas_png"]
@@ -24,6 +25,12 @@ def freeze_layout(fig: Figure) -> None:
     """Run the layout engine once, then keep the axes where they are (faster redraws)."""
     fig.canvas.draw()
     fig.set_layout_engine("none")
+
+
+def _has_layout_engine(fig: Figure) -> bool:
+    """True if drawing the figure moves its axes (tight or constrained layout)."""
+    engine = fig.get_layout_engine()
+    return engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)
 
 
 def canvas_png(fig: Figure) -> bytes:
@@ -75,9 +82,10 @@ class Explorer(widgets.VBox):
         super().__init__(header + [row, self.image, self.readout])
         for control in self.controls.values():
             control.observe(self.redraw, names="value")
-        self.redraw(full=True)
-        freeze_layout(fig)
-        self.redraw(full=True)
+        if _has_layout_engine(fig):
+            self._update(**self.values())  # the artists hold real numbers before the layout
+            freeze_layout(fig)  # the one draw that runs the layout engine
+        self.redraw(full=True)  # the one draw that keeps the background
 
     def values(self) -> dict[str, object]:
         return {name: c.value for name, c in self.controls.items()}
