@@ -5,11 +5,11 @@ import pytest
 import torch
 from torch import nn
 
-from attn.plotting import new_figure
+from attn.plotting import new_figure, power_of_ten_label
 from attn.rnn_vs_attention import (
     GradientProfile, PathCounts, TinyRNN, attention_graph, gradient_profile, input_gradient_norms,
     longest_path, path_counts, permutation_gap, plot_gradient_profile, plot_path_counts,
-    power_of_ten_label, rnn_graph,
+    rnn_graph,
     seeded_layers, sequential_steps,
 )
 

@@ -9,6 +9,7 @@ Shape legend: L queries (rows), S keys (columns), H heads.
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -22,7 +23,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
-__all__ = ["new_figure", "figure_png", "token_font", "Heatmap", "heatmap", "HeadGrid", "head_grid"]
+__all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "Heatmap", "heatmap", "HeadGrid", "head_grid"]
 
 
 def new_figure(width: float, height: float, dpi: int = 72) -> Figure:
@@ -37,6 +38,22 @@ def figure_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=fig.dpi)
     return buf.getvalue()
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten_label(value: float, _pos: object = None) -> str:
+    """A log axis' tick label as plain text, 10⁻² for 0.01 ("" between powers of ten).
+
+    matplotlib's default writes these labels in mathtext, whose parser takes about a second
+    to build the first time a process draws one."""
+    if not value > 0:
+        return ""
+    exponent = math.log10(value)
+    if abs(exponent - round(exponent)) > 1e-9:
+        return ""
+    return "10" + str(round(exponent)).translate(_SUPERSCRIPT)
 
 
 @lru_cache(maxsize=1)

@@ -378,10 +378,6 @@ class CellMap(Artist):
         self.values = np.zeros((1, 1))
         self.blocked: np.ndarray | None = None
 
-    def set_cmap(self, cmap: str | Colormap) -> None:
-        self._cmap = colormaps[cmap] if isinstance(cmap, str) else cmap
-        self.stale = True
-
     def set_values(self, values: object, *, blocked: np.ndarray | None = None) -> None:
         """values (L, S); blocked: (L, S) bool cells to draw in the blocked colour, or None."""
         if hasattr(values, "detach"):  # a torch tensor

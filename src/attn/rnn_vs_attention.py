@@ -30,6 +30,7 @@ from matplotlib.ticker import FuncFormatter
 from torch import Tensor, nn
 
 from ._checks import check_float, check_positive_int, check_rank, shape_str
+from .plotting import power_of_ten_label
 from .modules import SelfAttention
 from .plotting import new_figure
 
@@ -48,7 +49,6 @@ __all__ = [
     "permutation_gap",
     "plot_path_counts",
     "plot_gradient_profile",
-    "power_of_ten_label",
 ]
 
 Node = tuple[str, int]  # ("x", j) an input, ("h", t) an RNN state, ("y", i) an attention output
@@ -287,22 +287,6 @@ def plot_path_counts(rows: Sequence[PathCounts], ax: Axes | None = None) -> list
     ax.set_title("counted on the computation graphs")
     ax.legend(fontsize=8)
     return lines
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def power_of_ten_label(value: float, _pos: object = None) -> str:
-    """A log axis' tick label as plain text, 10⁻² for 0.01 ("" between powers of ten).
-
-    matplotlib's default writes these labels in mathtext, whose parser takes about a second
-    to build the first time a process draws one."""
-    if not value > 0:
-        return ""
-    exponent = math.log10(value)
-    if abs(exponent - round(exponent)) > 1e-9:
-        return ""
-    return "10" + str(round(exponent)).translate(_SUPERSCRIPT)
 
 
 def plot_gradient_profile(profile: GradientProfile, ax: Axes | None = None) -> list[Line2D]:

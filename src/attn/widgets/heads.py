@@ -27,7 +27,7 @@ from ..examples import SENTENCE
 from ..modules import MultiHeadAttention
 from ..plotting import head_grid
 from ..plotting_text import CellMap
-from ._base import Explorer, freeze_layout
+from ._base import Explorer
 
 __all__ = ["D_MODELS", "MAX_HEADS", "HeadsState", "heads_state", "heads_explorer"]
 
@@ -211,7 +211,6 @@ def heads_explorer(d_model: int = 16, num_heads: int = 4, *, seed: int = 0) -> E
     # room for the rotated Chinese labels below each map and for the suptitle.
     grid.fig.subplots_adjust(left=0.064, right=0.996, bottom=0.128, top=0.898,
                              wspace=0.374, hspace=0.612)
-    freeze_layout(grid.fig)  # axes positions final from here on
     covers = _cell_covers(grid.fig, [hm.ax for hm in grid.heatmaps])
     cells = []
     for hm in grid.heatmaps:  # the grid's images only set the axes up; CellMap draws the maps

@@ -17,8 +17,7 @@ import torch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .._checks import check_positive_int
-from ..plotting import new_figure
-from ..rnn_vs_attention import power_of_ten_label
+from ..plotting import new_figure, power_of_ten_label
 from ._base import Explorer
 
 __all__ = ["ScalingStats", "scaling_stats", "scaling_curves", "scaling_explorer", "D_K_GRID"]
