@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -123,3 +125,70 @@ def check_scale(scale: object, E: int) -> float:
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale: expected a positive finite float, got {scale}")
     return float(scale)
+
+
+# ---- scalars -------------------------------------------------------------------------------
+
+
+def check_bool(name: str, value: object) -> bool:
+    """A flag must be a real bool: ``bias="yes"`` or ``need_weights=0`` is a mistake."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: expected a bool (True or False), got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_int(name: str, value: object, *, low: int | None = None, high: int | None = None) -> int:
+    """An int (not a bool) in ``low..high`` (both ends included, either may be None)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        raise ValueError(f"{name}: expected an int in {lo}..{hi}, got {value}")
+    return value
+
+
+def check_number(name: str, value: object, *, positive: bool = False,
+                 non_negative: bool = False) -> float:
+    """A finite real number (int or float, not a bool), optionally > 0 or >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, got {value}")
+    if positive and value <= 0:
+        raise ValueError(f"{name}: expected a positive number, got {value}")
+    if non_negative and value < 0:
+        raise ValueError(f"{name}: expected a number >= 0, got {value}")
+    return value
+
+
+def check_choice(name: str, value: object, choices: Sequence[object]) -> object:
+    """One of a fixed set of values (a task name, a pattern name, a method name)."""
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+# ---- tensors and arrays --------------------------------------------------------------------
+
+
+def to_numpy(name: str, t: object, *, ndim: int | tuple[int, ...] | None = None,
+             dtype: type | None = float) -> np.ndarray:
+    """A tensor, array or nested list as a NumPy array (a copy for tensors: detached, on the
+    CPU), optionally checked for its number of dims."""
+    if isinstance(t, Tensor):
+        arr = t.detach().cpu().numpy()
+        arr = arr if dtype is None else arr.astype(dtype)
+    else:
+        try:
+            arr = np.asarray(t) if dtype is None else np.asarray(t, dtype=dtype)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name}: expected a tensor or array of numbers, got {type(t).__name__}") from err
+    if ndim is not None:
+        ndims = (ndim,) if isinstance(ndim, int) else ndim
+        if arr.ndim not in ndims:
+            want = " or ".join(str(d) for d in ndims)
+            raise ValueError(f"{name}: expected {want} dims, got shape {tuple(arr.shape)}")
+    return arr
