@@ -10,11 +10,11 @@ def test_sentence_and_gloss_align():
 
 
 def test_worked_example_shapes_and_fresh_copies():
-    ex = examples.worked_example()
+    ex = examples.worked_example_inputs()
     assert ex["X"].shape == (3, 4) and ex["W_Q"].shape == ex["W_K"].shape == ex["W_V"].shape == (4, 2)
     ex["X"][0, 0] = 99
-    assert examples.worked_example()["X"][0, 0] == 1
-    assert examples.worked_example(torch.float32)["X"].dtype == torch.float32
+    assert examples.worked_example_inputs()["X"][0, 0] == 1
+    assert examples.worked_example_inputs(torch.float32)["X"].dtype == torch.float32
 
 
 def test_printed_claims_have_the_chapter_shapes():
@@ -25,7 +25,7 @@ def test_printed_claims_have_the_chapter_shapes():
 
 
 def test_k_and_v_as_printed_are_right_and_q_row_2_is_not():
-    ex = examples.worked_example()
+    ex = examples.worked_example_inputs()
     p = examples.CHAPTER_PRINTED
     assert torch.equal(ex["X"] @ ex["W_K"], torch.tensor(p["K"], dtype=torch.float64))
     assert torch.equal(ex["X"] @ ex["W_V"], torch.tensor(p["V"], dtype=torch.float64))

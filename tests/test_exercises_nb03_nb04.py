@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from attn.cost import multi_head_cost, valid_num_heads
+from attn.cost.counts import multi_head_cost, valid_num_heads
 from attn.exercises import nb03, nb04
 from attn.exercises._base import Feedback
-from attn.worked import printed, worked_steps
+from attn.worked_example import printed, worked_steps
 
 STEPS = worked_steps()
 

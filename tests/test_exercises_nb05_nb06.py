@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from attn import patterns as P
+from attn.handbuilt import heads as P
 from attn.exercises import nb05, nb06
 from attn.masks import causal_mask
 

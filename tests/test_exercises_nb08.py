@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attn.exercises import nb08
-from attn.tiny import TASKS, head_scores, held_out_batch, load_trained
+from attn.trained.tiny import TASKS, head_scores, held_out_batch, load_trained
 
 
 def previous(L=6):

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from attn.efficiency import attention_cost, fit_slope
+from attn.cost.measure import attention_cost, fit_slope
 from attn.widgets.efficiency import BLOCK_SIZES, LENGTHS, efficiency_explorer, efficiency_view
 
 METHODS = ("naive", "blockwise", "sdpa")

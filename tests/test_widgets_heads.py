@@ -6,7 +6,7 @@ import pytest
 import torch
 from PIL import Image
 
-from attn.cost import multi_head_cost, valid_num_heads
+from attn.cost.counts import multi_head_cost, valid_num_heads
 from attn.examples import SENTENCE
 from attn.widgets.heads import D_MODELS, MAX_HEADS, _cached_state, _inputs, heads_explorer, heads_state
 

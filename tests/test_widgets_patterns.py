@@ -7,7 +7,7 @@ import torch
 from matplotlib import colormaps
 from PIL import Image
 
-from attn import patterns as P
+from attn.handbuilt import heads as P
 from attn.widgets.patterns import (
     D_K_CHOICES,
     PATTERN_CHOICES,

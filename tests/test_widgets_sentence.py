@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attn.examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
-from attn.toy import toy_attention
+from attn.handbuilt.sentence import toy_attention
 from attn.widgets.sentence import SentenceRow, sentence_explorer, sentence_row
 
 

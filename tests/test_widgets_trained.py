@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attn.plotting import new_figure
-from attn.tiny import IGNORE, TASKS, held_out_batch, load_run, pattern_mask, pattern_score, train_tiny
+from attn.trained.tiny import IGNORE, TASKS, held_out_batch, load_run, pattern_mask, pattern_score, train_tiny
 from attn.widgets.trained import (
     N_EXAMPLES,
     LiveMap,
@@ -190,7 +190,7 @@ def test_live_map_resizes_to_a_smaller_map_and_blanks_unused_labels():
 
 # --- the pretrained model's explorer ---------------------------------------------------------------
 
-from attn import pretrained  # noqa: E402
+from attn.trained import minilm as pretrained  # noqa: E402
 from attn.widgets.trained import (  # noqa: E402
     MAX_TOKENS, head_view, pretrained_explorer, score_grids, split_sentence)
 

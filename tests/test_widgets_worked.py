@@ -9,9 +9,9 @@ from matplotlib import colormaps
 from matplotlib.colors import Normalize
 from PIL import Image
 
-from attn.examples import worked_example
+from attn.examples import worked_example_inputs
 from attn.widgets.worked import DELTAS, SCALE_LABELS, worked_explorer, worked_state
-from attn.worked import SCALES, worked_steps
+from attn.worked_example import SCALES, worked_steps
 
 
 def test_chapter_setting_is_the_worked_example():
@@ -27,11 +27,11 @@ def test_chapter_setting_is_the_worked_example():
 @pytest.mark.parametrize("scale", list(SCALES))
 def test_nudged_state(entry, delta, scale):
     s = worked_state(entry, delta, scale)
-    X = worked_example()["X"].numpy()
+    X = worked_example_inputs()["X"].numpy()
     changed = np.argwhere(s.X != X)
     assert [tuple(int(v) for v in c) for c in changed] == [entry]
     assert s.X[entry] == X[entry] + delta
-    ex = worked_example()
+    ex = worked_example_inputs()
     ref = torch.nn.functional.scaled_dot_product_attention(
         torch.tensor(s.X) @ ex["W_Q"], torch.tensor(s.X) @ ex["W_K"], torch.tensor(s.X) @ ex["W_V"],
         scale=s.factor)
@@ -89,7 +89,7 @@ def test_explorer_every_control_value():
     images = {ex.image.value}
     for d in DELTAS:
         delta.value = d
-        assert ex.state.delta == d and ex.state.X[entry.value] == worked_example()["X"].numpy()[entry.value] + d
+        assert ex.state.delta == d and ex.state.X[entry.value] == worked_example_inputs()["X"].numpy()[entry.value] + d
         images.add(ex.image.value)
     assert len(images) == len(DELTAS)  # every nudge of X[1,1] changes the picture
     for e in [o[1] for o in entry.options]:

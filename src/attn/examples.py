@@ -13,7 +13,7 @@ __all__ = [
     "SENTENCE",
     "SENTENCE_GLOSS",
     "CHAPTER_XUEXI_ROW",
-    "worked_example",
+    "worked_example_inputs",
     "CHAPTER_PRINTED",
 ]
 
@@ -27,7 +27,7 @@ SENTENCE_GLOSS: tuple[str, ...] = ("Xiaoming", "at", "Beijing", "University", "s
 CHAPTER_XUEXI_ROW: tuple[float, ...] = (0.3, 0.05, 0.05, 0.1, 0.4, 0.1)
 
 
-def worked_example(dtype: torch.dtype = torch.float64) -> dict[str, Tensor]:
+def worked_example_inputs(dtype: torch.dtype = torch.float64) -> dict[str, Tensor]:
     """The chapter's 3-token example: X (3, 4), W_Q (4, 2), W_K (4, 2), W_V (4, 2).
 
     d_model = 4, d_k = d_v = 2. A fresh copy on every call, so callers may modify it.

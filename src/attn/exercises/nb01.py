@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ..rnn_vs_attention import gradient_profile, path_counts
-from ..toy import toy_attention, toy_embeddings, toy_scores
+from ..handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
 from ._base import Feedback, as_array, close
 
 __all__ = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..worked import printed, row_softmax, worked_steps
+from ..worked_example import printed, row_softmax, worked_steps
 from ._base import Feedback, as_array, close
 
 __all__ = ["check_q_row", "check_softmax_row", "check_output_row"]

@@ -1,13 +1,13 @@
 """Checkers for notebook 04, multi-head attention: sizes, parameters, valid head counts, cost.
 
 Each takes the learner's answer and returns a ``Feedback`` (right/wrong and a hint). Expected
-values come from ``attn.cost`` and are never shown.
+values come from ``attn.cost.counts`` and are never shown.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ..cost import multi_head_cost, valid_num_heads
+from ..cost.counts import multi_head_cost, valid_num_heads
 from ._base import Feedback
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..tiny import TASKS, held_out_batch, load_run, load_trained, pattern_mask, pattern_score
+from ..trained.tiny import TASKS, held_out_batch, load_run, load_trained, pattern_mask, pattern_score
 from ._base import Feedback, as_array, close
 
 __all__ = [

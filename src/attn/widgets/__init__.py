@@ -20,14 +20,14 @@ from .worked import worked_explorer
 
 
 def _training() -> Explorer:
-    from ..tiny import TASKS, load_run
+    from ..trained.tiny import TASKS, load_run
     from .trained import training_explorer
 
     return training_explorer({task: load_run(task) for task in TASKS})
 
 
 def _examples() -> Explorer:
-    from ..tiny import TASKS, load_trained
+    from ..trained.tiny import TASKS, load_trained
     from .trained import example_explorer
 
     return example_explorer({task: load_trained(task) for task in TASKS})

@@ -16,7 +16,7 @@ import ipywidgets as widgets
 from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
-from ..efficiency import (STYLE, AttentionCost, attention_cost, fit_slope, format_bytes, loglog_curves,
+from ..cost.measure import (STYLE, AttentionCost, attention_cost, fit_slope, format_bytes, loglog_curves,
                           memory_curve, time_curve)
 from ..plotting import new_figure
 from ._base import Explorer

@@ -7,7 +7,7 @@ of column blocks: what changes is how the columns are grouped before the softmax
 
 Speed: the 2 x 4 grid is drawn once with all eight cells; the cells of heads that do not exist
 are covered by background-coloured rectangles (live artists), so changing the head count never
-needs a full redraw, and the maps are drawn as blown-up colour lookups (``attn.plotting_text.CellMap``).
+needs a full redraw, and the maps are drawn as blown-up colour lookups (``attn.widgets._bitmaps.CellMap``).
 """
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
-from ..cost import multi_head_cost, trace_multi_head, valid_num_heads
+from ..cost.counts import multi_head_cost, trace_multi_head, valid_num_heads
 from ..examples import SENTENCE
 from ..modules import MultiHeadAttention
 from ..plotting import head_grid
-from ..plotting_text import CellMap
+from ._bitmaps import CellMap
 from ._base import Explorer
 
 __all__ = ["D_MODELS", "MAX_HEADS", "HeadsState", "heads_state", "heads_explorer"]
@@ -60,7 +60,7 @@ class HeadsState:
         tokens: the n token labels.
         shapes: [(step, shape)] of every intermediate tensor, batch dim included (B = 1).
         weights: (H, n, n) attention maps, one per head.
-        params, macs, softmax_entries: the layer's counts (``attn.cost.multi_head_cost``).
+        params, macs, softmax_entries: the layer's counts (``attn.cost.counts.multi_head_cost``).
     """
 
     d_model: int

@@ -21,7 +21,7 @@ from .._checks import check_positive_int
 from ..functional import masked_softmax, softmax_with_fill
 from ..masks import causal_mask, padding_mask
 from ..plotting import new_figure
-from ..plotting_text import AxesTitle, CellMap, CellText, TickLabels
+from ._bitmaps import AxesTitle, CellMap, CellText, TickLabels
 from ._base import Explorer
 
 __all__ = ["MASK_KINDS", "FILLS", "MAX_LEN", "MaskedMap", "mask_and_tokens", "masked_map",
@@ -185,7 +185,7 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
     """Mask kind, length 2..12 and fill: the scores and the softmaxed map, annotated.
 
     Every part a control changes is a live artist drawn from cached bitmaps
-    (``attn.plotting_text``): the maps, the numbers in the cells, the token labels and the
+    (``attn.widgets._bitmaps``): the maps, the numbers in the cells, the token labels and the
     right-hand title. Only the frames, the axis names and the left title are kept in the
     background, so no move redraws the whole figure.
 

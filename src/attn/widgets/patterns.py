@@ -1,11 +1,11 @@
-"""The pattern explorer: hand-built heads (``attn.patterns``) drawn as a grid of maps.
+"""The pattern explorer: hand-built heads (``attn.handbuilt.heads``) drawn as a grid of maps.
 
 Controls: which pattern (diagonal, vertical, block, mixed, random), how many heads (1..8,
 each a variant: another offset, key or segmentation), the mask (none, causal, padding),
 d_k, the strength, whether scores are divided by sqrt(d_k), and how many tokens of
-``attn.patterns.TOKENS`` to use (3..12).
+``attn.handbuilt.heads.TOKENS`` to use (3..12).
 
-The d_k control follows ``attn.patterns``' size convention: coordinates of RMS size
+The d_k control follows ``attn.handbuilt.heads``' size convention: coordinates of RMS size
 sqrt(strength), so an aligned pair scores strength * sqrt(d_k) after scaling
 (strength * d_k without it) and an orthogonal pair scores 0.
 """
@@ -21,7 +21,7 @@ import torch
 
 from .._checks import check_positive_int
 from ..masks import causal_mask
-from ..patterns import (
+from ..handbuilt.heads import (
     TOKENS,
     HeadSpec,
     PatternProfile,
@@ -31,7 +31,7 @@ from ..patterns import (
     segments_for,
 )
 from ..plotting import new_figure, token_font
-from ..plotting_text import AxesTitle, CellMap, TickLabels
+from ._bitmaps import AxesTitle, CellMap, TickLabels
 from ._base import Explorer
 
 __all__ = [
@@ -128,7 +128,7 @@ def _notes(specs: tuple[HeadSpec, ...], n: int, d_k: int, strength: float,
 
 
 def _weights(q: np.ndarray, k: np.ndarray, mask: np.ndarray, scaled: bool) -> np.ndarray:
-    """softmax(q k^T * scale) over allowed keys, as ``attn.patterns.head_weights`` computes it.
+    """softmax(q k^T * scale) over allowed keys, as ``attn.handbuilt.heads.head_weights`` computes it.
 
     numpy, not torch: for maps this small, torch's intra-op thread pool costs more than the
     arithmetic when the machine is busy (the tests check both give the same weights).
@@ -151,8 +151,8 @@ def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8
 
     Args:
         pattern: one of ``PATTERN_CHOICES``.
-        n_heads: 1..8; head h is the pattern's h-th variant (``attn.patterns.HEAD_VARIANTS``).
-        n_tokens: 3..12, the first n of ``attn.patterns.TOKENS``.
+        n_heads: 1..8; head h is the pattern's h-th variant (``attn.handbuilt.heads.HEAD_VARIANTS``).
+        n_tokens: 3..12, the first n of ``attn.handbuilt.heads.TOKENS``.
         d_k: query/key size, >= 1.
         strength: squared RMS size of a coordinate, >= 0.
         scaled: divide scores by sqrt(d_k).
@@ -214,7 +214,7 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
     """A grid of up to 8 hand-built heads (rows = queries, columns = keys), redrawn in place.
 
     The 2 x 4 grid is laid out once, for 8 heads. Every part that a control changes is a live
-    artist drawn from cached bitmaps (``attn.plotting_text``): the maps (``CellMap``, which
+    artist drawn from cached bitmaps (``attn.widgets._bitmaps``): the maps (``CellMap``, which
     fill their axes whatever the number of tokens), the token labels (``TickLabels``) and the
     titles (``AxesTitle``). The heads that do not exist are simply not drawn. So no move, not
     even one of the head count, the tokens or the mask, redraws the figure.

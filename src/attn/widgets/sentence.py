@@ -1,6 +1,6 @@
 """Pick a word of 小明 在 北京 大学 学习 人工智能 and see whom it attends to.
 
-The numbers come from the hand-built toy of ``attn.toy`` (not a trained model). For 学习
+The numbers come from the hand-built toy of ``attn.handbuilt.sentence`` (not a trained model). For 学习
 the chapter's illustrative row is drawn beside the toy's row, so the two can be compared.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from matplotlib.patches import Rectangle
 
 from ..examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
 from ..plotting import heatmap, new_figure, token_font
-from ..toy import TOY_FEATURES, _check_scale, toy_attention
+from ..handbuilt.sentence import TOY_FEATURES, _check_scale, toy_attention
 from ._base import Explorer
 
 __all__ = ["SentenceRow", "sentence_row", "sentence_explorer"]

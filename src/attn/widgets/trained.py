@@ -1,5 +1,5 @@
 """Explorers of trained heads: maps forming during training, maps on chosen examples, and a
-real pretrained model's heads (``pretrained_explorer``, which needs ``attn.pretrained``'s
+real pretrained model's heads (``pretrained_explorer``, which needs ``attn.trained.minilm``'s
 model package installed; nothing else here does).
 
 ``training_frame`` and ``example_frame`` are the pure functions (a test calls them);
@@ -22,8 +22,8 @@ from matplotlib.colors import Normalize
 from matplotlib.font_manager import FontProperties
 
 from ..plotting import new_figure, token_font
-from ..plotting_text import AxesTitle, CellMap, TickLabels
-from ..tiny import (
+from ._bitmaps import AxesTitle, CellMap, TickLabels
+from ..trained.tiny import (
     IGNORE,
     TASKS,
     TinyTransformer,
@@ -111,7 +111,7 @@ def _score_rows(pattern: str, scores: np.ndarray, untrained: np.ndarray) -> str:
 
 class LiveMap:
     """One attention map whose every changing part is a live artist drawn from cached bitmaps
-    (``attn.plotting_text``): the cells (``cells``), the title (``title``), the token labels
+    (``attn.widgets._bitmaps``): the cells (``cells``), the title (``title``), the token labels
     (``labels``) and dots on a pattern's cells (``dots``). A map of fewer tokens fills the
     same axes, so no move (not even a new sentence or a shorter example) redraws the figure.
 
@@ -354,7 +354,7 @@ def example_explorer(models: Mapping[str, TinyTransformer], *, task: str | None 
     return Explorer(controls, fig, update, live, title="Trained heads on held-out examples")
 
 
-# --- a real pretrained model (attn.pretrained) -------------------------------------------------
+# --- a real pretrained model (attn.trained.minilm) -------------------------------------------------
 
 MAX_TOKENS = 24  # longer sentences are cut (the map would be unreadable at this size)
 
@@ -385,8 +385,8 @@ class HeadView:
 
 
 def head_view(text: str, layer: int, head: int, pattern: str) -> HeadView:
-    """The numbers behind the pretrained explorer (see ``attn.pretrained``)."""
-    from .. import pretrained
+    """The numbers behind the pretrained explorer (see ``attn.trained.minilm``)."""
+    from ..trained import minilm as pretrained
 
     if pattern not in pretrained.PATTERNS:
         raise ValueError(f"pattern: expected one of {list(pretrained.PATTERNS)}, got {pattern!r}")
@@ -417,7 +417,7 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     Returns:
         An ``Explorer``; ``.view`` is the head's map (a ``LiveMap``).
     """
-    from .. import pretrained
+    from ..trained import minilm as pretrained
 
     presets = [" | ".join(words) if any(" " in w for w in words) else " ".join(words)
                for words in pretrained.SENTENCES.values()]

@@ -1,8 +1,8 @@
 """The worked-example explorer: nudge one entry of X, or change the scale, and watch every step.
 
-Starts from the chapter's 3-token example (``attn.examples.worked_example``). One entry of X
+Starts from the chapter's 3-token example (``attn.examples.worked_example_inputs``). One entry of X
 gets ``delta`` added to it; Q, K, V, the scaled scores, the weights and the output are
-recomputed (``attn.worked.worked_steps``) and written into the same annotated heatmaps.
+recomputed (``attn.worked_example.worked_steps``) and written into the same annotated heatmaps.
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 import numpy as np
 
-from ..examples import worked_example
+from ..examples import worked_example_inputs
 from ..plotting import heatmap, new_figure
-from ..plotting_text import AxesTitle, CellMap
-from ..worked import SCALES, SanityReport, sanity_checks, worked_steps
+from ._bitmaps import AxesTitle, CellMap
+from ..worked_example import SCALES, SanityReport, sanity_checks, worked_steps
 from ._base import Explorer
 
 __all__ = ["WorkedState", "worked_state", "worked_explorer", "DELTAS", "SCALE_LABELS"]
@@ -23,7 +23,7 @@ __all__ = ["WorkedState", "worked_state", "worked_explorer", "DELTAS", "SCALE_LA
 #: Values the delta slider can take.
 DELTAS: tuple[float, ...] = tuple(float(d) for d in np.arange(-2.0, 2.01, 0.5))
 
-#: Drop-down labels for the keys of ``attn.worked.SCALES``.
+#: Drop-down labels for the keys of ``attn.worked_example.SCALES``.
 SCALE_LABELS: dict[str, str] = {
     "1/sqrt(d_k)": "÷ √d_k (the chapter)",
     "1/d_k": "÷ d_k",
@@ -47,9 +47,9 @@ class WorkedState:
 
     Attributes:
         entry: (row, col) of X that was nudged; delta: what was added to it.
-        scale: key of ``attn.worked.SCALES``; factor: the number the scores were multiplied by.
+        scale: key of ``attn.worked_example.SCALES``; factor: the number the scores were multiplied by.
         X: (3, 4) the nudged input.
-        steps: step name -> (rows, cols) array, as ``attn.worked.worked_steps`` returns.
+        steps: step name -> (rows, cols) array, as ``attn.worked_example.worked_steps`` returns.
         sanity: the checks every attention result passes (row sums, output within V's range).
         is_chapter: True when nothing was changed (the chapter's own setting).
     """
@@ -81,7 +81,7 @@ def worked_state(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
         raise TypeError(f"delta: expected a finite number, got {delta!r}")
     if scale not in SCALES:
         raise ValueError(f"scale: expected one of {tuple(SCALES)}, got {scale!r}")
-    ex = worked_example()
+    ex = worked_example_inputs()
     X = ex["X"].clone()
     X[entry] += float(delta)
     steps = worked_steps(X, ex["W_Q"], ex["W_K"], ex["W_V"], scale=scale)

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn import pretrained as P
+from attn.trained import minilm as P
 
 
 # --- the safetensors reader ------------------------------------------------------------------
@@ -210,7 +210,7 @@ def test_nothing_reaches_the_network_or_imports_a_hub_library():
             raise OSError("network used")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from attn import pretrained
+        from attn.trained import minilm as pretrained
         maps = pretrained.attention_maps(pretrained.SENTENCES["chapter"])
         print(tuple(maps.weights.shape[:2]), "transformers" in sys.modules, "huggingface_hub" in sys.modules)
     """)

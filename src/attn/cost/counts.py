@@ -20,9 +20,9 @@ from torch import Tensor, nn
 from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
-from ._checks import check_positive_int, check_rank, check_tensor, shape_str
-from .functional import scaled_dot_product_attention
-from .modules import MultiHeadAttention
+from .._checks import check_positive_int, check_rank, check_tensor, shape_str
+from ..functional import scaled_dot_product_attention
+from ..modules import MultiHeadAttention
 
 __all__ = [
     "LayerCost",

@@ -35,8 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_positive_int, check_rank, check_tensor, shape_str
-from .modules import MultiHeadAttention
+from .._checks import check_positive_int, check_rank, check_tensor, shape_str
+from ..modules import MultiHeadAttention
 
 __all__ = [
     "TASKS",
@@ -481,7 +481,7 @@ def _probe(task: str, seq_len: int) -> Batch:
 
 
 def _weights_file(task: str):
-    return resources.files("attn") / "weights" / f"tiny_{task}.pt"
+    return resources.files("attn.trained") / "weights" / f"tiny_{task}.pt"
 
 
 def save_run(run: TrainRun, directory: str | Path) -> Path:

@@ -1,4 +1,4 @@
-"""attn.efficiency: exact counts, the tensor memory meter, timing curves, the online softmax trace."""
+"""attn.cost.measure: exact counts, the tensor memory meter, timing curves, the online softmax trace."""
 from __future__ import annotations
 
 import math
@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from attn.efficiency import (
+from attn.cost.measure import (
     METHODS,
     TensorMemoryMeter,
     attention_cost,

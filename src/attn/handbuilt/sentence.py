@@ -18,8 +18,8 @@ import math
 import torch
 from torch import Tensor
 
-from ._checks import check_float, check_rank, shape_str
-from .functional import attention_from_scores
+from .._checks import check_float, check_rank, shape_str
+from ..functional import attention_from_scores
 
 __all__ = [
     "TOY_FEATURES",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn import patterns as P
+from attn.handbuilt import heads as P
 from attn.functional import scaled_dot_product_attention
 from attn.masks import causal_mask
 

@@ -1,4 +1,4 @@
-"""The bitmap text and cell maps the explorers redraw on every move (attn.plotting_text)."""
+"""The bitmap text and cell maps the explorers redraw on every move (attn.widgets._bitmaps)."""
 import warnings
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from matplotlib import colormaps
 
 from attn.plotting import new_figure, token_font
-from attn.plotting_text import AxesTitle, CellMap, CellText, TickLabels, cell_edges, text_bitmap
+from attn.widgets._bitmaps import AxesTitle, CellMap, CellText, TickLabels, cell_edges, text_bitmap
 
 
 def _axes(width=4, height=3):

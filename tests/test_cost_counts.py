@@ -1,4 +1,4 @@
-"""attn.cost: counted parameters and multiply-adds against real modules and FlopCounterMode."""
+"""attn.cost.counts: counted parameters and multiply-adds against real modules and FlopCounterMode."""
 import subprocess
 import sys
 
@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from attn import MultiHeadAttention, SelfAttention
-from attn.cost import (
+from attn.cost.counts import (
     attention_cost,
     compare_heads,
     count_matmul_macs,
@@ -56,7 +56,7 @@ def test_counting_leaves_torch_dynamo_unloaded_and_flop_counter_as_it_was():
         "import sys, torch\n"
         "from torch.utils import flop_counter\n"
         "from attn import MultiHeadAttention\n"
-        "from attn.cost import count_matmul_macs\n"
+        "from attn.cost.counts import count_matmul_macs\n"
         "counted = count_matmul_macs(MultiHeadAttention(16, 4), torch.ones(1, 5, 16))\n"
         "fn = flop_counter._FlopCounterMode.__torch_dispatch__.__wrapped__\n"
         "print(counted['total'], 'torch._dynamo' in sys.modules, hasattr(fn, '__dynamo_disable'))\n"

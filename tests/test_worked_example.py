@@ -1,4 +1,4 @@
-"""attn.worked: the worked example step by step, and the check of the chapter's printed numbers."""
+"""attn.worked_example: the worked example step by step, and the check of the chapter's printed numbers."""
 import math
 
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from attn import scaled_dot_product_attention
-from attn.examples import CHAPTER_PRINTED, worked_example
-from attn.worked import (
+from attn.examples import CHAPTER_PRINTED, worked_example_inputs
+from attn.worked_example import (
     ROUNDING_ATOL,
     SCALES,
     STEPS,
@@ -59,7 +59,7 @@ def test_row_softmax_equals_torch(seed):
 
 def test_chapter_inputs_give_known_steps():
     s = worked_steps()
-    ex = worked_example()
+    ex = worked_example_inputs()
     torch.testing.assert_close(s["Q"], ex["X"] @ ex["W_Q"])
     torch.testing.assert_close(s["K^T"], (ex["X"] @ ex["W_K"]).T)
     torch.testing.assert_close(s["weights"].sum(-1), torch.ones(3, dtype=torch.float64))
@@ -140,7 +140,7 @@ def test_scenarios():
 
 
 def test_explain_row_product():
-    ex = worked_example()
+    ex = worked_example_inputs()
     text = explain_row_product(ex["X"], ex["W_Q"], 1, names=("X", "W_Q"))
     assert text.splitlines()[-1] == "X[1] @ W_Q = [0, 1]"
     assert "col 1: 0*0 + 1*1 + 0*1 + 1*0 = 1" in text

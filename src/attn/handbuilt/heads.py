@@ -32,8 +32,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ._checks import check_positive_int, check_tensor
-from .functional import scaled_dot_product_attention
+from .._checks import check_positive_int, check_tensor
+from ..functional import scaled_dot_product_attention
 
 __all__ = [
     "TOKENS",

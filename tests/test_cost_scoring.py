@@ -1,8 +1,8 @@
-"""Counting the work of the three scoring functions (attn.scoring_costs)."""
+"""Counting the work of the three scoring functions (attn.cost.scoring)."""
 import pytest
 import torch
 
-from attn.scoring_costs import count_ops, scoring_costs
+from attn.cost.scoring import count_ops, scoring_costs
 
 
 def test_count_ops_on_known_calls():

@@ -21,8 +21,8 @@ import torch
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-from ._checks import check_positive_int
-from .scoring import AdditiveAttention, dot_product_scores, scaled_dot_product_scores
+from .._checks import check_positive_int
+from ..scoring import AdditiveAttention, dot_product_scores, scaled_dot_product_scores
 
 __all__ = ["OpCount", "count_ops", "ScoringCost", "scoring_costs"]
 

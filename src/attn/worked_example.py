@@ -1,6 +1,6 @@
 """The chapter's worked example, step by step, and a check of every number it prints.
 
-The example: 3 tokens, d_model = 4, d_k = d_v = 2 (``attn.examples.worked_example``).
+The example: 3 tokens, d_model = 4, d_k = d_v = 2 (``attn.examples.worked_example_inputs``).
 
     Q = X W^Q,  K = X W^K,  V = X W^V          (3, 2) each
     QK^T = Q K^T                               (3, 3)
@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from ._checks import check_float, shape_str
-from .examples import CHAPTER_PRINTED, worked_example
+from .examples import CHAPTER_PRINTED, worked_example_inputs
 
 __all__ = [
     "STEPS",
@@ -132,7 +132,7 @@ def worked_steps(
         "K^T" (d_k, n), "QK^T" (n, n), "scaled" (n, n), "weights" (n, n), "output" (n, d_v),
         and "scale" (1, 1), the factor the scores were multiplied by.
     """
-    ex = worked_example()
+    ex = worked_example_inputs()
     X = _matrix("X", ex["X"] if X is None else X, None)
     W_Q = _matrix("W_Q", ex["W_Q"] if W_Q is None else W_Q, None)
     W_K = _matrix("W_K", ex["W_K"] if W_K is None else W_K, None)
@@ -190,7 +190,7 @@ def row_softmax(scores: Tensor) -> Tensor:
 def _from_printed(step: str) -> tuple[Tensor, np.ndarray]:
     """``step`` computed from the chapter's printed inputs, and how far rounding of those
     inputs (each within 0.005 of its true value) can move each entry."""
-    ex = worked_example()
+    ex = worked_example_inputs()
     r = ROUNDING_ATOL
     if step in ("Q", "K", "V"):
         t = ex["X"] @ ex["W_" + step]

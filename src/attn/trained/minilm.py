@@ -13,7 +13,7 @@ rules, and runs the encoder with ``attn.MultiHeadAttention`` (with biases) in ev
 so the attention maps are the course's own weights (B, H, L, S).
 
 Patterns (the chapter's three, plus the two directions of the diagonal) are scored per head
-as in ``attn.tiny``: the attention weight inside a bool mask (True = a cell of the pattern),
+as in ``attn.trained.tiny``: the attention weight inside a bool mask (True = a cell of the pattern),
 averaged over the query rows that have at least one cell in the mask.
 
 Shape legend: N layers, H heads, L tokens (with [CLS] and [SEP]), E = 384.
@@ -34,8 +34,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from ._checks import check_rank, check_tensor, shape_str
-from .modules import MultiHeadAttention
+from .._checks import check_rank, check_tensor, shape_str
+from ..modules import MultiHeadAttention
 from .tiny import single_thread
 
 __all__ = [

@@ -31,9 +31,9 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from ._checks import check_float, check_positive_int, check_rank, shape_str
-from .blockwise import blockwise_attention
-from .functional import scaled_dot_product_attention
+from .._checks import check_float, check_positive_int, check_rank, shape_str
+from ..blockwise import blockwise_attention
+from ..functional import scaled_dot_product_attention
 
 __all__ = [
     "AttentionCost",

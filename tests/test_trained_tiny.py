@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attn.modules import MultiHeadAttention
-from attn.tiny import (
+from attn.trained.tiny import (
     IGNORE,
     Adam,
     PATTERNS,
@@ -298,7 +298,7 @@ def test_adam_is_torch_optims_adam_bit_for_bit():
 
 def test_training_does_not_load_torch_dynamo():
     """torch.optim's first step imports torch._dynamo, seconds more than the training."""
-    code = ("import sys\nfrom attn.tiny import train_tiny\ntrain_tiny('cls', steps=3)\n"
+    code = ("import sys\nfrom attn.trained.tiny import train_tiny\ntrain_tiny('cls', steps=3)\n"
             "print('torch._dynamo' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -330,7 +330,7 @@ def test_shipped_run_matches_its_own_history(task):
 
 
 def test_shipped_weights_are_small_and_load_with_weights_only():
-    folder = resources.files("attn") / "weights"
+    folder = resources.files("attn.trained") / "weights"
     files = [f for f in folder.iterdir() if f.name.endswith(".pt")]
     assert {f.name for f in files} == {f"tiny_{t}.pt" for t in TASKS}
     assert sum(len(f.read_bytes()) for f in files) < 400_000
