@@ -25,6 +25,9 @@ from benchmarks.lab import (LAUNCH_ARGS, VIEWPORT, Notebook, browser_unavailable
                             notebooks_folder, running_lab)
 
 NOTEBOOKS = notebook_names(notebooks_folder())
+# pytest-playwright 0.10's own base_url fixture is a method, which pytest 9 warns about.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Session-scoped fixtures defined as instance methods:pytest.PytestRemovedIn10Warning")
 
 # Console errors that are not the course's fault: (pattern, why it cannot be a course bug).
 BENIGN_CONSOLE: list[tuple[str, str]] = []
