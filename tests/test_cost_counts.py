@@ -110,6 +110,33 @@ def test_trace_matches_module_and_chapter_shapes(E, H):
     assert shapes["concat(heads)"] == shapes["concat W^O"] == (1, 10, E)
 
 
+def test_trace_steps_are_the_formulas():
+    torch.manual_seed(1)
+    mha = MultiHeadAttention(12, 3, bias=True).double()
+    x = rand(2, 5, 12).double()
+    names = ["X", "Q = X W^Q", "K = X W^K", "V = X W^V", "Q split into heads", "K split into heads",
+             "V split into heads", "weights per head", "head outputs", "concat(heads)", "concat W^O"]
+    steps = trace_multi_head(mha, x)
+    assert [name for name, _ in steps] == names
+    t = dict(steps)
+    W = {n: getattr(mha, n) for n in ("W_q", "W_k", "W_v", "W_o")}
+    for step, n in (("Q = X W^Q", "W_q"), ("K = X W^K", "W_k"), ("V = X W^V", "W_v")):
+        torch.testing.assert_close(t[step], x @ W[n].weight.T + W[n].bias, atol=1e-12, rtol=0)
+    qh = t["Q = X W^Q"].view(2, 5, 3, 4).transpose(1, 2)  # (B, n, E) -> (B, H, n, D)
+    kh = t["K = X W^K"].view(2, 5, 3, 4).transpose(1, 2)
+    vh = t["V = X W^V"].view(2, 5, 3, 4).transpose(1, 2)
+    assert torch.equal(t["Q split into heads"], qh) and torch.equal(t["V split into heads"], vh)
+    w = torch.softmax(qh @ kh.transpose(-2, -1) / 2.0, dim=-1)  # sqrt(D) = 2
+    torch.testing.assert_close(t["weights per head"], w, atol=1e-12, rtol=0)
+    torch.testing.assert_close(t["head outputs"], w @ vh, atol=1e-12, rtol=0)
+    concat = (w @ vh).transpose(1, 2).reshape(2, 5, 12)  # (B, H, n, D) -> (B, n, E)
+    torch.testing.assert_close(t["concat(heads)"], concat, atol=1e-12, rtol=0)
+    torch.testing.assert_close(t["concat W^O"], concat @ W["W_o"].weight.T + W["W_o"].bias, atol=1e-12, rtol=0)
+    # the hooks are gone afterwards: a second trace records the second input, not the first
+    t2 = dict(trace_multi_head(mha, 2 * x))
+    torch.testing.assert_close(t2["Q = X W^Q"], 2 * x @ W["W_q"].weight.T + W["W_q"].bias, atol=1e-12, rtol=0)
+
+
 def test_valid_num_heads():
     assert valid_num_heads(512, max_heads=8) == (1, 2, 4, 8)
     assert valid_num_heads(60, max_heads=12) == (1, 2, 3, 4, 5, 6, 10, 12)

@@ -200,6 +200,8 @@ def test_online_softmax_trace_errors():
         online_softmax_trace(torch.zeros(3), torch.zeros(3, 1, dtype=torch.long), block_size=1)
     with pytest.raises(ValueError, match="block_size: expected a positive int"):
         online_softmax_trace(torch.zeros(3), torch.zeros(3, 1), block_size=0)
+    with pytest.raises(TypeError, match=r"scores/values: expected one dtype, got scores=torch.float32, values=torch.float64"):
+        online_softmax_trace(torch.zeros(3), torch.zeros(3, 1, dtype=torch.float64), block_size=1)
 
 
 def test_backward_memory_naive_keeps_the_weights_sdpa_does_not():
@@ -212,3 +214,14 @@ def test_backward_memory_naive_keeps_the_weights_sdpa_does_not():
     assert naive.node.endswith("Backward0") and sdpa.node.endswith("Backward0")
     with pytest.raises(ValueError, match="methods: expected names from"):
         backward_memory("flash", L)
+
+
+def test_online_softmax_trace_with_blocked_keys_and_a_blocked_first_block():
+    scores = torch.tensor([float("-inf"), float("-inf"), 0.5, float("-inf"), 2.0], dtype=torch.float64)
+    values = torch.arange(10, dtype=torch.float64).reshape(5, 2)
+    t = online_softmax_trace(scores, values, block_size=2)
+    first = t.steps[0]  # nothing allowed yet: the state stays empty, no NaN
+    assert first.max_after == -math.inf and first.sum_after == 0.0 and first.output_after == (0.0, 0.0)
+    assert torch.allclose(t.weights, torch.softmax(scores, 0), atol=1e-12, rtol=0)
+    assert torch.allclose(t.output, torch.softmax(scores, 0) @ values, atol=1e-12, rtol=0)
+    assert torch.isfinite(t.output).all()

@@ -21,7 +21,6 @@ from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode
 
 from .._checks import check_positive_int, check_rank, check_tensor, shape_str
-from ..functional import scaled_dot_product_attention
 from ..modules import MultiHeadAttention
 
 __all__ = [
@@ -236,7 +235,11 @@ def valid_num_heads(d_model: int, *, max_heads: int | None = None) -> tuple[int,
 
 
 def trace_multi_head(mha: MultiHeadAttention, x: Tensor) -> list[tuple[str, Tensor]]:
-    """Run ``mha`` on x one step at a time and keep every intermediate tensor.
+    """Run ``mha(x)`` once and keep every intermediate tensor of its forward pass.
+
+    Forward hooks on the four projections record what goes into and comes out of them, so
+    the steps are the module's own (``project``, per-head attention, ``combine``), not a
+    second copy of them.
 
     Args:
         mha: an ``attn.MultiHeadAttention``.
@@ -253,13 +256,26 @@ def trace_multi_head(mha: MultiHeadAttention, x: Tensor) -> list[tuple[str, Tens
     check_rank("x", x, 3, "(B, n, E)")
     if x.shape[-1] != mha.d_model:
         raise ValueError(f"x: expected last dim E={mha.d_model}, got shape {shape_str(x)}")
-    q, k, v = mha.W_q(x), mha.W_k(x), mha.W_v(x)  # (B, n, E) each
-    qh, kh, vh = mha.split_heads(q), mha.split_heads(k), mha.split_heads(v)  # (B, n, E) -> (B, H, n, D)
-    heads, weights = scaled_dot_product_attention(qh, kh, vh)  # (B, H, n, D), (B, H, n, n)
-    concat = mha.merge_heads(heads)  # (B, H, n, D) -> (B, n, E)
+    seen: dict[str, tuple[Tensor, Tensor]] = {}  # projection name -> (its input, its output)
+
+    def keep(name: str) -> Callable[..., None]:
+        def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> None:
+            seen[name] = (inputs[0], output)
+        return hook
+
+    handles = [getattr(mha, name).register_forward_hook(keep(name)) for name in ("W_q", "W_k", "W_v", "W_o")]
+    try:
+        output, weights = mha(x)  # (B, n, E), (B, H, n, n)
+    finally:
+        for handle in handles:
+            handle.remove()
+    q, k, v = seen["W_q"][1], seen["W_k"][1], seen["W_v"][1]  # (B, n, E) each
+    concat = seen["W_o"][0]  # (B, n, E), what W^O received
     return [
         ("X", x), ("Q = X W^Q", q), ("K = X W^K", k), ("V = X W^V", v),
-        ("Q split into heads", qh), ("K split into heads", kh), ("V split into heads", vh),
-        ("weights per head", weights), ("head outputs", heads),
-        ("concat(heads)", concat), ("concat W^O", mha.W_o(concat)),
+        ("Q split into heads", mha.split_heads(q)), ("K split into heads", mha.split_heads(k)),
+        ("V split into heads", mha.split_heads(v)),  # (B, n, E) -> (B, H, n, D)
+        ("weights per head", weights),
+        ("head outputs", mha.split_heads(concat)),  # (B, n, E) -> (B, H, n, D): concat, undone
+        ("concat(heads)", concat), ("concat W^O", output),
     ]

@@ -31,8 +31,8 @@ from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from .._checks import check_float, check_positive_int, check_rank, shape_str
-from ..blockwise import blockwise_attention
+from .._checks import check_float, check_positive_int, check_rank, check_same_dtype_and_device, shape_str
+from ..blockwise import OnlineSoftmax, blockwise_attention
 from ..functional import scaled_dot_product_attention
 
 __all__ = [
@@ -412,9 +412,12 @@ class OnlineSoftmaxTrace:
 def online_softmax_trace(scores: Tensor, values: Tensor, *, block_size: int) -> OnlineSoftmaxTrace:
     """Run the online softmax of one query's scores, block by block, and keep every number.
 
+    The running state is ``attn.blockwise.OnlineSoftmax``, the one that
+    ``blockwise_attention`` uses; this function only records it after every block.
+
     Args:
-        scores: (S,) float, one query's scores against S keys.
-        values: (S, Ev) float, the keys' values.
+        scores: (S,) float, one query's scores against S keys (-inf for a blocked key).
+        values: (S, Ev) float, the keys' values, of the dtype and device of ``scores``.
         block_size: keys per block (need not divide S).
 
     Returns:
@@ -430,29 +433,25 @@ def online_softmax_trace(scores: Tensor, values: Tensor, *, block_size: int) -> 
             f"values: expected S={scores.shape[0]} rows to match scores {shape_str(scores)}, "
             f"got shape {shape_str(values)}"
         )
+    check_same_dtype_and_device(("scores", "values"), (scores, values))
     check_positive_int("block_size", block_size)
     S = scores.shape[0]
-    m, l = -math.inf, 0.0
-    acc = torch.zeros(values.shape[1], dtype=values.dtype)  # (Ev,)
+    state = OnlineSoftmax((1,), values.shape[1], dtype=values.dtype, device=values.device)  # one query row
     steps = []
     for b, j0 in enumerate(range(0, S, block_size)):
         j1 = min(j0 + block_size, S)
-        s = scores[j0:j1]  # (Sb,)
-        block_max = s.max().item()
-        m_new = max(m, block_max)
-        rescale = math.exp(m - m_new)  # exp(-inf) = 0 on the first block
-        p = torch.exp(s - m_new)  # (Sb,)
-        l_new = l * rescale + p.sum().item()
-        acc = acc * rescale + p @ values[j0:j1]  # (Sb,) @ (Sb, Ev) -> (Ev,)
+        block = scores[j0:j1]  # (Sb,)
+        max_before, sum_before = state.running_max.item(), state.running_sum.item()
+        rescale, exps = state.update(block[None, :], values[j0:j1])  # (1, Sb) and (Sb, Ev) in
         steps.append(OnlineStep(
-            block=b, keys=(j0, j1), scores=tuple(s.tolist()), block_max=block_max,
-            max_before=m, max_after=m_new, rescale=rescale, block_sum=p.sum().item(),
-            sum_before=l, sum_after=l_new, output_after=tuple(acc.tolist()),
+            block=b, keys=(j0, j1), scores=tuple(block.tolist()), block_max=block.max().item(),
+            max_before=max_before, max_after=state.running_max.item(), rescale=rescale.item(),
+            block_sum=exps.sum().item(), sum_before=sum_before, sum_after=state.running_sum.item(),
+            output_after=tuple(state.running_output[0].tolist()),
         ))
-        m, l = m_new, l_new
-    weights = torch.exp(scores - m) / l  # (S,)
+    weights = torch.exp(scores - state.running_max[0]) / state.running_sum[0]  # (S,): exp(s - m) / l
     full = torch.softmax(scores, dim=0)  # (S,)
     return OnlineSoftmaxTrace(
-        steps=tuple(steps), weights=weights, output=acc / l,
+        steps=tuple(steps), weights=weights, output=state.result()[0],  # (1, Ev) -> (Ev,)
         softmax=full, full_output=full @ values,  # (S,) @ (S, Ev) -> (Ev,)
     )
