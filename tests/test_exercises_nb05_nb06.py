@@ -1,76 +1,10 @@
+"""Checkers of notebook 06 (notebook 05's are in test_exercises_nb05.py)."""
 import math
 
-import pytest
 import torch
-from torch import nn
 
 from attn.handbuilt import heads as P
-from attn.exercises import nb05, nb06
-from attn.masks import causal_mask
-
-
-# ---- notebook 05 -------------------------------------------------------------------------
-
-def test_mha_causal_mask_right_answer_behaves_like_causal_in_torch():
-    L = nb05.MASK_LENGTH
-    answer = torch.ones(L, L, dtype=torch.bool).triu(1)
-    assert nb05.check_mha_causal_mask(answer).correct
-    # the accepted answer really makes nn.MultiheadAttention causal
-    torch.manual_seed(0)
-    mha = nn.MultiheadAttention(8, 2, batch_first=True)
-    x = torch.randn(1, L, 8)
-    _, w = mha(x, x, x, attn_mask=answer)
-    assert torch.all(w[0].triu(1) == 0) and torch.all(w[0].diagonal() > 0)
-
-
-@pytest.mark.parametrize("answer, hint", [
-    (None, "bool tensor"),
-    ([[True]], "torch.Tensor"),
-    (torch.zeros(5, 5), "dtype torch.bool"),
-    (torch.zeros(4, 4, dtype=torch.bool), "shape (5, 5)"),
-    (causal_mask(5), "True = may attend"),
-    (torch.ones(5, 5, dtype=torch.bool).triu(0), "diagonal"),
-    (torch.ones(5, 5, dtype=torch.bool).tril(-1), "blocks the past"),
-    (torch.eye(5, dtype=torch.bool), "row by row"),
-])
-def test_mha_causal_mask_wrong_answers_get_a_hint(answer, hint):
-    fb = nb05.check_mha_causal_mask(answer)
-    assert not fb.correct and hint in fb.message
-    assert "triu" not in fb.message and "tril" not in fb.message
-
-
-def test_weight_shapes():
-    s = nb05.SHAPES_SETUP
-    B, L, H = s["batch"], s["length"], s["num_heads"]
-    right = {"averaged": (B, L, L), "per_head": torch.Size([B, H, L, L])}
-    assert nb05.check_weight_shapes(right).correct
-    fb = nb05.check_weight_shapes({"averaged": (B, H, L, L), "per_head": (B, H, L, L)})
-    assert not fb.correct and "heads dimension" in fb.message
-    fb = nb05.check_weight_shapes({"averaged": (L, B, L), "per_head": (B, H, L, L)})
-    assert not fb.correct and "batch" in fb.message
-    fb = nb05.check_weight_shapes({"averaged": (B, L, L), "per_head": (B, L, H, L)})
-    assert not fb.correct and "per-head" in fb.message
-    for bad in (None, {"averaged": (B, L, L)}, {"averaged": "BLL", "per_head": (1,)}):
-        fb = nb05.check_weight_shapes(bad)
-        assert not fb.correct and str((B, L, L)) not in fb.message
-
-
-def test_weight_shapes_leave_the_global_rng_alone():
-    torch.manual_seed(5)
-    a = torch.rand(3)
-    torch.manual_seed(5)
-    nb05.check_weight_shapes({"averaged": (1,), "per_head": (1,)})
-    assert torch.equal(torch.rand(3), a)
-
-
-def test_fully_masked_row():
-    right = {"-inf": "nan", "-1e9": "uniform", "package": "zeros"}
-    assert nb05.check_fully_masked_row(right).correct
-    assert nb05.check_fully_masked_row({k: v.upper() for k, v in right.items()}).correct
-    fb = nb05.check_fully_masked_row({"-inf": "zeros", "-1e9": "uniform", "package": "nan"})
-    assert not fb.correct and fb.message.startswith("2 of 3")
-    assert not nb05.check_fully_masked_row(None).correct
-    assert not nb05.check_fully_masked_row({"-inf": "nan", "-1e9": "flat", "package": "zeros"}).correct
+from attn.exercises import nb06
 
 
 # ---- notebook 06 -------------------------------------------------------------------------
