@@ -254,22 +254,25 @@ def best_time(fn: Callable[[], Any], *, repeats: int = 5) -> float:
 
 def time_curve(
     lengths: Sequence[int], *, d_k: int = 64, methods: Sequence[str] = tuple(METHODS),
-    repeats: int = 5, threads: int = 1, seed: int = 0,
+    repeats: int = 5, block_size: int = 128, threads: int = 1, seed: int = 0,
 ) -> dict[str, list[float]]:
     """Seconds per call of each method at each length L (L queries, L keys, one head).
 
     Keeps the fastest of ``repeats`` runs. One thread by default: on a shared machine a
     second thread often waits for a busy core, and the curve would show the scheduler.
-    The numbers vary from run to run; their growth with L does not.
+    The numbers vary from run to run; their growth with L does not. ``block_size`` is the
+    blockwise method's (keys per block).
     """
     lengths, methods = _check_lengths(lengths), _check_methods(methods)
     check_positive_int("d_k", d_k)
+    check_positive_int("block_size", block_size)
     out: dict[str, list[float]] = {m: [] for m in methods}
     with torch.inference_mode(), torch_threads(threads):
         for L in lengths:
             q, k, v = _qkv(L, d_k, seed)
             for m in methods:
-                out[m].append(best_time(lambda: METHODS[m](q, k, v), repeats=repeats))
+                kwargs = {"block_size": block_size} if m == "blockwise" else {}
+                out[m].append(best_time(lambda: METHODS[m](q, k, v, **kwargs), repeats=repeats))
     return out
 
 
