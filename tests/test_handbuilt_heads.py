@@ -1,9 +1,9 @@
 import math
 
-import numpy as np
 import pytest
 import torch
 
+from attn.examples import TWO_SENTENCE_PHRASES, TWO_SENTENCE_SEGMENTS, TWO_SENTENCE_TOKENS
 from attn.handbuilt import heads as P
 from attn.functional import scaled_dot_product_attention
 from attn.masks import causal_mask
@@ -23,7 +23,7 @@ def test_size_convention_and_score_formula(kind, d_k, strength):
     elif kind == "vertical":
         q, k = P.vertical_qk(n, d_k, strength=strength, key=3)
     elif kind == "block":
-        q, k = P.block_qk(P.PHRASES, d_k, strength=strength)
+        q, k = P.block_qk(TWO_SENTENCE_PHRASES, d_k, strength=strength)
     else:
         q, k = P.random_qk(n, d_k, strength=strength, seed=1)
     assert q.shape == k.shape == (n, d_k) and q.dtype == torch.float64
@@ -124,25 +124,6 @@ def test_larger_d_k_sharpens_an_aligned_pattern_under_scaling():
         assert w == pytest.approx(math.exp(s) / (math.exp(s) + 11))
 
 
-def test_pattern_profile_reads_each_pattern():
-    n = 12
-    diag = P.pattern_profile(P.head_weights(*P.diagonal_qk(n, 32, strength=1.0)))
-    vert = P.pattern_profile(P.head_weights(*P.vertical_qk(n, 32, strength=1.0, key=7)))
-    block = P.pattern_profile(P.head_weights(*P.block_qk(P.PHRASES, 32, strength=1.0)), P.PHRASES)
-    assert diag.self_weight > 0.9 and diag.top_key_weight < 0.2
-    assert vert.top_key == 7 and vert.top_key_weight > 0.9
-    assert block.segment_weight > 0.9
-    assert diag.segment_weight is None
-
-
-def test_pattern_profile_skips_fully_masked_rows_and_accepts_arrays():
-    w = np.array([[0.0, 0.0], [0.25, 0.75]])
-    p = P.pattern_profile(w)
-    assert p.self_weight == 0.75 and p.top_key == 1 and p.max_weight == 0.75
-    zero = P.pattern_profile(np.zeros((3, 3)), [0, 0, 1])
-    assert zero.max_weight == 0 and zero.segment_weight == 0
-
-
 def test_head_specs_and_head_qk_cover_every_variant():
     for pattern, variants in P.HEAD_VARIANTS.items():
         assert len(variants) == 8
@@ -152,7 +133,7 @@ def test_head_specs_and_head_qk_cover_every_variant():
             q, k = P.head_qk(spec, 5, 8, 1.0)
             assert q.shape == k.shape == (5, 8)
     assert P.segments_for(P.HeadSpec("block", "x", segments=3), 7) == (0, 0, 0, 1, 1, 1, 2)
-    assert P.segments_for(P.HeadSpec("block", "x", segments="sentences"), 12) == P.SENTENCES
+    assert P.segments_for(P.HeadSpec("block", "x", segments="sentences"), 12) == TWO_SENTENCE_SEGMENTS
 
 
 def test_directions_are_orthonormal():
@@ -162,8 +143,8 @@ def test_directions_are_orthonormal():
 
 
 def test_tokens_and_segments_line_up():
-    assert len(P.TOKENS) == len(P.PHRASES) == len(P.SENTENCES) == 12
-    assert P.TOKENS[1:7] == ("小明", "在", "北京", "大学", "学习", "人工智能")
+    assert len(TWO_SENTENCE_TOKENS) == len(TWO_SENTENCE_PHRASES) == len(TWO_SENTENCE_SEGMENTS) == 12
+    assert TWO_SENTENCE_TOKENS[1:7] == ("小明", "在", "北京", "大学", "学习", "人工智能")
 
 
 def test_errors_name_the_argument():
@@ -177,27 +158,25 @@ def test_errors_name_the_argument():
         P.diagonal_qk(4, 4, width=-1)
     with pytest.raises(TypeError, match="offset"):
         P.diagonal_qk(4, 4, offset=0.5)
-    with pytest.raises(ValueError, match="key: expected a position"):
+    with pytest.raises(ValueError, match=r"key: expected an int in -4..3, got 4"):
         P.vertical_qk(4, 4, key=4)
-    with pytest.raises(TypeError, match="segments"):
+    with pytest.raises(ValueError, match="segments"):
         P.block_qk([], 4)
+    with pytest.raises(ValueError, match=r"segments: expected one id per token \(n,\)"):
+        P.block_qk(torch.zeros(2, 3, dtype=torch.long), 4)
     with pytest.raises(TypeError, match="segments"):
         P.block_qk([0, 1.5], 4)
     with pytest.raises(ValueError, match="pattern: expected one of"):
         P.head_specs("diagonals", 2)
     with pytest.raises(ValueError, match="n_heads"):
         P.head_specs("block", 9)
-    with pytest.raises(ValueError, match="weights: expected 2 dims"):
-        P.pattern_profile(np.zeros((2, 2, 2)))
-    with pytest.raises(ValueError, match="segments: expected 3 ids"):
-        P.pattern_profile(np.zeros((3, 3)), [0, 1])
     with pytest.raises(TypeError, match="scaled"):
         P.head_weights(torch.zeros(2, 2), torch.zeros(2, 2), scaled=1)
-    with pytest.raises(ValueError, match="n: expected at most 12"):
+    with pytest.raises(ValueError, match=r"n: expected an int in 1..12, got 13"):
         P.segments_for(P.HeadSpec("block", "x"), 13)
 
 
 def test_weights_come_from_the_package_sdpa():
-    q, k = P.block_qk(P.PHRASES, 16)
+    q, k = P.block_qk(TWO_SENTENCE_PHRASES, 16)
     _, ref = scaled_dot_product_attention(q, k, k)
     torch.testing.assert_close(P.head_weights(q, k), ref)

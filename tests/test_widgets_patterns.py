@@ -7,6 +7,7 @@ import torch
 from matplotlib import colormaps
 from PIL import Image
 
+from attn.examples import TWO_SENTENCE_TOKENS
 from attn.handbuilt import heads as P
 from attn.widgets.patterns import (
     D_K_CHOICES,
@@ -27,7 +28,7 @@ def test_pattern_heads_shapes_rows_and_mask(pattern, mask):
     if mask == "padding":
         assert s.tokens[-2:] == ("[PAD]", "[PAD]") and not s.mask[:, -2:].any()
     else:
-        assert s.tokens == P.TOKENS[:10]
+        assert s.tokens == TWO_SENTENCE_TOKENS[:10]
 
 
 def test_numpy_weights_match_the_package(recwarn):

@@ -28,14 +28,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ._checks import check_float, shape_str
+from ._checks import check_choice, check_float, shape_str
 from .examples import CHAPTER_PRINTED, worked_example_inputs
 
 __all__ = [
     "STEPS",
     "SCALES",
     "ROUNDING_ATOL",
-    "PRINTED_EXTRA",
     "worked_steps",
     "row_softmax",
     "printed",
@@ -56,14 +55,6 @@ STEPS: tuple[str, ...] = ("Q", "K", "V", "sqrt(d_k)", "K^T", "QK^T", "scaled", "
 
 #: Half a unit of the chapter's last printed decimal.
 ROUNDING_ATOL: float = 0.005
-
-#: Numbers the chapter prints that ``CHAPTER_PRINTED`` does not hold: the value it gives for
-#: sqrt(d_k) and the K^T it writes inside the QK^T line. (It also repeats Q in that line and
-#: the weights and V in the output line; those repeats are the same matrices as above.)
-PRINTED_EXTRA: dict[str, tuple[tuple[float, ...], ...]] = {
-    "sqrt(d_k)": ((1.41,),),
-    "K^T": ((0, 2, 1), (2, 0, 1)),
-}
 
 #: Scale choices for the scores: name -> function of d_k.
 SCALES: dict[str, object] = {
@@ -93,11 +84,8 @@ _INPUTS = {
 
 def printed(step: str) -> Tensor:
     """The chapter's printed matrix for ``step`` (one of ``STEPS``) as a float64 tensor."""
-    if step in CHAPTER_PRINTED:
-        return torch.tensor(CHAPTER_PRINTED[step], dtype=torch.float64)
-    if step in PRINTED_EXTRA:
-        return torch.tensor(PRINTED_EXTRA[step], dtype=torch.float64)
-    raise ValueError(f"step: expected one of {STEPS}, got {step!r}")
+    check_choice("step", step, STEPS)
+    return torch.tensor(CHAPTER_PRINTED[step], dtype=torch.float64)
 
 
 def _matrix(name: str, t: object, shape: tuple[int, ...] | None) -> Tensor:

@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..examples import SENTENCE
+from ..examples import SENTENCE, SENTENCE_PHRASES
 from ..handbuilt.heads import (
-    SENTENCE_PHRASES,
     block_qk,
     diagonal_qk,
     head_weights,

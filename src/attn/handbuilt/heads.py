@@ -28,59 +28,27 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from .._checks import check_positive_int, check_tensor
+from .._checks import check_bool, check_choice, check_int, check_number, check_positive_int, check_tensor
+from ..examples import TWO_SENTENCE_PHRASES, TWO_SENTENCE_SEGMENTS, TWO_SENTENCE_TOKENS
 from ..functional import scaled_dot_product_attention
+from ..pattern_scores import check_segments
 
 __all__ = [
-    "TOKENS",
-    "PHRASES",
-    "SENTENCES",
-    "SENTENCE_PHRASES",
     "directions",
     "diagonal_qk",
     "vertical_qk",
     "block_qk",
     "random_qk",
     "head_weights",
-    "PatternProfile",
-    "pattern_profile",
     "HeadSpec",
     "HEAD_VARIANTS",
     "head_specs",
     "segments_for",
     "head_qk",
 ]
-
-#: A two-sentence input with BERT-style special tokens: the chapter's sentence, then the
-#: chapter's closing line shortened to 自注意力 是 灵魂 ("self-attention is the soul").
-TOKENS: tuple[str, ...] = ("[CLS]", "小明", "在", "北京", "大学", "学习", "人工智能", "[SEP]",
-                           "自注意力", "是", "灵魂", "[SEP]")
-#: Phrase of each token of ``TOKENS``: [CLS] | 小明 | 在 北京 大学 | 学习 人工智能 | [SEP] |
-#: 自注意力 | 是 灵魂 | [SEP].
-PHRASES: tuple[int, ...] = (0, 1, 2, 2, 2, 3, 3, 4, 5, 6, 6, 7)
-#: Sentence of each token of ``TOKENS`` (BERT's segments A and B).
-SENTENCES: tuple[int, ...] = (0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1)
-#: Phrases of ``attn.examples.SENTENCE`` (no special tokens): 小明 | 在 北京 大学 | 学习 人工智能.
-SENTENCE_PHRASES: tuple[int, ...] = (0, 1, 1, 1, 2, 2)
-
-
-def _check_strength(strength: object) -> float:
-    if isinstance(strength, bool) or not isinstance(strength, (int, float)):
-        raise TypeError(f"strength: expected a float >= 0, got {type(strength).__name__}")
-    if not (math.isfinite(strength) and strength >= 0):
-        raise ValueError(f"strength: expected a finite float >= 0, got {strength}")
-    return float(strength)
-
-
-def _check_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
-    return value
-
 
 @lru_cache(maxsize=32)
 def _directions(d_k: int) -> Tensor:
@@ -147,14 +115,13 @@ def diagonal_qk(n: int, d_k: int, *, strength: float = 1.0, offset: int = 0,
     """
     check_positive_int("n", n)
     check_positive_int("d_k", d_k)
-    strength = _check_strength(strength)
-    offset = _check_int("offset", offset)
-    if isinstance(width, bool) or not isinstance(width, (int, float)) or not width >= 0:
-        raise ValueError(f"width: expected a float >= 0, got {width!r}")
+    strength = check_number("strength", strength, non_negative=True)
+    offset = check_int("offset", offset)
+    width = check_number("width", width, non_negative=True)
     pos = torch.arange(n, dtype=torch.float64)  # (n,)
     size = math.sqrt(strength)
-    q = size * _positional_codes(pos + offset, d_k, float(width))  # (n, d_k)
-    k = size * _positional_codes(pos, d_k, float(width))  # (n, d_k)
+    q = size * _positional_codes(pos + offset, d_k, width)  # (n, d_k)
+    k = size * _positional_codes(pos, d_k, width)  # (n, d_k)
     return q, k
 
 
@@ -175,10 +142,8 @@ def vertical_qk(n: int, d_k: int, *, strength: float = 1.0, key: int = 0) -> tup
     """
     check_positive_int("n", n)
     check_positive_int("d_k", d_k)
-    strength = _check_strength(strength)
-    key = _check_int("key", key)
-    if not -n <= key < n:
-        raise ValueError(f"key: expected a position in -{n}..{n - 1}, got {key}")
+    strength = check_number("strength", strength, non_negative=True)
+    key = check_int("key", key, low=-n, high=n - 1)
     basis = _directions(d_k)
     u = basis[0]  # (d_k,)
     other = basis[1] if d_k > 1 else -u  # (d_k,)
@@ -187,17 +152,6 @@ def vertical_qk(n: int, d_k: int, *, strength: float = 1.0, key: int = 0) -> tup
     k = size * other.expand(n, d_k).clone()  # (n, d_k)
     k[key] = size * u
     return q, k
-
-
-def _check_segments(segments: object) -> list[int]:
-    if isinstance(segments, Tensor):
-        segments = segments.tolist()
-    if not isinstance(segments, (list, tuple)) or not segments:
-        raise TypeError(
-            f"segments: expected a non-empty list of ints (one per token), got {segments!r}")
-    if not all(isinstance(s, int) and not isinstance(s, bool) for s in segments):
-        raise TypeError(f"segments: expected ints (one segment id per token), got {segments!r}")
-    return list(segments)
 
 
 def block_qk(segments: Sequence[int], d_k: int, *, strength: float = 1.0) -> tuple[Tensor, Tensor]:
@@ -216,9 +170,12 @@ def block_qk(segments: Sequence[int], d_k: int, *, strength: float = 1.0) -> tup
     Returns:
         q (n, d_k), k (n, d_k) (equal), float64.
     """
-    ids = _check_segments(segments)
+    ids = check_segments(segments)
+    if ids.dim() != 1:
+        raise ValueError(f"segments: expected one id per token (n,), got shape {tuple(ids.shape)}")
+    ids = ids.tolist()
     check_positive_int("d_k", d_k)
-    strength = _check_strength(strength)
+    strength = check_number("strength", strength, non_negative=True)
     order = {s: g for g, s in enumerate(dict.fromkeys(ids))}
     rows = torch.tensor([order[s] % d_k for s in ids])  # (n,)
     q = math.sqrt(strength * d_k) * _directions(d_k)[rows]  # (n, d_k)
@@ -243,8 +200,8 @@ def random_qk(n: int, d_k: int, *, strength: float = 1.0, seed: int = 0) -> tupl
     """
     check_positive_int("n", n)
     check_positive_int("d_k", d_k)
-    strength = _check_strength(strength)
-    seed = _check_int("seed", seed)
+    strength = check_number("strength", strength, non_negative=True)
+    seed = check_int("seed", seed)
     table = _random_table(seed, max(n, 12), max(d_k, 128))
     qk = math.sqrt(strength) * table[:, :n, :d_k]  # (2, n, d_k)
     return qk[0], qk[1]
@@ -264,79 +221,10 @@ def head_weights(q: Tensor, k: Tensor, mask: Tensor | None = None, *,
         weights (..., L, S).
     """
     check_tensor("q", q)
-    if not isinstance(scaled, bool):
-        raise TypeError(f"scaled: expected a bool, got {type(scaled).__name__}")
+    check_bool("scaled", scaled)
     scale = None if scaled else 1.0
     _, weights = scaled_dot_product_attention(q, k, k, mask, scale=scale)
     return weights
-
-
-@dataclass(frozen=True)
-class PatternProfile:
-    """Numbers that read a map (L, S); averages over the rows that attend somewhere.
-
-    Attributes:
-        self_weight: mean weight a query gives to its own position (the diagonal).
-        top_key: the key with the largest mean weight (a vertical stripe if that is high).
-        top_key_weight: that mean weight.
-        segment_weight: mean weight a query keeps inside its own segment (None without
-            segments); 1 = a perfect block pattern.
-        max_weight: mean over rows of the row's largest weight (1/S = flat, 1 = one-hot).
-    """
-
-    self_weight: float
-    top_key: int
-    top_key_weight: float
-    segment_weight: float | None
-    max_weight: float
-
-
-def pattern_profile(weights: Tensor | np.ndarray,
-                    segments: Sequence[int] | None = None) -> PatternProfile:
-    """Measure how diagonal, vertical and block-like a map is.
-
-    Args:
-        weights: (L, S) attention weights (rows = queries, columns = keys), tensor or array.
-        segments: optional segment id per token (needs L == S).
-
-    Returns:
-        A ``PatternProfile``. Rows of zeros (fully masked queries) are left out; if every row
-        is zero, every number is 0.
-    """
-    if isinstance(weights, Tensor):
-        weights = weights.detach().cpu().numpy()
-    if not isinstance(weights, np.ndarray):
-        raise TypeError(f"weights: expected a tensor or an array (L, S), got {type(weights).__name__}")
-    if weights.ndim != 2:
-        raise ValueError(f"weights: expected 2 dims (L, S), got shape {tuple(weights.shape)}")
-    w = weights.astype(np.float64)  # numpy: tiny maps, no thread-pool overhead per call
-    L, S = w.shape
-    ids = None
-    if segments is not None:
-        ids = _check_segments(segments)
-        if len(ids) != L or L != S:
-            raise ValueError(f"segments: expected {L} ids for a square (L, L) map, got {len(ids)} "
-                             f"for shape ({L}, {S})")
-    live = w.sum(-1) > 0  # (L,)
-    if not live.any():
-        return PatternProfile(0.0, 0, 0.0, 0.0 if ids is not None else None, 0.0)
-    rows = w[live]  # (L', S)
-    n = min(L, S)
-    diag = np.diagonal(w[:n, :n])[live[:n]]
-    columns = rows.mean(0)  # (S,)
-    top = int(columns.argmax())
-    seg_weight = None
-    if ids is not None:
-        arr = np.asarray(ids)
-        same = arr[:, None] == arr[None, :]  # (L, L)
-        seg_weight = float((w * same).sum(-1)[live].mean())
-    return PatternProfile(
-        self_weight=float(diag.mean()) if len(diag) else 0.0,
-        top_key=top,
-        top_key_weight=float(columns[top]),
-        segment_weight=seg_weight,
-        max_weight=float(rows.max(-1).mean()),
-    )
 
 
 @dataclass(frozen=True)
@@ -393,29 +281,26 @@ HEAD_VARIANTS: dict[str, tuple[HeadSpec, ...]] = {
 def head_specs(pattern: str, n_heads: int) -> tuple[HeadSpec, ...]:
     """The first ``n_heads`` variants of a pattern ("diagonal", "vertical", "block",
     "random" or "mixed"); n_heads in 1..8."""
-    if pattern not in HEAD_VARIANTS:
-        raise ValueError(f"pattern: expected one of {tuple(HEAD_VARIANTS)}, got {pattern!r}")
-    check_positive_int("n_heads", n_heads)
-    if n_heads > len(HEAD_VARIANTS[pattern]):
-        raise ValueError(f"n_heads: expected 1..{len(HEAD_VARIANTS[pattern])}, got {n_heads}")
+    check_choice("pattern", pattern, tuple(HEAD_VARIANTS))
+    check_int("n_heads", n_heads, low=1, high=len(HEAD_VARIANTS[pattern]))
     return HEAD_VARIANTS[pattern][:n_heads]
 
 
 def segments_for(spec: HeadSpec, n: int) -> tuple[int, ...]:
-    """Segment ids of the first n of ``TOKENS`` for a block head (phrases for other kinds)."""
-    check_positive_int("n", n)
-    if n > len(TOKENS):
-        raise ValueError(f"n: expected at most {len(TOKENS)} tokens, got {n}")
+    """Segment ids of the first n of ``attn.examples.TWO_SENTENCE_TOKENS`` for a block head
+    (its phrases for other kinds)."""
+    check_int("n", n, low=1, high=len(TWO_SENTENCE_TOKENS))
     if spec.segments == "phrases" or spec.kind != "block":
-        return PHRASES[:n]
+        return TWO_SENTENCE_PHRASES[:n]
     if spec.segments == "sentences":
-        return SENTENCES[:n]
+        return TWO_SENTENCE_SEGMENTS[:n]
     return tuple(i // int(spec.segments) for i in range(n))
 
 
 def head_qk(spec: HeadSpec, n: int, d_k: int, strength: float) -> tuple[Tensor, Tensor]:
-    """Build q (n, d_k), k (n, d_k) for one ``HeadSpec`` on the first n of ``TOKENS``."""
-    strength = _check_strength(strength) * spec.gain
+    """Build q (n, d_k), k (n, d_k) for one ``HeadSpec`` on the first n of
+    ``attn.examples.TWO_SENTENCE_TOKENS``."""
+    strength = check_number("strength", strength, non_negative=True) * spec.gain
     if spec.kind == "diagonal":
         return diagonal_qk(n, d_k, strength=strength, offset=spec.offset, width=spec.width)
     if spec.kind == "vertical":

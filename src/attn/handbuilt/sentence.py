@@ -18,7 +18,7 @@ import math
 import torch
 from torch import Tensor
 
-from .._checks import check_float, check_rank, shape_str
+from .._checks import check_float, check_number, check_rank, shape_str
 from ..functional import attention_from_scores
 
 __all__ = [
@@ -90,26 +90,6 @@ def toy_projections(dtype: torch.dtype = torch.float64) -> dict[str, Tensor]:
     }
 
 
-def _check_x(x: Tensor | None) -> Tensor:
-    if x is None:
-        return toy_embeddings()
-    check_float("x", x)
-    check_rank("x", x, 2, "(L, F)")
-    if x.shape[-1] != len(TOY_FEATURES):
-        raise ValueError(
-            f"x: expected {len(TOY_FEATURES)} features per word (L, F), got shape {shape_str(x)}"
-        )
-    return x
-
-
-def _check_scale(score_scale: float) -> float:
-    if isinstance(score_scale, bool) or not isinstance(score_scale, (int, float)):
-        raise TypeError(f"score_scale: expected a float >= 0, got {type(score_scale).__name__}")
-    if not (math.isfinite(score_scale) and score_scale >= 0):
-        raise ValueError(f"score_scale: expected a finite float >= 0, got {score_scale}")
-    return float(score_scale)
-
-
 def toy_scores(x: Tensor | None = None, *, score_scale: float = 1.0) -> Tensor:
     """Scaled dot-product scores of the toy: (X W_Q)(X W_K)^T / sqrt(d_k), times score_scale.
 
@@ -120,8 +100,14 @@ def toy_scores(x: Tensor | None = None, *, score_scale: float = 1.0) -> Tensor:
     Returns:
         scores: (L, L); row i = how well word i's query matches each word's key.
     """
-    x = _check_x(x)
-    score_scale = _check_scale(score_scale)
+    x = toy_embeddings() if x is None else x
+    check_float("x", x)
+    check_rank("x", x, 2, "(L, F)")
+    if x.shape[-1] != len(TOY_FEATURES):
+        raise ValueError(
+            f"x: expected {len(TOY_FEATURES)} features per word (L, F), got shape {shape_str(x)}"
+        )
+    score_scale = check_number("score_scale", score_scale, non_negative=True)
     w = toy_projections(x.dtype)
     q, k = x @ w["W_Q"], x @ w["W_K"]  # (L, F) @ (F, R) -> (L, R), twice
     d_k = q.shape[-1]
@@ -139,8 +125,8 @@ def toy_attention(x: Tensor | None = None, *, score_scale: float = 1.0) -> tuple
         output: (L, F), row i = sum_j weights[i, j] * (x W_V)[j], a mix of feature vectors.
         weights: (L, L), each row sums to 1.
     """
-    x = _check_x(x)
-    scores = toy_scores(x, score_scale=score_scale)  # (L, L)
+    x = toy_embeddings() if x is None else x
+    scores = toy_scores(x, score_scale=score_scale)  # (L, L); checks x and score_scale
     values = x @ toy_projections(x.dtype)["W_V"]  # (L, F)
     return attention_from_scores(scores, values)
 

@@ -21,15 +21,14 @@ import torch
 
 from .._checks import check_positive_int
 from ..masks import causal_mask
+from ..examples import TWO_SENTENCE_TOKENS as TOKENS
 from ..handbuilt.heads import (
-    TOKENS,
     HeadSpec,
-    PatternProfile,
     head_qk,
     head_specs,
-    pattern_profile,
     segments_for,
 )
+from ..pattern_scores import PatternProfile, pattern_profile
 from ..plotting import new_figure, token_font
 from ._bitmaps import AxesTitle, CellMap, TickLabels
 from ._base import Explorer

@@ -15,7 +15,8 @@ from matplotlib.patches import Rectangle
 
 from ..examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
 from ..plotting import heatmap, new_figure, token_font
-from ..handbuilt.sentence import TOY_FEATURES, _check_scale, toy_attention
+from .._checks import check_number
+from ..handbuilt.sentence import TOY_FEATURES, toy_attention
 from ._base import Explorer
 
 __all__ = ["SentenceRow", "sentence_row", "sentence_explorer"]
@@ -61,7 +62,7 @@ def sentence_row(word: str = _CHAPTER_WORD, *, score_scale: float = 1.0) -> Sent
         i = SENTENCE_GLOSS.index(word)
     else:
         raise ValueError(f"word: expected one of {list(SENTENCE)} or {list(SENTENCE_GLOSS)}, got {word!r}")
-    return _row(i, _check_scale(score_scale))
+    return _row(i, check_number("score_scale", score_scale, non_negative=True))
 
 
 @lru_cache(maxsize=64)

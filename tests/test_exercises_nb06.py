@@ -1,10 +1,12 @@
-"""Checkers of notebook 06 (notebook 05's are in test_exercises_nb05.py)."""
+"""Checkers of notebook 06."""
 import math
 
 import torch
 
-from attn.handbuilt import heads as P
+from attn.examples import SENTENCE_PHRASES
 from attn.exercises import nb06
+from attn.handbuilt import heads as P
+from attn.pattern_scores import pattern_profile
 
 
 # ---- notebook 06 -------------------------------------------------------------------------
@@ -13,7 +15,7 @@ def test_mystery_maps_are_one_of_each_pattern():
     maps = nb06.mystery_maps()
     assert maps.shape == (3, 6, 6)
     torch.testing.assert_close(maps.sum(-1), torch.ones(3, 6, dtype=torch.float64))
-    profiles = [P.pattern_profile(m, P.SENTENCE_PHRASES) for m in maps]
+    profiles = [pattern_profile(m, SENTENCE_PHRASES) for m in maps]
     kinds = []
     for m, p in zip(maps, profiles):
         if p.top_key_weight > 0.5:
