@@ -107,8 +107,16 @@ class LoopHead(ChapterHead):
         return torch.stack(rows, dim=1), torch.stack(weights, dim=1)
 
 
+class FlagHead(ChapterHead):
+    """forward(x, mask=None, need_weights=True): three positional parameters, one required."""
+
+    def forward(self, x, mask=None, need_weights=True):
+        out, weights = super().forward(x, mask)
+        return (out, weights) if need_weights else out
+
+
 CORRECT_HEADS = [ChapterHead, MatmulHead, EinsumHead, PackageHead, SdpaHead, ArticleNamedHead,
-                 LoopHead]
+                 LoopHead, FlagHead]
 
 
 @pytest.mark.parametrize("cls", CORRECT_HEADS, ids=lambda c: c.__name__)
@@ -441,6 +449,23 @@ def test_bugs_in_the_articles_style(cls, bug):
 def test_the_mask_bug_is_reported_with_the_mask_that_shows_it():
     fb = nb05.check_multi_head_attention(mha_with(blocked=lambda self, mask: mask))
     assert fb.message.startswith("With a causal mask:"), fb.message
+
+
+def test_each_mask_is_really_tried():
+    class FirstRowOnly(ChapterMHA):  # reads every mask as a key mask: right for padding only
+        def blocked(self, mask):
+            return mask[..., :1, :] == 0
+
+    class LastSequenceOnly(ChapterMHA):  # applies one sequence's mask to all: right for causal only
+        def blocked(self, mask):
+            return (mask[-1:] if mask.dim() == 4 else mask) == 0
+
+    fb = nb05.check_multi_head_attention(FirstRowOnly)
+    assert not fb.correct and fb.message.startswith("Without a mask your output is right; with a "
+                                                    "causal mask it is not"), fb.message
+    fb = nb05.check_multi_head_attention(LastSequenceOnly)
+    assert not fb.correct and fb.message.startswith("Without a mask your output is right; with a "
+                                                    "padding mask it is not"), fb.message
 
 
 def test_merging_with_view_after_transpose_raises_and_points_to_contiguous():
