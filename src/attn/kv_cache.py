@@ -65,19 +65,30 @@ class KVCache:
         if value.shape != key.shape:
             raise ValueError(f"value: expected the shape of key {shape_str(key)}, got {shape_str(value)}")
         check_same_dtype_and_device(("key", "value"), (key, value))
+        self.check_fits("key", key.shape[0], key.shape[1], key.shape[3], dtype=key.dtype, device=key.device)
         if self.key is None:
             self.key, self.value = key, value
-            return self.key, self.value
-        B, H, _, D = self.key.shape
-        if (key.shape[0], key.shape[1], key.shape[3]) != (B, H, D):
-            raise ValueError(
-                f"key: expected shape (B={B}, H={H}, T_new, D={D}) like the cached keys, "
-                f"got {shape_str(key)}"
-            )
-        check_same_dtype_and_device(("cached key", "key"), (self.key, key))
-        self.key = torch.cat([self.key, key], dim=-2)  # (B, H, T, D) + (B, H, T_new, D) -> (B, H, T + T_new, D)
-        self.value = torch.cat([self.value, value], dim=-2)  # likewise for the values
+        else:
+            self.key = torch.cat([self.key, key], dim=-2)  # (B, H, T, D) + (B, H, T_new, D) -> (B, H, T + T_new, D)
+            self.value = torch.cat([self.value, value], dim=-2)  # likewise for the values
         return self.key, self.value
+
+    def check_fits(self, name: str, B: int, H: int, D: int, *, dtype: torch.dtype,
+                   device: torch.device) -> None:
+        """Raise unless new keys (B, H, T_new, D) of this dtype and device can follow the
+        cached ones (an empty cache takes anything): a layer calls it before computing."""
+        if self.key is None:
+            return
+        b, h, _, d = self.key.shape
+        if (B, H, D) != (b, h, d):
+            raise ValueError(
+                f"{name}: expected B={b}, H={h}, D={d} like the cached keys {shape_str(self.key)} "
+                f"(B, H, T, D), got B={B}, H={H}, D={D}"
+            )
+        if dtype != self.key.dtype:
+            raise TypeError(f"{name}: expected dtype {self.key.dtype} like the cached keys, got {dtype}")
+        if device != self.key.device:
+            raise ValueError(f"{name}: expected device {self.key.device} like the cached keys, got {device}")
 
     def clear(self) -> None:
         """Forget every position (start a new sequence)."""

@@ -200,14 +200,8 @@ class MultiHeadAttention(nn.Module):
         query, key, value = self.check_inputs(query, key, value)
         B, L, _ = query.shape
         past = 0 if cache is None else len(cache)  # T positions already cached
-        if past:
-            _, H, _, D = cache.key.shape
-            if (cache.key.shape[0], H, D) != (B, self.num_heads, self.head_dim):
-                raise ValueError(
-                    f"cache: expected keys (B={B}, H={self.num_heads}, T, D={self.head_dim}) for this "
-                    f"query and layer, got {shape_str(cache.key)}"
-                )
-            check_same_dtype_and_device(("query", "cache"), (query, cache.key))
+        if cache is not None:  # the new keys and values must fit after the cached ones
+            cache.check_fits("cache", B, self.num_heads, self.head_dim, dtype=query.dtype, device=query.device)
         S = past + key.shape[1]
         if mask is not None:
             check_bool_mask("mask", mask, (B, self.num_heads, L, S), "(B, H, L, S)", device=query.device)
