@@ -10,6 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from attn.examples import PHRASED_SENTENCES
+from attn.pattern_scores import head_scores
 from attn.trained import minilm as P
 
 
@@ -42,25 +44,6 @@ def test_read_safetensors_rejects_unknown_dtypes(tmp_path):
         P.read_safetensors(tmp_path / "m.safetensors")
 
 
-# --- the tokenizer ---------------------------------------------------------------------------
-
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cafe", "un", "##believ", "##able", ",",
-         "!", "小", "明", "play", "##ing", "."]
-
-
-def test_wordpiece_rules():
-    tok = P.WordPiece(VOCAB)
-    assert tok.tokenize("The  CAFÉ,") == ["the", "cafe", ","]  # lowercase, accents, punctuation
-    assert tok.tokenize("unbelievable!") == ["un", "##believ", "##able", "!"]  # longest match first
-    assert tok.tokenize("小明在") == ["小", "明", "[UNK]"]  # one token per Chinese character
-    assert tok.tokenize("playingx") == ["[UNK]"]  # a word that cannot be split is one [UNK]
-    assert tok.tokenize("the\tthe\x00\nthe") == ["the", "the", "the"]  # control chars dropped
-    assert P.WordPiece(VOCAB, max_chars=3).tokenize("cafe the") == ["[UNK]", "the"]
-    assert tok.convert(["the", "nope"]) == [4, 1]
-    with pytest.raises(TypeError, match="text: expected a str, got int"):
-        tok.tokenize(3)
-
-
 # --- the real model ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -76,7 +59,7 @@ def test_the_model_is_all_minilm_l6_v2_on_the_courses_attention(loaded):
                for layer in model.layers)
     assert len(tok.vocab) == model.word.num_embeddings == 30522
     assert P.load_minilm() is P.load_minilm()  # read once
-    # built without random init, then every parameter replaced by the file's tensors
+    # every parameter replaced by the file's tensors
     state = P.read_safetensors(P.model_dir() / "model.safetensors")
     assert torch.equal(model.word.weight, state["embeddings.word_embeddings.weight"])
     assert torch.equal(model.layers[5].attn.W_o.bias, state["encoder.layer.5.attention.output.dense.bias"])
@@ -114,7 +97,7 @@ def reference_forward(state, ids, mask, num_heads=12, eps=1e-12):
 def test_encoder_equals_a_reference_built_on_torch_multihead_attention(loaded):
     model, _ = loaded
     state = P.read_safetensors(P.model_dir() / "model.safetensors")
-    rows = [P.encode(w).ids[0] for w in P.SENTENCES.values()]
+    rows = [P.encode(w).ids[0] for w in PHRASED_SENTENCES.values()]
     L = max(len(r) for r in rows)
     ids = torch.zeros(len(rows), L, dtype=torch.long)
     mask = torch.zeros(len(rows), L, dtype=torch.bool)
@@ -139,15 +122,15 @@ def test_sentence_embeddings_know_paraphrases(loaded):
 
 def test_encode_groups_and_unknown_characters(loaded):
     _, tok = loaded
-    enc = P.encode(P.SENTENCES["chapter"])
+    enc = P.encode(PHRASED_SENTENCES["chapter"])
     assert enc.tokens[0] == "[CLS]" and enc.tokens[-1] == "[SEP]"
     assert enc.ids.shape == (1, len(enc.tokens))
-    chars = "".join(P.SENTENCES["chapter"])
+    chars = "".join(PHRASED_SENTENCES["chapter"])
     assert len(enc.tokens) == len(chars) + 2  # one token per Chinese character
     unknown = [c for c in chars if c not in tok.ids]
     assert enc.tokens.count("[UNK]") == len(unknown) > 0
     assert enc.groups[1:3] == (0, 0) and enc.groups[-2] == 5 and enc.groups[0] == -1
-    gloss = P.encode(P.SENTENCES["gloss"])
+    gloss = P.encode(PHRASED_SENTENCES["gloss"])
     assert "[UNK]" not in gloss.tokens and "##ming" in gloss.tokens
     assert P.encode("one phrase").groups == (-1, 0, 0, -1)
     with pytest.raises(TypeError, match="words: expected a str or a non-empty list of str"):
@@ -156,11 +139,11 @@ def test_encode_groups_and_unknown_characters(loaded):
 
 # --- patterns and scores ---------------------------------------------------------------------------
 
-def test_pattern_masks_by_their_definitions():
+def test_sentence_pattern_masks_by_their_definitions():
     enc = P.Encoded(("[CLS]", "a", "b", "c", "[SEP]"), torch.zeros(1, 5, dtype=torch.long),
                     (-1, 0, 0, 1, -1))
-    m = P.pattern_masks(enc)
-    assert set(m) == set(P.PATTERNS)
+    m = P.sentence_pattern_masks(enc)
+    assert tuple(m) == P.SENTENCE_PATTERNS
     for i in range(5):
         for j in range(5):
             assert bool(m["previous"][i, j]) == (j == i - 1)
@@ -168,39 +151,23 @@ def test_pattern_masks_by_their_definitions():
             assert bool(m["[CLS]"][i, j]) == (j == 0)
             assert bool(m["[SEP]"][i, j]) == (j == 4)
             assert bool(m["block"][i, j]) == (i != j and enc.groups[i] == enc.groups[j] >= 0)
-
-
-def test_masked_row_score():
-    L = 4
-    i = torch.arange(L)
-    prev = i[None, :] == i[:, None] - 1
-    exact = torch.roll(torch.eye(L), -1, dims=-1)  # every row on its previous token (row 0 wraps)
-    assert P.masked_row_score(exact, prev).item() == 1.0  # row 0 has no cell: left out
-    uniform = torch.full((2, 3, L, L), 1 / L)
-    torch.testing.assert_close(P.masked_row_score(uniform, prev), torch.full((2, 3), 1 / L))
-    assert P.masked_row_score(uniform, torch.zeros(L, L, dtype=torch.bool)).shape == (2, 3)
-    with pytest.raises(ValueError, match=r"mask: expected a bool tensor of shape \(4, 4\)"):
-        P.masked_row_score(uniform, prev.float())
+    with pytest.raises(TypeError, match="sentence: expected an Encoded"):
+        P.sentence_pattern_masks(("a", "b"))
 
 
 def test_the_heads_found_in_minilm(loaded):
     """What the notebook reports, re-measured: a previous-token head in layer 1, a
     next-token head in layer 2, and [CLS] (not [SEP]) as the common target."""
-    for words in P.SENTENCES.values():
+    for words in PHRASED_SENTENCES.values():
         maps = P.attention_maps(words)
         assert maps.weights.shape[:2] == (6, 12)
         torch.testing.assert_close(maps.weights.sum(-1), torch.ones(maps.weights.shape[:-1]))
-        s = P.head_scores(maps)
+        s = head_scores(maps.weights, P.sentence_pattern_masks(maps.sentence))
         assert s["previous"][0, 2] > 0.95 and s["previous"].flatten().topk(2).values[1] < 0.6
         assert s["next"].argmax().item() == 1 * 12 + 8 and s["next"].max() > 0.45
         assert s["[CLS]"].median() > 0.3 > s["[SEP]"].median()
         uniform = 1 / maps.weights.shape[-1]
         assert s["[CLS]"].median() > 3 * uniform
-
-
-def test_head_scores_errors():
-    with pytest.raises(TypeError, match="maps: expected a Maps"):
-        P.head_scores({})
 
 
 def test_nothing_reaches_the_network_or_imports_a_hub_library():
@@ -211,7 +178,8 @@ def test_nothing_reaches_the_network_or_imports_a_hub_library():
         socket.socket.connect = refuse
         socket.create_connection = refuse
         from attn.trained import minilm as pretrained
-        maps = pretrained.attention_maps(pretrained.SENTENCES["chapter"])
+        from attn.examples import SENTENCE
+        maps = pretrained.attention_maps(SENTENCE)
         print(tuple(maps.weights.shape[:2]), "transformers" in sys.modules, "huggingface_hub" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

