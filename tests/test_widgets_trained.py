@@ -126,7 +126,7 @@ def test_example_frame_agrees_with_the_model_and_the_score(runs, task):
         assert list(f.predictions) == logits[0].argmax(-1).tolist()
         assert list(f.targets) == batch.targets[i].tolist()
         mask = pattern_mask(TASKS[task].pattern, 10, segments=batch.segments[i])
-        np.testing.assert_allclose(f.scores, pattern_score(w, mask).numpy(), atol=1e-6)
+        np.testing.assert_allclose(f.scores, pattern_score(w[0], mask).numpy(), atol=1e-6)
 
 
 def test_example_frame_errors(runs):

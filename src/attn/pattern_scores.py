@@ -192,7 +192,7 @@ def pattern_profile(weights: Tensor | np.ndarray,
         A ``PatternProfile``. Rows of zeros (queries that may attend to nothing) are left out;
         if every row is zero, every number is 0.
     """
-    w = torch.from_numpy(to_numpy("weights", weights, ndim=2))  # (L, S) float64
+    w = torch.tensor(to_numpy("weights", weights, ndim=2))  # (L, S) float64, a copy
     L, S = w.shape
     if segments is not None and L != S:
         raise ValueError(f"segments: expected a square (L, L) map, got weights of shape ({L}, {S})")
