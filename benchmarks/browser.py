@@ -65,7 +65,7 @@ def run(*, quick: bool = False, results=None, moves: int = MOVES,
             page = browser.new_page(viewport=VIEWPORT)
             try:
                 nb = Notebook(page, lab, name)
-                nb.open()
+                nb.open(log_console=False)  # as a learner sees the notebook
                 run_all_s = nb.run_all()
                 for explorer in nb.explorers()[0]:
                     for control in explorer.controls:

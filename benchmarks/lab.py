@@ -5,7 +5,8 @@
         nb = Notebook(page, lab, "02_qkv.ipynb")
         nb.open()                                  # fresh workspace, kernel idle
         nb.run_all()                               # Edit > Clear Outputs, Run > Run All Cells
-        nb.error_outputs(), lab.failures(since)    # errors in the page, in the server's log
+        nb.error_outputs(), nb.logged_errors()     # errors in the notebook, in Lab's Log Console
+        lab.failures(since)                        # errors in the server's log
         for explorer in nb.explorers():            # every VBox holding a widget Image
             for control in explorer.controls:      # slider, drop-down, check box, text box, ...
                 for move in control.moves():       # keys, option, click, typing, as a user would
@@ -18,8 +19,10 @@ page, so the page's requests would never be answered. A ``jupyter lab`` subproce
 what a user's terminal would show, the kernels' stderr included (a traceback in a widget
 callback goes there), into one log file that the test reads.
 
-Kernel errors are read where JupyterLab puts them: error outputs in the notebook and the
-server's log; console and page errors are the caller's (``page.on``).
+Kernel errors are read where JupyterLab shows them: error outputs in the notebook; Lab's Log
+Console (View > Show Log Console), where the output of a widget callback goes (ipywidgets
+shows a callback's traceback there); and the server's log. Console and page errors are the
+caller's (``page.on``).
 """
 from __future__ import annotations
 
@@ -58,6 +61,13 @@ VIEWPORT = {"width": 1400, "height": 1000}
 ENABLE_HINT = ("install Debian's Chromium (`apt-get install chromium`, giving /usr/bin/chromium) "
                "and the pinned requirements (`make setup`); `playwright install` is not needed")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+ERROR_TEXT = r"Traceback|Error"  # in an output: a traceback or an exception's name
+
+# The Log Console's entries that show an error (a widget callback's traceback lands there).
+_JS_LOGGED_ERRORS = r"""
+() => [...document.querySelectorAll('.jp-LogConsolePanel .jp-OutputArea-output')]
+      .map((o) => o.innerText).filter((t) => /""" + ERROR_TEXT + r"""/.test(t))
+"""
 
 # Lines of the server's log (the kernels' stderr included) that mean a failure: a traceback
 # (an exception in a widget callback: ipykernel logs "Exception in comm_msg" with it), an
@@ -331,8 +341,9 @@ class Notebook:
         self.n_widgets = sum(WIDGET_MIME in out.get("data", {}) for c in cells
                              if c["cell_type"] == "code" for out in c.get("outputs", []))
 
-    def open(self, timeout: float = 120) -> None:
-        """Load Lab with this notebook and wait until every cell is shown and its kernel idle."""
+    def open(self, timeout: float = 120, *, log_console: bool = True) -> None:
+        """Load Lab with this notebook and wait until every cell is shown and its kernel idle;
+        with ``log_console``, open Lab's Log Console too (see ``logged_errors``)."""
         self.page.goto(self.lab.notebook_url(self.name), timeout=timeout * 1000)
         self.page.wait_for_function(
             "(n) => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length === n",
@@ -341,6 +352,9 @@ class Notebook:
         # notebook commands only then).
         tab = Path(self.name).name
         self.page.locator(".lm-TabBar-tab.lm-mod-current").filter(has_text=tab).first.click()
+        if log_console:
+            self.menu("View", "Show Log Console")
+            self.page.locator(".jp-LogConsolePanel").wait_for(timeout=30_000)
         self.wait_idle(timeout, quiet=1.0)
 
     def status(self) -> str | None:
@@ -404,8 +418,13 @@ class Notebook:
         outputs = self.panel.locator(".jp-OutputArea-output").evaluate_all(
             "(os) => os.map((o) => [o.getAttribute('data-mime-type') || '', o.innerText])")
         return [text for mime, text in outputs
-                if (mime == "application/vnd.jupyter.stderr" and re.search(r"Traceback|Error", text))
+                if (mime == "application/vnd.jupyter.stderr" and re.search(ERROR_TEXT, text))
                 or "Error displaying widget" in text or "Error rendering output" in text]
+
+    def logged_errors(self) -> list[str]:
+        """Errors in Lab's Log Console: output of the kernel that belongs to no cell, such as
+        the traceback of a widget callback (``open(log_console=True)`` shows the console)."""
+        return self.page.evaluate(_JS_LOGGED_ERRORS)
 
     def widget_views(self) -> int:
         """How many top-level widget views the outputs show."""
@@ -441,8 +460,8 @@ class ExplorerView:
     def move(self, action: str, do: Callable[[], None], timeout: float = 30,
              before_do: Callable[[], None] | None = None) -> Move:
         """``before_do()`` (typing that sends nothing yet), arm the probe, ``do()`` the action,
-        wait for a new picture (up to ``timeout`` s: a move that keeps the picture costs that
-        long), then for the kernel to be idle and the picture to stay."""
+        wait for a new picture or an error in the Log Console (up to ``timeout`` s: a move that
+        keeps the picture costs that long), then for the kernel to be idle."""
         page = self.nb.page
         before = self.picture()
         if before_do is not None:
@@ -450,8 +469,9 @@ class ExplorerView:
         self.locator.evaluate(_JS_ARM)
         do()
         try:
-            page.wait_for_function("() => window.attnProbe.t1 !== null", timeout=timeout * 1000,
-                                   polling=20)
+            page.wait_for_function(
+                f"() => window.attnProbe.t1 !== null || ({_JS_LOGGED_ERRORS})().length > 0",
+                timeout=timeout * 1000, polling=20)
         except PlaywrightTimeout:  # no new picture: the caller sees it in the Move
             pass
         self.nb.wait_idle(timeout, quiet=0.3)

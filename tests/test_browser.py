@@ -7,8 +7,9 @@ solutions too, in a fresh page: Edit > Clear Outputs of All Cells, Run > Run All
 code cell must run, no output may show an error, every stored widget must render. Then every
 control of every explorer is moved as a user would (slider keys, an option of a drop-down, a
 click, typing then Enter), and after each move the explorer's picture (the bytes behind its
-<img>) must differ from the one before. Console errors, uncaught page errors and errors in the
-server's log (where the kernels' tracebacks go, those of widget callbacks too) fail the test.
+<img>) must differ from the one before. Errors fail the test wherever they show: error outputs
+in the notebook, Lab's Log Console (where a widget callback's traceback goes), the browser's
+console, uncaught errors in the page, and the server's log.
 A screenshot per notebook goes to the test's tmp_path.
 
 Without /usr/bin/chromium the tests are skipped with a hint; under CI (CI=true) they fail
@@ -76,7 +77,7 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
         print(f"{name}: Run All Cells took {seconds:.1f} s")
         assert nb.unexecuted_cells() == [], (
             f"{name}: code cells {nb.unexecuted_cells()} did not run (an earlier cell failed?)")
-        errors = nb.error_outputs()
+        errors = nb.error_outputs() + nb.logged_errors()
         assert errors == [], f"{name}: error outputs after Run All:\n" + "\n---\n".join(errors)
         assert nb.widget_views() == nb.n_widgets, (
             f"{name}: the stored notebook shows {nb.n_widgets} widgets, the page {nb.widget_views()}")
@@ -88,21 +89,24 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
             live = [c for c in explorer.controls if not c.disabled]
             assert live, f"{name}: {explorer} has no live control"
             for control in live:
-                moves = list(control.moves())
-                assert moves, f"{name}: {control} offers no other value to choose"
-                for move in moves:
+                n_moves = len(moved)
+                for move in control.moves():  # each checked before the next is made
+                    logged = nb.logged_errors()
+                    assert logged == [], (f"{name}: {control}: after {move.action}, the kernel "
+                                          f"reported (Log Console):\n" + "\n---\n".join(logged))
                     failures = lab.failures(log_start)
                     assert failures == [], (f"{name}: {control}: after {move.action}, the server's "
                                             f"log shows errors:\n" + "\n".join(failures)
                                             + f"\n(last lines of the log:)\n{log_tail()}")
                     assert move.picture_changed, (
                         f"{name}: {control}: after {move.action}, the picture is the same "
-                        f"(kernel log:\n{log_tail()})")
+                        f"(last lines of the server's log:\n{log_tail()})")
                     ms = "?" if move.latency_s is None else f"{move.latency_s * 1000:.0f} ms"
                     moved.append(f"{control}: {move.action}: {ms}")
+                assert len(moved) > n_moves, f"{name}: {control} offers no other value to choose"
         print(f"{name}: {len(explorers)} explorers, {len(moved)} moves", *moved, sep="\n  ")
 
-        errors = nb.error_outputs()
+        errors = nb.error_outputs() + nb.logged_errors()
         assert errors == [], f"{name}: error outputs after the moves:\n" + "\n---\n".join(errors)
         failures = lab.failures(log_start)
         assert failures == [], (f"{name}: the server's log shows errors:\n" + "\n".join(failures)

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from attn import KVCache
-from attn.cost.scoring import count_ops
+from attn.cost.counts import count_ops
 from attn.decoding import Decoder, cache_numbers, step_cost
 from attn.trained.seq2seq import greedy_decode, make_pairs, train_seq2seq
 

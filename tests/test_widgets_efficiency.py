@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from attn.cost.measure import attention_cost, fit_slope
+from attn.cost.counts import attention_cost
+from attn.cost.measure import fit_slope
 from attn.widgets.efficiency import BLOCK_SIZES, LENGTHS, efficiency_explorer, efficiency_view
 
 METHODS = ("naive", "blockwise", "sdpa")
@@ -27,7 +28,7 @@ def test_view_looks_up_and_counts(n, b):
     i = LENGTHS.index(n)
     assert v.seconds == {m: seconds[m][i] for m in METHODS}
     assert v.peak_bytes == {m: peak[m][i] for m in METHODS}
-    assert v.cost == attention_cost(n, d_k=64)
+    assert v.cost == attention_cost(n, 64)
     assert v.blocks == math.ceil(n / b)
     assert v.block_bytes == n * min(b, n) * 4
     assert v.time_slope == pytest.approx(fit_slope(LENGTHS, seconds["naive"]))

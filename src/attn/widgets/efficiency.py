@@ -16,8 +16,8 @@ import ipywidgets as widgets
 from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
-from ..cost.measure import (STYLE, AttentionCost, attention_cost, fit_slope, format_bytes, loglog_curves,
-                          memory_curve, time_curve)
+from ..cost.counts import AttentionCost, attention_cost
+from ..cost.measure import STYLE, fit_slope, format_bytes, loglog_curves, memory_curve, time_curve
 from ..plotting import new_figure
 from ._base import Explorer
 
@@ -75,7 +75,7 @@ def efficiency_view(
     _check_curves("peak_bytes", peak_bytes, lengths)
     i = lengths.index(n)
     return EfficiencyView(
-        n=n, block_size=block_size, cost=attention_cost(n, d_k=d_k),
+        n=n, block_size=block_size, cost=attention_cost(n, d_k),  # one head, d_model = d_k
         seconds={m: float(seconds[m][i]) for m in _METHODS},
         peak_bytes={m: int(peak_bytes[m][i]) for m in _METHODS},
         blocks=math.ceil(n / block_size),
@@ -92,7 +92,7 @@ def _readout(v: EfficiencyView) -> str:
         for m in _METHODS
     )
     return (
-        f"<p>n = {v.n}: Q Kᵀ and weights·V take {v.cost.multiply_adds:,} multiply-adds; "
+        f"<p>n = {v.n}: Q Kᵀ and weights·V take {v.cost.macs_attention:,} multiply-adds; "
         f"the n×n float32 weights take {format_bytes(v.cost.score_bytes)}. "
         f"Blockwise with b = {v.block_size}: {v.blocks} block(s) of {format_bytes(v.block_bytes)} "
         f"each, one at a time.</p>"
