@@ -1,14 +1,16 @@
-"""attn.cost.counts: counted parameters and multiply-adds against real modules and FlopCounterMode."""
+"""attn.cost.counts: the counts from the sizes against real modules, and the op counter against
+torch's own FlopCounterMode."""
 
 import pytest
 import torch
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from attn import MultiHeadAttention, SelfAttention
 from attn.cost.counts import (
     attention_cost,
     compare_heads,
-    count_matmul_macs,
+    count_ops,
     count_parameters,
     format_rows,
     multi_head_cost,
@@ -37,20 +39,74 @@ def test_single_head_parameters_match_module(E, d_k, d_v):
     assert c.params_out == 0 and c.macs_out == 0
 
 
+def torch_macs(fn):
+    """Multiply-adds as PyTorch's own counter (aten level) sees them: FLOPs / 2."""
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops() // 2
+
+
 @pytest.mark.parametrize("n, E, H", [(10, 512, 8), (6, 16, 4), (7, 12, 3), (3, 8, 1)])
-def test_macs_match_flop_counter(n, E, H):
+@pytest.mark.parametrize("bias", [False, True])
+def test_macs_match_the_counter_and_torchs_flop_counter(n, E, H, bias):
     x = rand(1, n, E)
-    counted = count_matmul_macs(MultiHeadAttention(E, H), x)
-    c = multi_head_cost(n, E, H)
-    assert counted["total"] == c.macs
-    assert counted["aten.bmm"] == c.macs_scores + c.macs_mix
-    assert counted["aten.mm"] == c.macs_qkv + c.macs_out
+    layer = MultiHeadAttention(E, H, bias=bias)
+    c = multi_head_cost(n, E, H, bias=bias)
+    counted = count_ops(lambda: layer(x))
+    assert counted.macs == c.macs == torch_macs(lambda: layer(x))
+    assert counted.matmul_flops_by_op["linear"] // 2 == c.macs_qkv + c.macs_out
+    assert counted.matmul_flops_by_op["matmul"] // 2 == c.macs_scores + c.macs_mix == c.macs_attention
+    fast = count_ops(lambda: layer(x, need_weights=False))  # one fused SDPA call
+    assert fast.macs == c.macs and fast.matmul_flops_by_op["scaled_dot_product_attention"] // 2 == c.macs_attention
 
 
 @pytest.mark.parametrize("n, E", [(10, 512), (5, 8)])
-def test_single_head_macs_match_flop_counter(n, E):
-    counted = count_matmul_macs(SelfAttention(E, E, E), rand(1, n, E))
-    assert counted["total"] == single_head_cost(n, E).macs
+def test_single_head_macs_match_the_counter_and_torchs_flop_counter(n, E):
+    layer, x = SelfAttention(E, E, E), rand(1, n, E)
+    assert count_ops(lambda: layer(x)).macs == single_head_cost(n, E).macs == torch_macs(lambda: layer(x))
+
+
+@pytest.mark.parametrize("B, L, S, E, H", [(1, 5, 5, 8, 2), (3, 4, 7, 12, 3), (2, 1, 9, 16, 4)])
+def test_cross_attention_and_batches_match_the_counter(B, L, S, E, H):
+    layer = MultiHeadAttention(E, H)
+    q, kv = rand(B, L, E), rand(B, S, E, seed=1)
+    c = attention_cost(L, E, H, S=S, batch=B)
+    counted = count_ops(lambda: layer(q, kv))
+    assert counted.macs == c.macs == torch_macs(lambda: layer(q, kv))
+    _, w = layer(q, kv)
+    assert c.softmax_entries == w.numel() and c.score_bytes == w.numel() * w.element_size()
+
+
+@pytest.mark.parametrize("L,S,d_k,d_v,heads,batch,itemsize", [
+    (1, None, 1, None, 1, 1, 4), (1024, None, 64, None, 12, 8, 4), (7, 9, 3, 5, 2, 3, 8),
+])
+def test_attention_part_by_brute_force(L, S, d_k, d_v, heads, batch, itemsize):
+    c = attention_cost(L, heads * d_k, heads, S=S, d_k=d_k, d_v=d_v, batch=batch, itemsize=itemsize)
+    S_ = L if S is None else S
+    dv = d_k if d_v is None else d_v
+    # one multiply-add per (query, key, feature), per matrix product, per head, per sequence
+    assert c.macs_attention == batch * heads * (L * S_ * d_k + L * S_ * dv)
+    assert c.softmax_entries == batch * heads * L * S_
+    assert c.score_bytes == c.softmax_entries * itemsize
+
+
+def test_attention_part_quadruples_when_length_doubles():
+    for L in (64, 1000, 4096):
+        assert attention_cost(2 * L, 64).score_bytes == 4 * attention_cost(L, 64).score_bytes
+        assert attention_cost(2 * L, 64).macs_attention == 4 * attention_cost(L, 64).macs_attention
+
+
+def test_count_ops_on_known_calls():
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    c = count_ops(lambda: torch.tanh(a @ b) + 1.0)
+    assert c.matmul_flops == 2 * 3 * 4 * 5 and c.macs == 3 * 4 * 5
+    assert c.elementwise_ops == 2 * 3 * 5  # tanh and add
+    assert c.largest_tensor == 15
+    assert [name for name, _ in c.calls] == ["__matmul__", "tanh", "add"] or \
+        [name for name, _ in c.calls] == ["matmul", "tanh", "add"]
+    q, k, v = rand(2, 3, 4, 5), rand(2, 3, 6, 5), rand(2, 3, 6, 7)
+    sdpa = count_ops(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v))
+    assert sdpa.macs == 2 * 3 * 4 * 6 * (5 + 7)
 
 
 @pytest.mark.parametrize("n, E, H", [(10, 512, 8), (9, 24, 6), (4, 16, 16)])
@@ -126,16 +182,22 @@ def test_valid_num_heads():
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError, match="d_model"):
+    with pytest.raises(ValueError, match="d_model: expected a multiple of num_heads=3, got 10"):
         attention_cost(4, 10, 3)
-    with pytest.raises(ValueError, match="n"):
+    with pytest.raises(ValueError, match="L: expected a positive int, got 0"):
         attention_cost(0, 8, 2)
+    with pytest.raises(TypeError, match="batch: expected a positive int"):
+        attention_cost(4, 8, batch=1.5)
+    with pytest.raises(ValueError, match="S: expected a positive int, got 0"):
+        attention_cost(4, 8, S=0)
+    with pytest.raises(TypeError, match="bias: expected a bool"):
+        attention_cost(4, 8, bias="yes")
     with pytest.raises(TypeError, match="num_heads"):
         multi_head_cost(4, 8, 2.0)
     with pytest.raises(TypeError, match="module"):
         count_parameters("layer")
-    with pytest.raises(TypeError, match="fn"):
-        count_matmul_macs(3)
+    with pytest.raises(TypeError, match="fn: expected a callable"):
+        count_ops(3)
     with pytest.raises(TypeError, match="mha"):
         trace_multi_head(nn.Linear(2, 2), rand(1, 2, 2))
     with pytest.raises(ValueError, match="x"):

@@ -1,4 +1,4 @@
-"""attn.cost.measure: exact counts, the tensor memory meter, timing curves, the online softmax trace."""
+"""attn.cost.measure: the tensor memory meter, timing curves, the online softmax trace."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,6 @@ import torch
 from attn.cost.measure import (
     METHODS,
     TensorMemoryMeter,
-    attention_cost,
     backward_memory,
     best_time,
     fit_slope,
@@ -18,34 +17,7 @@ from attn.cost.measure import (
     online_softmax_trace,
     peak_tensor_bytes,
     time_curve,
-    torch_threads,
 )
-
-
-@pytest.mark.parametrize("L,S,d_k,d_v,heads,batch,itemsize", [
-    (1, None, 1, None, 1, 1, 4), (1024, None, 64, None, 12, 8, 4), (7, 9, 3, 5, 2, 3, 8),
-])
-def test_attention_cost_counts(L, S, d_k, d_v, heads, batch, itemsize):
-    c = attention_cost(L, S, d_k=d_k, d_v=d_v, heads=heads, batch=batch, itemsize=itemsize)
-    S_ = L if S is None else S
-    dv = d_k if d_v is None else d_v
-    # count by brute force: one multiply-add per (query, key, feature), per matrix product
-    assert c.multiply_adds == batch * heads * (L * S_ * d_k + L * S_ * dv)
-    assert c.score_elements == batch * heads * L * S_
-    assert c.score_bytes == c.score_elements * itemsize
-
-
-def test_attention_cost_quadruples_when_length_doubles():
-    for L in (64, 1000, 4096):
-        assert attention_cost(2 * L).score_bytes == 4 * attention_cost(L).score_bytes
-        assert attention_cost(2 * L).multiply_adds == 4 * attention_cost(L).multiply_adds
-
-
-def test_attention_cost_errors():
-    with pytest.raises(ValueError, match="L: expected a positive int, got 0"):
-        attention_cost(0)
-    with pytest.raises(TypeError, match="heads: expected a positive int"):
-        attention_cost(4, heads=1.5)
 
 
 @pytest.mark.parametrize("n,text", [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"),
@@ -56,9 +28,9 @@ def test_format_bytes(n, text):
 
 
 def test_format_bytes_errors():
-    with pytest.raises(ValueError, match="n: expected a number of bytes >= 0"):
+    with pytest.raises(ValueError, match="n: expected a number >= 0"):
         format_bytes(-1)
-    with pytest.raises(TypeError, match="n: expected a number of bytes, got str"):
+    with pytest.raises(TypeError, match="n: expected a number, got str"):
         format_bytes("12")
 
 
@@ -79,6 +51,20 @@ def test_meter_counts_new_storages_once_and_frees_them():
         assert m.now == 80
     assert m.peak == 4000 and m.total == 4080
     assert y.shape == (50,)
+
+
+def test_meter_counts_what_autograd_saves_and_leaves_no_hook_behind():
+    q, k, v = (torch.randn(1, 1, 32, 8, requires_grad=True) for _ in range(3))
+    with TensorMemoryMeter() as m:
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    # the output (32 x 8 floats) and, saved for the backward pass only, one float per query row
+    assert m.now == 32 * 8 * 4 + 32 * 4
+    with TensorMemoryMeter() as m2:
+        with torch.no_grad():
+            torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert m2.peak == 32 * 8 * 4 and m2.now == 0  # no gradients: nothing saved, the output freed
+    out.sum().backward()  # outside the meter: the hooks are gone, the graph still works
+    assert q.grad.shape == q.shape
 
 
 def test_meter_sees_the_weight_matrix_of_naive_attention():
@@ -118,15 +104,6 @@ def test_time_curve_shape_and_threads_restored():
     assert torch.get_num_threads() == before
 
 
-def test_torch_threads_restores_after_error():
-    before = torch.get_num_threads()
-    with pytest.raises(RuntimeError):
-        with torch_threads(1):
-            assert torch.get_num_threads() == 1
-            raise RuntimeError("boom")
-    assert torch.get_num_threads() == before
-
-
 def test_best_time_is_the_fastest_call():
     calls = []
     assert best_time(lambda: calls.append(1), repeats=4) >= 0
@@ -134,7 +111,7 @@ def test_best_time_is_the_fastest_call():
 
 
 def test_curve_errors():
-    with pytest.raises(ValueError, match="methods: expected names from"):
+    with pytest.raises(ValueError, match="methods: expected one of"):
         time_curve([16], methods=["flash"])
     with pytest.raises(TypeError, match="methods: expected a list of names"):
         memory_curve([16], methods="naive")
@@ -210,9 +187,8 @@ def test_backward_memory_naive_keeps_the_weights_sdpa_does_not():
     sdpa = backward_memory("sdpa", L)
     assert naive.kept_bytes >= L * L * 4  # the (L, L) weights, saved for the backward pass
     assert sdpa.kept_bytes == L * 64 * 4 + L * 4  # its output and one number per query row
-    assert sdpa.backward_peak_bytes < naive.backward_peak_bytes / 4
     assert naive.node.endswith("Backward0") and sdpa.node.endswith("Backward0")
-    with pytest.raises(ValueError, match="methods: expected names from"):
+    with pytest.raises(ValueError, match="methods: expected one of"):
         backward_memory("flash", L)
 
 

@@ -1,30 +1,30 @@
-"""Shapes, parameters and multiply-adds of attention layers: is h heads as cheap as one?
+"""What attention costs, counted exactly: parameters, multiply-adds and the attention weights.
 
-Everything is counted for one sequence (batch size 1) of n tokens in self-attention, no mask.
 A multiply-add (MAC) is one ``a * b + c``; a matrix product (m, k) @ (k, p) takes m k p of
-them, and ``torch.utils.flop_counter`` reports it as 2 m k p FLOPs. Bias additions and the
-softmax's exponentials are not multiply-adds; the softmax is counted separately by the
-number of scores it normalises.
+them (2 m k p floating-point operations, FLOPs). Bias additions and the softmax's
+exponentials are not multiply-adds; the softmax is counted by the number of scores it
+normalises, which is also the number of weights to store.
 
-Shape legend: n tokens, E = d_model, H heads, D = E // H per-head size (d_k = d_v = D).
+``attention_cost`` counts from the sizes alone; ``count_ops`` counts the torch calls a piece
+of code really makes, from the shapes of its tensors, so that the two can be compared.
+
+Shape legend: L queries, S keys (L = S = n in self-attention), E = d_model, H heads,
+d_k, d_v the per-head sizes (E // H by default), B sequences in a batch.
 """
 from __future__ import annotations
 
-import sys
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 from torch import Tensor, nn
-from torch.utils import flop_counter
-from torch.utils.flop_counter import FlopCounterMode
+from torch.overrides import TorchFunctionMode
 
-from .._checks import check_positive_int, check_rank, check_tensor, shape_str
+from .._checks import check_bool, check_positive_int, check_rank, check_tensor, shape_str
 from ..modules import MultiHeadAttention
 
 __all__ = [
-    "LayerCost",
+    "AttentionCost",
     "attention_cost",
     "multi_head_cost",
     "single_head_cost",
@@ -32,32 +32,39 @@ __all__ = [
     "compare_heads",
     "format_rows",
     "count_parameters",
-    "count_matmul_macs",
+    "OpCount",
+    "count_ops",
     "valid_num_heads",
     "trace_multi_head",
 ]
 
 
+# --- counted from the sizes -------------------------------------------------------------------
+
 @dataclass(frozen=True)
-class LayerCost:
-    """Parameters, multiply-adds and softmax size of one attention layer on n tokens.
+class AttentionCost:
+    """Parameters, multiply-adds and weights of one attention layer on B sequences.
 
     Attributes:
-        n, d_model, num_heads, d_k, d_v: the layer's sizes (d_k, d_v per head).
+        L, S, d_model, num_heads, d_k, d_v, batch, itemsize: the sizes counted for.
         params_qkv: entries of W^Q, W^K, W^V (with biases if any).
         params_out: entries of W^O (with its bias); 0 for a layer without output projection.
-        macs_qkv: X W^Q, X W^K, X W^V.
-        macs_scores: Q_i K_i^T over all heads.
-        macs_mix: weights_i V_i over all heads.
+        macs_qkv: X W^Q (L rows), X W^K and X W^V (S rows each), for every sequence.
+        macs_scores: Q K^T, every head of every sequence: B H L S d_k.
+        macs_mix: weights V, every head of every sequence: B H L S d_v.
         macs_out: Concat(heads) W^O.
-        softmax_entries: scores the softmax normalises = attention weights to store, H n^2.
+        softmax_entries: scores the softmax normalises = weights to store, B H L S.
+        score_bytes: those weights' bytes at ``itemsize`` bytes per entry.
     """
 
-    n: int
+    L: int
+    S: int
     d_model: int
     num_heads: int
     d_k: int
     d_v: int
+    batch: int
+    itemsize: int
     params_qkv: int
     params_out: int
     macs_qkv: int
@@ -65,6 +72,7 @@ class LayerCost:
     macs_mix: int
     macs_out: int
     softmax_entries: int
+    score_bytes: int
 
     @property
     def params(self) -> int:
@@ -72,58 +80,79 @@ class LayerCost:
 
     @property
     def macs(self) -> int:
+        """Every multiply-add of the layer: projections, Q K^T, weights V and W^O."""
         return self.macs_qkv + self.macs_scores + self.macs_mix + self.macs_out
+
+    @property
+    def macs_attention(self) -> int:
+        """Q K^T and weights V: the multiply-adds that grow with L S (B H L S (d_k + d_v))."""
+        return self.macs_scores + self.macs_mix
 
 
 def attention_cost(
-    n: int,
+    L: int,
     d_model: int,
     num_heads: int = 1,
     *,
+    S: int | None = None,
     d_k: int | None = None,
     d_v: int | None = None,
+    batch: int = 1,
     output_projection: bool = True,
     bias: bool = False,
-) -> LayerCost:
-    """Count a layer of ``num_heads`` heads, each with query/key size d_k and value size d_v.
+    itemsize: int = 4,
+) -> AttentionCost:
+    """Count a layer of ``num_heads`` heads on ``batch`` sequences of L queries and S keys.
 
     Args:
-        n: tokens in the sequence.
+        L: queries per sequence; S: keys per sequence (default L: self-attention).
         d_model: E, the size of each input vector (and of the output when projected).
         num_heads: H.
         d_k, d_v: per-head sizes; default E // H (then E must be a multiple of H).
+        batch: B, the number of sequences.
         output_projection: whether Concat(heads) is multiplied by W^O (H d_v, E).
         bias: whether each projection has a bias vector.
+        itemsize: bytes per weight (4 for float32, 2 for float16/bfloat16, 8 for float64).
+
+    Returns:
+        An ``AttentionCost``.
     """
-    for name, v in (("n", n), ("d_model", d_model), ("num_heads", num_heads)):
+    for name, v in (("L", L), ("d_model", d_model), ("num_heads", num_heads), ("batch", batch),
+                    ("itemsize", itemsize)):
         check_positive_int(name, v)
-    if d_k is None or d_v is None:
-        if d_model % num_heads:
-            raise ValueError(f"d_model: expected a multiple of num_heads={num_heads}, got {d_model}")
+    S = L if S is None else check_positive_int("S", S)
+    check_bool("output_projection", output_projection)
+    check_bool("bias", bias)
+    if (d_k is None or d_v is None) and d_model % num_heads:
+        raise ValueError(f"d_model: expected a multiple of num_heads={num_heads}, got {d_model}")
     d_k = d_model // num_heads if d_k is None else check_positive_int("d_k", d_k)
     d_v = d_model // num_heads if d_v is None else check_positive_int("d_v", d_v)
-    H = num_heads
+    B, H = batch, num_heads
     qkv_out = H * (2 * d_k + d_v)  # output columns of W^Q, W^K, W^V together
-    return LayerCost(
-        n=n, d_model=d_model, num_heads=H, d_k=d_k, d_v=d_v,
+    entries = B * H * L * S
+    return AttentionCost(
+        L=L, S=S, d_model=d_model, num_heads=H, d_k=d_k, d_v=d_v, batch=B, itemsize=itemsize,
         params_qkv=d_model * qkv_out + (qkv_out if bias else 0),
         params_out=(H * d_v * d_model + (d_model if bias else 0)) if output_projection else 0,
-        macs_qkv=n * d_model * qkv_out,
-        macs_scores=H * n * n * d_k,  # per head (n, d_k) @ (d_k, n)
-        macs_mix=H * n * n * d_v,  # per head (n, n) @ (n, d_v)
-        macs_out=n * H * d_v * d_model if output_projection else 0,
-        softmax_entries=H * n * n,
+        macs_qkv=B * d_model * H * (L * d_k + S * (d_k + d_v)),  # queries from L rows, keys and values from S
+        macs_scores=entries * d_k,  # per head (L, d_k) @ (d_k, S)
+        macs_mix=entries * d_v,  # per head (L, S) @ (S, d_v)
+        macs_out=B * L * H * d_v * d_model if output_projection else 0,
+        softmax_entries=entries,
+        score_bytes=entries * itemsize,
     )
 
 
-def multi_head_cost(n: int, d_model: int, num_heads: int, *, bias: bool = False) -> LayerCost:
-    """``attn.MultiHeadAttention(d_model, num_heads)``: H heads of size E // H, then W^O."""
+def multi_head_cost(n: int, d_model: int, num_heads: int, *, bias: bool = False) -> AttentionCost:
+    """``attn.MultiHeadAttention(d_model, num_heads)`` on one sequence of n tokens: H heads of
+    size E // H, then W^O."""
     return attention_cost(n, d_model, num_heads, bias=bias)
 
 
-def single_head_cost(n: int, d_model: int, *, output_projection: bool = False) -> LayerCost:
-    """One full-size head, d_k = d_v = d_model: the chapter's ``SelfAttention(E, E, E)``
-    (no W^O) by default, or with an output projection (= multi-head with H = 1)."""
+def single_head_cost(n: int, d_model: int, *, output_projection: bool = False) -> AttentionCost:
+    """One full-size head, d_k = d_v = d_model, on n tokens: the chapter's
+    ``SelfAttention(E, E, E)`` (no W^O) by default, or with an output projection (= multi-head
+    with H = 1)."""
     return attention_cost(n, d_model, 1, d_k=d_model, d_v=d_model,
                           output_projection=output_projection)
 
@@ -140,7 +169,7 @@ class CostRow:
         return len(set(self.values)) == 1
 
 
-_QUANTITIES: tuple[tuple[str, Callable[[LayerCost], int]], ...] = (
+_QUANTITIES: tuple[tuple[str, Callable[[AttentionCost], int]], ...] = (
     ("params W^Q,W^K,W^V", lambda c: c.params_qkv),
     ("params W^O", lambda c: c.params_out),
     ("params total", lambda c: c.params),
@@ -187,42 +216,92 @@ def count_parameters(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-@contextmanager
-def _eager_flop_dispatch() -> Iterator[None]:
-    """Let ``FlopCounterMode`` count without importing ``torch._dynamo`` (seconds).
+# --- counted on the code that runs ---------------------------------------------------------------
 
-    The counter's ``__torch_dispatch__`` is wrapped in ``torch._disable_dynamo``, which on its
-    first call imports ``torch._dynamo`` to build ``torch._dynamo.disable(fn)``. That wrapper
-    only matters while dynamo is compiling; if ``torch._dynamo`` is not even imported nothing
-    can be compiling, so for the duration of the block the wrapper's cache slot is pointed at
-    the function itself (the counting is unchanged), then cleared again. If torch changes
-    these internals, or dynamo is already loaded, this does nothing."""
-    fn = getattr(getattr(getattr(flop_counter, "_FlopCounterMode", None), "__torch_dispatch__", None),
-                 "__wrapped__", None)
-    if fn is None or "torch._dynamo" in sys.modules or getattr(fn, "__dynamo_disable", None) is not None:
-        yield
-        return
-    setattr(fn, "__dynamo_disable", fn)
-    try:
-        yield
-    finally:
-        if getattr(fn, "__dynamo_disable", None) is fn:
-            delattr(fn, "__dynamo_disable")
+_MATMULS = {"linear", "matmul", "__matmul__", "mm", "bmm"}
+_POINTWISE = {"add", "__add__", "__radd__", "sub", "__sub__", "__rsub__", "mul", "__mul__",
+              "__rmul__", "div", "__truediv__", "__rtruediv__", "tanh", "exp", "neg", "__neg__"}
 
 
-def count_matmul_macs(fn: Callable[..., object], *args: object) -> dict[str, int]:
-    """Run ``fn(*args)`` under ``torch.utils.flop_counter.FlopCounterMode``; MACs = FLOPs / 2.
+@dataclass
+class OpCount:
+    """What ``count_ops`` saw.
+
+    Attributes:
+        matmul_flops: 2 x (output elements) x (inner size) of every matrix product, summed.
+        matmul_flops_by_op: the same, per torch function ("linear", "__matmul__", ...).
+        elementwise_ops: one per output element of every element-wise operation.
+        largest_tensor: elements of the biggest tensor produced on the way.
+        calls: one (function name, output shape) entry per counted call, in order.
+    """
+
+    matmul_flops: int = 0
+    matmul_flops_by_op: dict[str, int] = field(default_factory=dict)
+    elementwise_ops: int = 0
+    largest_tensor: int = 0
+    calls: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-adds of the matrix products: ``matmul_flops // 2``."""
+        return self.matmul_flops // 2
+
+
+def _matmul_flops(name: str, args: tuple, out: Tensor) -> int:
+    if name == "scaled_dot_product_attention":  # Q K^T and weights V in one call
+        q, k, v = args[:3]
+        return 2 * out[..., :1].numel() * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+    inner = args[0].shape[-1]  # K in (..., M, K) x (K, N), or in_features of linear
+    return 2 * out.numel() * inner
+
+
+class _Counter(TorchFunctionMode):
+    """Sees every torch function a piece of code calls (a public ``TorchFunctionMode``): the
+    call runs as usual, then its output's shape is counted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = OpCount()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", "")
+        matmul = name in _MATMULS or name == "scaled_dot_product_attention"
+        if isinstance(out, Tensor) and (matmul or name in _POINTWISE):
+            c = self.count
+            if matmul:
+                flops = _matmul_flops(name, args, out)
+                c.matmul_flops += flops
+                c.matmul_flops_by_op[name] = c.matmul_flops_by_op.get(name, 0) + flops
+            else:
+                c.elementwise_ops += out.numel()
+            c.largest_tensor = max(c.largest_tensor, out.numel())
+            c.calls.append((name, tuple(out.shape)))
+        return out
+
+
+def count_ops(fn: Callable[[], object]) -> OpCount:
+    """Run ``fn()`` (no arguments; e.g. ``lambda: layer(x)``) without gradients and count the
+    torch work it does, from the shapes of the real tensors:
+
+    * matrix products (``linear``, ``matmul``, ``@``, ``mm``, ``bmm`` and PyTorch's fused
+      ``scaled_dot_product_attention``): 2 x (output elements) x (inner size) FLOPs, one
+      multiply and one add per term;
+    * element-wise operations (add, subtract, multiply, divide, tanh, exp, negate): one per
+      output element;
+    * the largest tensor produced on the way (what the computation must hold in memory).
+
+    Nothing is timed: counts are exact and the same on every machine.
 
     Returns:
-        operator name (e.g. "aten.mm", "aten.bmm") -> multiply-adds, plus "total".
+        An ``OpCount``.
     """
     if not callable(fn):
-        raise TypeError(f"fn: expected a callable (a module or function), got {type(fn).__name__}")
-    with torch.no_grad(), _eager_flop_dispatch(), FlopCounterMode(display=False) as counter:
-        fn(*args)
-    counts = {str(op): int(f) // 2 for op, f in counter.get_flop_counts().get("Global", {}).items()}
-    counts["total"] = int(counter.get_total_flops()) // 2
-    return counts
+        raise TypeError(f"fn: expected a callable with no arguments, got {type(fn).__name__}")
+    counter = _Counter()
+    with torch.no_grad(), counter:
+        fn()
+    return counter.count
 
 
 def valid_num_heads(d_model: int, *, max_heads: int | None = None) -> tuple[int, ...]:

@@ -1,12 +1,13 @@
-"""What attention costs, counted and measured at sizes that run in seconds (notebook 07).
+"""What attention costs, measured at sizes that run in seconds (notebook 07).
 
-Counting is exact: ``attention_cost`` gives the multiply-adds of Q K^T and of weights @ V
-and the bytes of the (L, S) weight matrix. Measuring comes in two kinds:
+(The exact counts, multiply-adds and the bytes of the (L, S) weights, are
+``attn.cost.counts.attention_cost``.) Measuring comes in two kinds:
 
-* memory: ``TensorMemoryMeter`` watches every tensor that torch operations create while it is
-  active and keeps the peak of the bytes alive at once. It counts tensors, not the process's
-  memory, so its numbers are exact and the same on every run (a kernel's private scratch
-  space, e.g. inside SDPA, is not seen: only the tensors it returns);
+* memory: ``TensorMemoryMeter`` watches every tensor that torch functions return while it is
+  active, and every tensor autograd saves for the backward pass, and keeps the peak of the
+  bytes alive at once. It counts tensors, not the process's memory, so its numbers are exact
+  and the same on every run (a kernel's private scratch space, e.g. inside SDPA, is not seen:
+  only the tensors it returns and saves);
 * time: ``time_curve`` runs each method a few times per length and keeps the fastest run
   (the least disturbed by other programs), on one thread by default.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import math
 import time
 import weakref
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -28,21 +28,20 @@ import torch
 import torch.nn.functional as F
 from matplotlib.ticker import NullLocator
 from torch import Tensor
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.autograd.graph import saved_tensors_hooks
+from torch.overrides import TorchFunctionMode
 
-from .._checks import check_float, check_positive_int, check_rank, check_same_dtype_and_device, shape_str
+from .._checks import (check_choice, check_float, check_number, check_positive_int, check_rank,
+                       check_same_dtype_and_device, shape_str)
 from ..blockwise import OnlineSoftmax, blockwise_attention
 from ..functional import scaled_dot_product_attention
+from ..threads import torch_threads
 
 __all__ = [
-    "AttentionCost",
-    "attention_cost",
     "format_bytes",
     "TensorMemoryMeter",
     "peak_tensor_bytes",
     "METHODS",
-    "torch_threads",
     "best_time",
     "time_curve",
     "memory_curve",
@@ -57,56 +56,9 @@ __all__ = [
 ]
 
 
-# --- counting -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class AttentionCost:
-    """Exact counts for softmax(Q K^T / sqrt(d_k)) V over ``batch * heads`` heads."""
-
-    L: int
-    S: int
-    d_k: int
-    d_v: int
-    heads: int
-    batch: int
-    itemsize: int
-    multiply_adds: int  # Q K^T: L*S*d_k, weights @ V: L*S*d_v, per head
-    score_elements: int  # entries of all the (L, S) matrices
-    score_bytes: int  # their bytes at ``itemsize`` bytes per entry
-
-
-def attention_cost(
-    L: int, S: int | None = None, *, d_k: int = 64, d_v: int | None = None,
-    heads: int = 1, batch: int = 1, itemsize: int = 4,
-) -> AttentionCost:
-    """Multiply-adds and bytes of the (L, S) weights of one attention layer.
-
-    Args:
-        L: queries; S: keys (defaults to L).
-        d_k: query/key size; d_v: value size (defaults to d_k).
-        heads, batch: how many (L, S) matrices there are (one per head per sequence).
-        itemsize: bytes per entry (4 for float32, 2 for float16/bfloat16, 8 for float64).
-    """
-    S = L if S is None else S
-    d_v = d_k if d_v is None else d_v
-    for name, v in (("L", L), ("S", S), ("d_k", d_k), ("d_v", d_v), ("heads", heads),
-                    ("batch", batch), ("itemsize", itemsize)):
-        check_positive_int(name, v)
-    n = batch * heads
-    return AttentionCost(
-        L=L, S=S, d_k=d_k, d_v=d_v, heads=heads, batch=batch, itemsize=itemsize,
-        multiply_adds=n * L * S * (d_k + d_v),
-        score_elements=n * L * S,
-        score_bytes=n * L * S * itemsize,
-    )
-
-
 def format_bytes(n: int | float) -> str:
     """Bytes in binary units: 4194304 -> '4.0 MiB'."""
-    if isinstance(n, bool) or not isinstance(n, (int, float)):
-        raise TypeError(f"n: expected a number of bytes, got {type(n).__name__} {n!r}")
-    if not n >= 0:
-        raise ValueError(f"n: expected a number of bytes >= 0, got {n!r}")
+    n = check_number("n", n, non_negative=True)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -116,12 +68,28 @@ def format_bytes(n: int | float) -> str:
 
 # --- measuring memory -----------------------------------------------------------------------
 
-class TensorMemoryMeter(TorchDispatchMode):
-    """Peak bytes of the tensors that torch operations create while the meter is active.
+def _tensors(tree: Any) -> Iterator[Tensor]:
+    """The tensors in a function's arguments or result (nested in tuples, lists and dicts)."""
+    if isinstance(tree, Tensor):
+        yield tree
+    elif isinstance(tree, (tuple, list)):
+        for item in tree:
+            yield from _tensors(item)
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            yield from _tensors(item)
 
-    Every operation's new outputs are counted once per storage (a view shares its base's
-    storage and adds nothing); a storage stops counting when it is freed. Tensors that
-    existed before (the inputs) are not counted.
+
+class TensorMemoryMeter(TorchFunctionMode):
+    """Peak bytes of the tensors that torch functions create while the meter is active.
+
+    The meter is a public ``torch.overrides.TorchFunctionMode``: it sees every torch function
+    called (``@``, ``softmax``, ``F.scaled_dot_product_attention``, ...) and what it returns,
+    and, through ``torch.autograd.graph.saved_tensors_hooks``, every tensor autograd saves for
+    the backward pass. Each new tensor is counted once per storage (a view shares its base's
+    storage and adds nothing); a storage stops counting when it is freed. Tensors that existed
+    before (the inputs) are not counted, nor memory a function uses inside and frees before it
+    returns.
 
     Attributes:
         peak: the most bytes alive at once since the meter started.
@@ -134,38 +102,51 @@ class TensorMemoryMeter(TorchDispatchMode):
         >>> meter.peak
     """
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        # Nothing here runs under torch.compile. Saying so keeps torch from wrapping
-        # __torch_dispatch__ for its compiler, which would import torch._dynamo (seconds).
-        return False
-
     def __init__(self) -> None:
         super().__init__()
-        self._live: dict[int, int] = {}
+        self._live: dict[int, int] = {}  # id of a storage -> its bytes
+        self._inputs: set[int] = set()  # storages of the call being run: not new
+        self._saved = saved_tensors_hooks(self._pack, lambda t: t)
         self.now = 0
         self.peak = 0
         self.total = 0
 
+    def __enter__(self) -> "TensorMemoryMeter":
+        self._saved.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        self._saved.__exit__(*exc)
+
     def _free(self, key: int) -> None:
         self.now -= self._live.pop(key, 0)
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        inputs = {id(t.untyped_storage()) for t in tree_flatten((args, kwargs))[0]
-                  if isinstance(t, Tensor)}
-        out = func(*args, **(kwargs or {}))
-        for t in tree_flatten(out)[0]:
-            if not isinstance(t, Tensor):
-                continue
-            storage = t.untyped_storage()
-            key = id(storage)
-            if key in inputs or key in self._live or storage.nbytes() == 0:
-                continue
-            self._live[key] = storage.nbytes()
-            self.now += storage.nbytes()
-            self.total += storage.nbytes()
-            self.peak = max(self.peak, self.now)
-            weakref.finalize(storage, self._free, key)
+    def _count(self, t: Tensor) -> None:
+        storage = t.untyped_storage()
+        key = id(storage)
+        if key in self._inputs or key in self._live or storage.nbytes() == 0:
+            return
+        self._live[key] = storage.nbytes()
+        self.now += storage.nbytes()
+        self.total += storage.nbytes()
+        self.peak = max(self.peak, self.now)
+        weakref.finalize(storage, self._free, key)
+
+    def _pack(self, t: Tensor) -> Tensor:
+        self._count(t)  # a tensor kept for the backward pass
+        return t
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        inputs = {id(t.untyped_storage()) for t in _tensors((args, kwargs))}
+        outer, self._inputs = self._inputs, inputs
+        try:
+            out = func(*args, **(kwargs or {}))
+        finally:
+            self._inputs = outer
+        for t in _tensors(out):
+            if id(t.untyped_storage()) not in inputs:
+                self._count(t)
         return out
 
 
@@ -213,10 +194,7 @@ def _check_lengths(lengths: object) -> list[int]:
 def _check_methods(methods: object) -> list[str]:
     if isinstance(methods, str) or not isinstance(methods, (list, tuple)):
         raise TypeError(f"methods: expected a list of names from {sorted(METHODS)}, got {methods!r}")
-    for m in methods:
-        if m not in METHODS:
-            raise ValueError(f"methods: expected names from {sorted(METHODS)}, got {m!r}")
-    return list(methods)
+    return [check_choice("methods", m, tuple(METHODS)) for m in methods]
 
 
 def _qkv(L: int, d_k: int, seed: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -227,18 +205,6 @@ def _qkv(L: int, d_k: int, seed: int) -> tuple[Tensor, Tensor, Tensor]:
 
 
 # --- measuring time -------------------------------------------------------------------------
-
-@contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run the block with ``n`` torch threads, then restore the previous number."""
-    check_positive_int("n", n)
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
 
 def best_time(fn: Callable[[], Any], *, repeats: int = 5) -> float:
     """Seconds of the fastest of ``repeats`` calls of ``fn()`` (after one warm-up call)."""
@@ -297,18 +263,39 @@ def memory_curve(
     return out
 
 
+def memory_curve(
+    lengths: Sequence[int], *, d_k: int = 64, methods: Sequence[str] = tuple(METHODS),
+    block_size: int = 128, threads: int = 1, seed: int = 0,
+) -> dict[str, list[int]]:
+    """Peak tensor bytes (``TensorMemoryMeter``) of each method at each length L, one head.
+
+    Exact and the same on every run: the meter counts bytes of tensors, not time.
+    """
+    lengths, methods = _check_lengths(lengths), _check_methods(methods)
+    check_positive_int("d_k", d_k)
+    check_positive_int("block_size", block_size)
+    out: dict[str, list[int]] = {m: [] for m in methods}
+    with torch_threads(threads):
+        for L in lengths:
+            q, k, v = _qkv(L, d_k, seed)
+            for m in methods:
+                kwargs = {"block_size": block_size} if m == "blockwise" else {}
+                out[m].append(peak_tensor_bytes(METHODS[m], q, k, v, **kwargs))
+    return out
+
+
 @dataclass(frozen=True)
 class BackwardMemory:
     """What training costs in memory: bytes kept after the forward pass for the backward pass."""
 
     method: str
     node: str  # the name of the output's autograd node: which kernel ran
-    kept_bytes: int  # tensors alive after the forward pass (the output and what autograd saved)
-    backward_peak_bytes: int  # peak of new tensors during the backward pass
+    kept_bytes: int  # new tensors alive after the forward pass: the output and what autograd saved
 
 
 def backward_memory(method: str, L: int, *, d_k: int = 64, threads: int = 1, seed: int = 0) -> BackwardMemory:
-    """Forward with gradients on, then backward, measured with ``TensorMemoryMeter``.
+    """Forward with gradients on, measured with ``TensorMemoryMeter``: what stays alive for the
+    backward pass.
 
     The naive method keeps its (L, L) weights for the backward pass; a FlashAttention-style
     kernel keeps its output and one number per query row, and recomputes the rest.
@@ -316,14 +303,10 @@ def backward_memory(method: str, L: int, *, d_k: int = 64, threads: int = 1, see
     (method,) = _check_methods([method])
     check_positive_int("L", L)
     q, k, v = (t.requires_grad_() for t in _qkv(L, d_k, seed))
-    with torch_threads(threads), torch.enable_grad():
-        with TensorMemoryMeter() as forward:
-            out = METHODS[method](q, k, v)
-            kept = forward.now
-        node = type(out.grad_fn).__name__
-        with TensorMemoryMeter() as backward:
-            out.sum().backward()
-    return BackwardMemory(method, node, kept, backward.peak)
+    with torch_threads(threads), torch.enable_grad(), TensorMemoryMeter() as forward:
+        out = METHODS[method](q, k, v)
+        kept = forward.now
+    return BackwardMemory(method, type(out.grad_fn).__name__, kept)
 
 
 def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:

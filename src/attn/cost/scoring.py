@@ -1,72 +1,23 @@
 """What the three scoring functions cost, counted on the code that runs them.
 
-``count_ops`` runs a function under a ``torch.overrides.TorchFunctionMode`` that sees every
-torch call it makes and adds up, from the shapes of the real tensors:
-
-* matrix-product FLOPs (``linear``, ``matmul``, ``@``): 2 x (output elements) x (inner size),
-  one multiply and one add per term;
-* element-wise operations (add, subtract, multiply, divide, tanh, exp): one per output element;
-* the largest tensor produced on the way (what the computation must hold in memory).
-
-Nothing is timed: counts are exact and the same on every machine.
+``attn.cost.counts.count_ops`` runs each of ``attn.scoring``'s functions and adds up, from the
+shapes of the real tensors, the matrix-product FLOPs, the element-wise operations and the
+largest tensor produced on the way. Nothing is timed: counts are exact and the same on every
+machine.
 
 Shape legend: L queries, S keys, E = query size = key size, Hd the additive hidden size.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 import torch
-from torch import Tensor
-from torch.overrides import TorchFunctionMode
 
 from .._checks import check_positive_int
 from ..scoring import AdditiveAttention, dot_product_scores, scaled_dot_product_scores
+from .counts import count_ops
 
-__all__ = ["OpCount", "count_ops", "ScoringCost", "scoring_costs"]
-
-_MATMULS = {"linear", "matmul", "__matmul__", "mm", "bmm"}
-_POINTWISE = {"add", "__add__", "__radd__", "sub", "__sub__", "__rsub__", "mul", "__mul__",
-              "__rmul__", "div", "__truediv__", "__rtruediv__", "tanh", "exp", "neg", "__neg__"}
-
-
-@dataclass
-class OpCount:
-    """What ``count_ops`` saw: totals, and one (name, output shape) entry per counted call."""
-
-    matmul_flops: int = 0
-    elementwise_ops: int = 0
-    largest_tensor: int = 0
-    calls: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
-
-
-class _Counter(TorchFunctionMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = OpCount()
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        name = getattr(func, "__name__", "")
-        if isinstance(out, Tensor) and (name in _MATMULS or name in _POINTWISE):
-            c = self.count
-            if name in _MATMULS:
-                inner = args[0].shape[-1]  # K in (..., M, K) x (K, N), or in_features of linear
-                c.matmul_flops += 2 * out.numel() * inner
-            else:
-                c.elementwise_ops += out.numel()
-            c.largest_tensor = max(c.largest_tensor, out.numel())
-            c.calls.append((name, tuple(out.shape)))
-        return out
-
-
-def count_ops(fn: Callable[[], object]) -> OpCount:
-    """Run ``fn()`` (no arguments) and count the torch work it does (see the module doc)."""
-    counter = _Counter()
-    with torch.no_grad(), counter:
-        fn()
-    return counter.count
+__all__ = ["ScoringCost", "scoring_costs"]
 
 
 @dataclass(frozen=True)
