@@ -500,8 +500,9 @@ class Control:
 
         slider: the handle's arrow key, then End (Home from the top); drop-down / list: the
         next option; toggle buttons: an inactive one; toggle button, check box: a click;
-        radio: an unchecked one; text box: type another of its suggestions (or add a word),
-        then Enter (the probe starts at Enter); number box: ArrowUp, Enter.
+        radio: an unchecked one; text box: type another of its suggestions (without any: add
+        the word "again", or take it away), then Enter (the probe starts at Enter); number
+        box: ArrowUp, Enter.
         """
         move = lambda action, do, **kw: self.explorer.move(action, do, timeout, **kw)  # noqa: E731
         if self.kind == "slider":
@@ -538,7 +539,10 @@ class Control:
                 return
             current = field.input_value()
             suggestions = field.evaluate("(f) => f.list ? [...f.list.options].map((o) => o.value) : []")
-            new = next((s for s in suggestions if s != current), (current + " again").strip())
+            if not suggestions:  # add a word, or take it away again (back to a sentence seen before)
+                suggestions = [current.removesuffix(" again") if current.endswith(" again")
+                               else f"{current} again".strip()]
+            new = next((s for s in suggestions if s != current), suggestions[0])
             commit = "Tab" if self.kind == "textarea" else "Enter"
             yield move(f"type {new!r}, {commit}", lambda: field.press(commit),
                        before_do=lambda: field.fill(new))

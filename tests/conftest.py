@@ -1,1 +1,0 @@
-"""Fixtures shared by the tests (the browser test's own are in test_browser.py)."""
