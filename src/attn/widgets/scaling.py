@@ -18,103 +18,11 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .._checks import check_positive_int
 from ..functional import masked_softmax
+from ..scaling import D_K_GRID, ScalingStats, scaling_curves, scaling_stats
 from ..plotting import new_figure, power_of_ten_label
 from ._base import Explorer
 
 __all__ = ["ScalingStats", "scaling_stats", "scaling_curves", "scaling_explorer", "D_K_GRID"]
-
-D_K_GRID: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-
-
-@dataclass(frozen=True)
-class ScalingStats:
-    """Averages over random rows for one d_k; ``raw`` = unscaled, ``scaled`` = / sqrt(d_k)."""
-
-    d_k: int
-    score_var_raw: float
-    score_var_scaled: float
-    max_weight_raw: float  # mean of a row's largest softmax weight (1/n_keys = flat, 1 = one-hot)
-    max_weight_scaled: float
-    grad_norm_raw: float  # mean Frobenius norm of the softmax Jacobian diag(p) - p p^T
-    grad_norm_scaled: float
-    example_raw: tuple[float, ...]  # one row of weights, to look at
-    example_scaled: tuple[float, ...]
-
-
-def _softmax_stats(scores: np.ndarray) -> tuple[float, float, np.ndarray]:
-    """scores (N, n) -> mean largest weight, mean softmax-Jacobian norm, weights p (N, n)."""
-    p = masked_softmax(torch.from_numpy(scores)).numpy()  # (N, n), softmax over the keys
-    # ||diag(p) - p p^T||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2
-    s2, s3 = (p**2).sum(-1), (p**3).sum(-1)  # (N,)
-    jac = np.sqrt(np.clip(s2 - 2 * s3 + s2**2, 0, None))  # (N,)
-    return float(p.max(-1).mean()), float(jac.mean()), p
-
-
-@lru_cache(maxsize=2)
-def _score_table(d_max: int, n_keys: int, n_rows: int, seed: int) -> torch.Tensor:
-    """Unscaled scores for every d_k in 1..d_max at once: (D, N, n), entry [d-1] uses d dims.
-
-    Draw n_rows queries q (N, 1, D) and n_keys keys per query k (N, n, D) with N(0, 1)
-    entries, once (float32: fast to draw). The score with d_k dims is the sum of the first
-    d_k coordinate products, so one cumulative sum gives the scores for every d_k, and every
-    d_k <= D shares the same vectors.
-    """
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(n_rows, 1, d_max, generator=g)  # (N, 1, D)
-    k = torch.randn(n_rows, n_keys, d_max, generator=g)  # (N, n, D)
-    return (q * k).cumsum(-1).permute(2, 0, 1).contiguous()  # (N, n, D) -> (D, N, n)
-
-
-@lru_cache(maxsize=1024)
-def _stats(d_k: int, n_keys: int, n_rows: int, seed: int) -> ScalingStats:
-    table = _score_table(max(512, d_k), n_keys, n_rows, seed)
-    raw = table[d_k - 1].numpy().astype(np.float64)  # (N, n)
-    scaled = raw / math.sqrt(d_k)
-    max_raw, jac_raw, p_raw = _softmax_stats(raw)
-    max_sc, jac_sc, p_sc = _softmax_stats(scaled)
-    return ScalingStats(
-        d_k=d_k,
-        score_var_raw=float(raw.var(ddof=1)),
-        score_var_scaled=float(scaled.var(ddof=1)),
-        max_weight_raw=max_raw,
-        max_weight_scaled=max_sc,
-        grad_norm_raw=jac_raw,
-        grad_norm_scaled=jac_sc,
-        example_raw=tuple(p_raw[0].tolist()),
-        example_scaled=tuple(p_sc[0].tolist()),
-    )
-
-
-def scaling_stats(d_k: int, *, n_keys: int = 16, n_rows: int = 1000, seed: int = 0) -> ScalingStats:
-    """Draw n_rows queries and n_keys keys per query with N(0, 1) entries; measure both ways.
-
-    Args:
-        d_k: the query/key size, >= 1.
-        n_keys: keys per query (the softmax width).
-        n_rows: how many query rows to average over.
-        seed: the random generator's seed (same seed, same numbers).
-
-    Returns:
-        ``ScalingStats``: variance of the n_rows x n_keys scores, the mean over rows of the
-        largest softmax weight, and the mean over rows of the Frobenius norm of the softmax
-        Jacobian diag(p) - p p^T, each unscaled (``_raw``) and divided by sqrt(d_k)
-        (``_scaled``); plus the weights of the first row both ways.
-
-    The vectors for every d_k <= 512 come from one draw (the first d_k coordinates of the
-    same vectors), so neighbouring d_k values differ only by the added dimensions.
-    """
-    check_positive_int("d_k", d_k)
-    check_positive_int("n_keys", n_keys)
-    check_positive_int("n_rows", n_rows)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed: expected an int, got {type(seed).__name__}")
-    return _stats(d_k, n_keys, n_rows, seed)
-
-
-def scaling_curves(d_ks: tuple[int, ...] = D_K_GRID, **kwargs: int) -> list[ScalingStats]:
-    """``scaling_stats`` over a grid of d_k values (the explorer's background curves)."""
-    return [scaling_stats(d, **kwargs) for d in d_ks]
-
 
 def _readout(s: ScalingStats) -> str:
     notes = []
