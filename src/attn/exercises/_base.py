@@ -1,12 +1,15 @@
 """Feedback for exercises: right or wrong plus a hint, never the answer itself."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
+from unittest import mock
 
 import numpy as np
+import torch
 
-__all__ = ["Feedback", "as_array", "close"]
+__all__ = ["Feedback", "as_array", "close", "SoftmaxCalled", "softmax_switched_off"]
 
 
 @dataclass(frozen=True)
@@ -44,3 +47,31 @@ def as_array(name: str, answer: Any, shape: tuple[int, ...] | None = None) -> np
 
 def close(answer: np.ndarray, expected: np.ndarray, atol: float) -> bool:
     return bool(np.allclose(answer, expected, atol=atol, rtol=0))
+
+
+class SoftmaxCalled(RuntimeError):
+    """Raised by ``softmax_switched_off`` when the learner's code calls a library softmax."""
+
+
+@contextmanager
+def softmax_switched_off(reason: str) -> Iterator[None]:
+    """Run a learner's function with every library softmax switched off.
+
+    ``torch.softmax``, ``Tensor.softmax``, ``torch.nn.functional.softmax`` and
+    ``torch.special.softmax`` raise ``SoftmaxCalled(reason)`` inside the block (so does every
+    function of the package that calls them, such as ``attn.masked_softmax``), which lets an
+    exercise that says "no softmax" check it instead of trusting it.
+    """
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise SoftmaxCalled(reason)
+
+    targets = [(torch, "softmax"), (torch.Tensor, "softmax"), (torch.nn.functional, "softmax"),
+               (torch.special, "softmax")]
+    patches = [mock.patch.object(owner, name, refuse) for owner, name in targets]
+    for p in patches:
+        p.start()
+    try:
+        yield
+    finally:
+        for p in patches:
+            p.stop()
