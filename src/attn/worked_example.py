@@ -1,4 +1,5 @@
-"""The chapter's worked example, step by step, and a check of every number it prints.
+"""The chapter's worked example, step by step: every intermediate matrix, checks any result
+must pass, and the same steps under other choices of scale or inputs.
 
 The example: 3 tokens, d_model = 4, d_k = d_v = 2 (``attn.examples.worked_example_inputs``).
 
@@ -8,15 +9,7 @@ The example: 3 tokens, d_model = 4, d_k = d_v = 2 (``attn.examples.worked_exampl
     weights = softmax(scaled), row by row      (3, 3)
     output = weights V                         (3, 2)
 
-``check_chapter`` puts each printed matrix (``attn.examples.CHAPTER_PRINTED``) beside two
-computations: the right one (from X and the W's) and the one that follows from the chapter's
-own previous printed step. The first says whether a printed number is right; the second
-says where an error entered (a step whose printed input is wrong can still be computed
-correctly from it).
-
-Tolerances: the chapter rounds to 2 decimals, so a printed number agrees when it is within
-half a unit of the last decimal (0.005) of the computed one. When a step is recomputed from
-printed (rounded) inputs, the rounding of those inputs is carried through as well.
+``attn.worked_example_check`` compares each of these with the number the chapter prints.
 """
 from __future__ import annotations
 
@@ -28,33 +21,25 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ._checks import check_choice, check_float, shape_str
+from ._checks import check_choice, check_float, check_int, check_rank, shape_str, to_numpy
 from .examples import CHAPTER_PRINTED, worked_example_inputs
 
 __all__ = [
     "STEPS",
     "SCALES",
-    "ROUNDING_ATOL",
+    "printed",
     "worked_steps",
     "row_softmax",
-    "printed",
-    "StepCheck",
-    "check_chapter",
-    "format_check",
-    "format_summary",
     "SanityReport",
     "sanity_checks",
     "explain_row_product",
     "scenarios",
+    "format_matrix",
     "format_scenarios",
-    "renormalised_printed_weights",
 ]
 
 #: The steps in the order the chapter prints them.
 STEPS: tuple[str, ...] = ("Q", "K", "V", "sqrt(d_k)", "K^T", "QK^T", "scaled", "weights", "output")
-
-#: Half a unit of the chapter's last printed decimal.
-ROUNDING_ATOL: float = 0.005
 
 #: Scale choices for the scores: name -> function of d_k.
 SCALES: dict[str, object] = {
@@ -63,25 +48,6 @@ SCALES: dict[str, object] = {
     "none": lambda d_k: 1.0,
 }
 
-_FORMULAS = {
-    "Q": "X W^Q",
-    "K": "X W^K",
-    "V": "X W^V",
-    "sqrt(d_k)": "sqrt(2)",
-    "K^T": "transpose of K",
-    "QK^T": "Q K^T",
-    "scaled": "Q K^T / sqrt(d_k)",
-    "weights": "softmax of each row of scaled",
-    "output": "weights V",
-}
-
-# What each step is computed from (its inputs among the printed steps).
-_INPUTS = {
-    "Q": (), "K": (), "V": (), "sqrt(d_k)": (), "K^T": ("K",),
-    "QK^T": ("Q", "K"), "scaled": ("QK^T",), "weights": ("scaled",), "output": ("weights", "V"),
-}
-
-
 def printed(step: str) -> Tensor:
     """The chapter's printed matrix for ``step`` (one of ``STEPS``) as a float64 tensor."""
     check_choice("step", step, STEPS)
@@ -89,10 +55,11 @@ def printed(step: str) -> Tensor:
 
 
 def _matrix(name: str, t: object, shape: tuple[int, ...] | None) -> Tensor:
+    """A float matrix (2 dims), of ``shape`` if one is given."""
     t = check_float(name, t)
-    if t.dim() != 2 or (shape is not None and tuple(t.shape) != shape):
-        want = shape if shape is not None else "2 dims"
-        raise ValueError(f"{name}: expected shape {want}, got shape {shape_str(t)}")
+    check_rank(name, t, 2, "(rows, cols)")
+    if shape is not None and tuple(t.shape) != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {shape_str(t)}")
     return t
 
 
@@ -131,8 +98,7 @@ def worked_steps(
                              f"got shape {shape_str(W)}")
     if W_Q.shape[1] != W_K.shape[1]:
         raise ValueError(f"W_K: expected {W_Q.shape[1]} columns (d_k of W_Q), got shape {shape_str(W_K)}")
-    if scale not in SCALES:
-        raise ValueError(f"scale: expected one of {tuple(SCALES)}, got {scale!r}")
+    check_choice("scale", scale, tuple(SCALES))
     overrides = dict(overrides or {})
     unknown = set(overrides) - set(STEPS)
     if unknown:
@@ -173,151 +139,6 @@ def row_softmax(scores: Tensor) -> Tensor:
     scores = check_float("scores", scores)
     e = (scores - scores.amax(dim=-1, keepdim=True)).exp()  # (..., n, S), largest entry 1
     return e / e.sum(dim=-1, keepdim=True)  # (..., n, S) / (..., n, 1)
-
-
-def _from_printed(step: str) -> tuple[Tensor, np.ndarray]:
-    """``step`` computed from the chapter's printed inputs, and how far rounding of those
-    inputs (each within 0.005 of its true value) can move each entry."""
-    ex = worked_example_inputs()
-    r = ROUNDING_ATOL
-    if step in ("Q", "K", "V"):
-        t = ex["X"] @ ex["W_" + step]
-        return t, np.zeros(tuple(t.shape))
-    if step == "sqrt(d_k)":
-        return torch.full((1, 1), math.sqrt(2.0), dtype=torch.float64), np.zeros((1, 1))
-    if step == "K^T":
-        t = printed("K").T
-        return t, np.zeros(tuple(t.shape))
-    if step == "QK^T":  # printed Q and K are integers: nothing rounded
-        t = printed("Q") @ printed("K").T
-        return t, np.zeros(tuple(t.shape))
-    if step == "scaled":  # printed QK^T is integer
-        t = printed("QK^T") / math.sqrt(2.0)
-        return t, np.zeros(tuple(t.shape))
-    if step == "weights":
-        # d p_i = p_i (d x_i - sum_j p_j d x_j): with |d x| <= r, |d p_i| <= 2 r p_i.
-        p = row_softmax(printed("scaled"))
-        return p, 2 * r * p.numpy()
-    if step == "output":
-        # each weight within r: output (i, j) moves by at most r * sum_k |V_kj|.
-        w, V = printed("weights"), printed("V")
-        slack = r * np.abs(V.numpy()).sum(axis=0, keepdims=True)  # (1, d_v)
-        return w @ V, np.broadcast_to(slack, (w.shape[0], V.shape[1])).copy()
-    raise ValueError(f"step: expected one of {STEPS}, got {step!r}")
-
-
-def _bad_entries(a: np.ndarray, b: np.ndarray, atol: np.ndarray | float) -> tuple[tuple[int, int], ...]:
-    bad = np.abs(a - b) > atol + 1e-12
-    return tuple((int(i), int(j)) for i, j in zip(*np.nonzero(bad)))
-
-
-@dataclass(frozen=True)
-class StepCheck:
-    """One printed step beside the right value and the value its printed inputs give.
-
-    Attributes:
-        step, formula: the step's name and what it computes.
-        printed: what the chapter prints.
-        computed: the right value, computed from X and the W's.
-        from_printed: the value computed from the chapter's previous printed step(s).
-        wrong: (row, col) entries (0-based) where printed and computed differ by more than
-            the rounding tolerance.
-        inconsistent: entries where printed and from_printed differ by more than the rounding
-            tolerance plus the rounding carried in from the printed inputs.
-    """
-
-    step: str
-    formula: str
-    printed: np.ndarray
-    computed: np.ndarray
-    from_printed: np.ndarray
-    wrong: tuple[tuple[int, int], ...]
-    inconsistent: tuple[tuple[int, int], ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.wrong
-
-    @property
-    def verdict(self) -> str:
-        if not self.wrong:
-            return "right (to the printed 2 decimals)"
-        if not self.inconsistent:
-            return "wrong, but follows from the chapter's previous printed step (an earlier error carried on)"
-        return "wrong, and does not follow from the chapter's previous printed step (a new error here)"
-
-
-def check_chapter(atol: float = ROUNDING_ATOL) -> dict[str, StepCheck]:
-    """Check every matrix the chapter prints for its worked example.
-
-    Args:
-        atol: how far a printed number may be from the computed one (default: half a unit
-            of the second decimal, the chapter's rounding).
-
-    Returns:
-        step -> ``StepCheck``, in the order of ``STEPS``.
-    """
-    if not (isinstance(atol, (int, float)) and not isinstance(atol, bool) and atol >= 0):
-        raise ValueError(f"atol: expected a number >= 0, got {atol!r}")
-    right = worked_steps()
-    checks = {}
-    for step in STEPS:
-        p = printed(step).numpy()
-        c = right[step].numpy()
-        f, slack = _from_printed(step)
-        checks[step] = StepCheck(
-            step=step,
-            formula=_FORMULAS[step],
-            printed=p,
-            computed=c,
-            from_printed=f.numpy(),
-            wrong=_bad_entries(p, c, atol),
-            inconsistent=_bad_entries(p, f.numpy(), atol + slack),
-        )
-    return checks
-
-
-def _fmt(a: np.ndarray, marks: tuple[tuple[int, int], ...] = (), decimals: int = 2) -> list[str]:
-    rows = []
-    for i, row in enumerate(a):
-        cells = []
-        for j, v in enumerate(row):
-            s = f"{v:.{decimals}f}"
-            cells.append(f"{s}{'*' if (i, j) in marks else ' '}")
-        rows.append("[" + " ".join(f"{c:>7}" for c in cells) + "]")
-    return rows
-
-
-def format_check(check: StepCheck, decimals: int = 2) -> str:
-    """Printed | right | from the printed previous step, side by side; * marks a disagreement."""
-    cols = [
-        ("printed", _fmt(check.printed, check.wrong, decimals)),
-        ("right", _fmt(check.computed, (), decimals)),
-        ("from printed inputs", _fmt(check.from_printed, check.inconsistent, decimals)),
-    ]
-    width = max(len(r) for _, rows in cols for r in rows) + 3
-    lines = [f"{check.step} = {check.formula}: {check.verdict}"]
-    lines.append("".join(f"{name:<{width}}" for name, _ in cols).rstrip())
-    for i in range(len(cols[0][1])):
-        lines.append("".join(f"{rows[i]:<{width}}" for _, rows in cols).rstrip())
-    if check.wrong:
-        where = ", ".join(f"({i},{j})" for i, j in check.wrong)
-        lines.append(f"  printed differs from the right value at (row, col) = {where}")
-    if check.inconsistent:
-        where = ", ".join(f"({i},{j})" for i, j in check.inconsistent)
-        lines.append(f"  printed does not follow from its printed inputs at {where}")
-    return "\n".join(lines)
-
-
-def format_summary(checks: Mapping[str, StepCheck]) -> str:
-    """One line per step: how many numbers are printed, how many are wrong, the verdict."""
-    lines = [f"{'step':<10} {'printed':>7} {'wrong':>5}  verdict"]
-    for step, c in checks.items():
-        lines.append(f"{step:<10} {c.printed.size:>7} {len(c.wrong):>5}  {c.verdict}")
-    total = sum(c.printed.size for c in checks.values())
-    bad = sum(len(c.wrong) for c in checks.values())
-    lines.append(f"{'all':<10} {total:>7} {bad:>5}")
-    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -368,9 +189,9 @@ def sanity_checks(weights: object, V: object, output: object, *, atol: float = 1
         weights: (n, S) attention weights; V: (S, d_v) values; output: (n, d_v).
         atol: tolerance; use about 3 x 0.005 for numbers rounded to 2 decimals.
     """
-    w = _as_np("weights", weights, 2)
-    v = _as_np("V", V, 2)
-    o = _as_np("output", output, 2)
+    w = to_numpy("weights", weights, ndim=2)
+    v = to_numpy("V", V, ndim=2)
+    o = to_numpy("output", output, ndim=2)
     if w.shape[1] != v.shape[0] or o.shape != (w.shape[0], v.shape[1]):
         raise ValueError(f"weights/V/output: expected shapes (n, S), (S, d_v), (n, d_v), got "
                          f"{w.shape}, {v.shape}, {o.shape}")
@@ -378,13 +199,6 @@ def sanity_checks(weights: object, V: object, output: object, *, atol: float = 1
     inside = (o >= v_min - atol - 1e-12) & (o <= v_max + atol + 1e-12)
     return SanityReport(row_sums=w.sum(axis=1), nonnegative=bool((w >= -atol).all()),
                         v_min=v_min, v_max=v_max, inside=inside, atol=atol)
-
-
-def _as_np(name: str, t: object, ndim: int) -> np.ndarray:
-    arr = t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t, dtype=float)
-    if arr.ndim != ndim:
-        raise ValueError(f"{name}: expected {ndim} dims, got shape {tuple(arr.shape)}")
-    return arr.astype(float)
 
 
 def explain_row_product(X: object, W: object, row: int, *, names: tuple[str, str] = ("X", "W")) -> str:
@@ -396,10 +210,9 @@ def explain_row_product(X: object, W: object, row: int, *, names: tuple[str, str
     Returns:
         One line per output column: "col j: x0*w0j + x1*w1j + ... = value".
     """
-    x = _as_np(names[0], X, 2)
-    w = _as_np(names[1], W, 2)
-    if not (isinstance(row, int) and 0 <= row < x.shape[0]):
-        raise ValueError(f"row: expected an int in 0..{x.shape[0] - 1}, got {row!r}")
+    x = to_numpy(names[0], X, ndim=2)
+    w = to_numpy(names[1], W, ndim=2)
+    row = check_int("row", row, low=0, high=x.shape[0] - 1)
     if x.shape[1] != w.shape[0]:
         raise ValueError(f"{names[1]}: expected {x.shape[1]} rows, got shape {w.shape}")
     lines = [f"{names[0]}[{row}] = {_num_list(x[row])}"]
@@ -444,7 +257,7 @@ def format_scenarios(versions: Mapping[str, Mapping[str, Tensor]], step: str, de
     for name, steps in versions.items():
         if step not in steps:
             raise ValueError(f"step: expected one of {tuple(steps)}, got {step!r}")
-        cols.append((name, _fmt(_as_np(step, steps[step], 2), (), decimals)))
+        cols.append((name, format_matrix(to_numpy(step, steps[step], ndim=2), (), decimals)))
     width = max(len(r) for _, rows in cols for r in rows) + 3
     width = max(width, max(len(name) for name, _ in cols) + 3)
     lines = [step, "".join(f"{name:<{width}}" for name, _ in cols).rstrip()]
@@ -453,16 +266,14 @@ def format_scenarios(versions: Mapping[str, Mapping[str, Tensor]], step: str, de
     return "\n".join(lines)
 
 
-def renormalised_printed_weights() -> dict[str, Tensor]:
-    """The printed weights divided by their row sums, beside the softmax of the printed scores.
-
-    Returns:
-        "row_sums" (3,), "renormalised" (3, 3), "softmax_of_printed_scaled" (3, 3),
-        "max_abs_diff" (scalar): how far apart the last two are.
-    """
-    w = printed("weights")
-    sums = w.sum(-1)
-    renorm = w / sums[:, None]  # (3, 3) / (3, 1)
-    soft = row_softmax(printed("scaled"))
-    return {"row_sums": sums, "renormalised": renorm, "softmax_of_printed_scaled": soft,
-            "max_abs_diff": (renorm - soft).abs().max()}
+def format_matrix(a: np.ndarray, marks: tuple[tuple[int, int], ...] = (), decimals: int = 2) -> list[str]:
+    """One line per row of a matrix, each number to ``decimals`` places; ``marks`` lists
+    (row, col) entries to flag with a *."""
+    rows = []
+    for i, row in enumerate(a):
+        cells = []
+        for j, v in enumerate(row):
+            s = f"{v:.{decimals}f}"
+            cells.append(f"{s}{'*' if (i, j) in marks else ' '}")
+        rows.append("[" + " ".join(f"{c:>7}" for c in cells) + "]")
+    return rows
