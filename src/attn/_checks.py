@@ -208,9 +208,10 @@ def check_choice(name: str, value: object, choices: Sequence[object]) -> object:
 
 
 def to_numpy(name: str, t: object, *, ndim: int | tuple[int, ...] | None = None,
-             dtype: type | None = float) -> np.ndarray:
+             dtype: type | None = float, legend: str = "") -> np.ndarray:
     """A tensor, array or nested list as a NumPy array (a copy for tensors: detached, on the
-    CPU), optionally checked for its number of dims."""
+    CPU), optionally checked for its number of dims (``legend`` names them in the message,
+    e.g. "(L, S)")."""
     if isinstance(t, Tensor):
         arr = t.detach().cpu().numpy()
         arr = arr if dtype is None else arr.astype(dtype)
@@ -223,5 +224,6 @@ def to_numpy(name: str, t: object, *, ndim: int | tuple[int, ...] | None = None,
         ndims = (ndim,) if isinstance(ndim, int) else ndim
         if arr.ndim not in ndims:
             want = " or ".join(str(d) for d in ndims)
-            raise ValueError(f"{name}: expected {want} dims, got shape {tuple(arr.shape)}")
+            legend = f" {legend}" if legend else ""
+            raise ValueError(f"{name}: expected {want} dims{legend}, got shape {tuple(arr.shape)}")
     return arr
