@@ -263,27 +263,6 @@ def memory_curve(
     return out
 
 
-def memory_curve(
-    lengths: Sequence[int], *, d_k: int = 64, methods: Sequence[str] = tuple(METHODS),
-    block_size: int = 128, threads: int = 1, seed: int = 0,
-) -> dict[str, list[int]]:
-    """Peak tensor bytes (``TensorMemoryMeter``) of each method at each length L, one head.
-
-    Exact and the same on every run: the meter counts bytes of tensors, not time.
-    """
-    lengths, methods = _check_lengths(lengths), _check_methods(methods)
-    check_positive_int("d_k", d_k)
-    check_positive_int("block_size", block_size)
-    out: dict[str, list[int]] = {m: [] for m in methods}
-    with torch_threads(threads):
-        for L in lengths:
-            q, k, v = _qkv(L, d_k, seed)
-            for m in methods:
-                kwargs = {"block_size": block_size} if m == "blockwise" else {}
-                out[m].append(peak_tensor_bytes(METHODS[m], q, k, v, **kwargs))
-    return out
-
-
 @dataclass(frozen=True)
 class BackwardMemory:
     """What training costs in memory: bytes kept after the forward pass for the backward pass."""
