@@ -1,6 +1,7 @@
 """Feedback for exercises: right or wrong plus a hint, never the answer itself."""
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -9,7 +10,7 @@ from unittest import mock
 import numpy as np
 import torch
 
-__all__ = ["Feedback", "as_array", "close", "SoftmaxCalled", "softmax_switched_off"]
+__all__ = ["Feedback", "as_array", "as_whole_number", "close", "SoftmaxCalled", "softmax_switched_off"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,25 @@ def as_array(name: str, answer: Any, shape: tuple[int, ...] | None = None) -> np
     if np.isnan(arr).any():
         return Feedback(False, f"{name} contains NaN: is a row fully masked, or a -inf left in?")
     return arr
+
+
+def as_whole_number(name: str, answer: Any) -> int | Feedback:
+    """An answer that should be one whole number (an int, a float such as 4.0, a NumPy number or
+    a one-element tensor) as an int, or a ``Feedback`` that says why not."""
+    label = name[0].upper() + name[1:]
+    if answer is None or answer is ...:
+        return Feedback(False, f"Replace the placeholder with {name} (a whole number).")
+    if isinstance(answer, bool):
+        return Feedback(False, f"{label} should be a whole number, got {answer!r}.")
+    if hasattr(answer, "numel") and answer.numel() == 1:
+        answer = answer.item()
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return Feedback(False, f"{label} should be one whole number, got {type(answer).__name__}.")
+    if not math.isfinite(value) or not value.is_integer():
+        return Feedback(False, f"{label} should be a whole number, got {value:g}.")
+    return int(value)
 
 
 def close(answer: np.ndarray, expected: np.ndarray, atol: float) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cost.counts import multi_head_cost, valid_num_heads
-from ._base import Feedback
+from ._base import Feedback, as_whole_number
 
 __all__ = [
     "HEAD_SIZE_QUESTION",
@@ -31,24 +31,9 @@ VALID_HEADS_QUESTION = {"d_model": 60, "max_heads": 12}
 SOFTMAX_QUESTION = {"n": 10, "d_model": 512, "num_heads": 8}
 
 
-def _as_int(name: str, answer: Any) -> int | Feedback:
-    label = name[0].upper() + name[1:]
-    if answer is None or answer is ...:
-        return Feedback(False, f"Replace the placeholder with {name} (a whole number).")
-    if isinstance(answer, bool):
-        return Feedback(False, f"{label} should be a whole number, got {answer!r}.")
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        return Feedback(False, f"{label} should be a whole number, got {type(answer).__name__}.")
-    if not value.is_integer():
-        return Feedback(False, f"{label} should be a whole number, got {value:g}.")
-    return int(value)
-
-
 def check_head_size(answer: Any) -> Feedback:
     """d_k (= d_v) per head for ``HEAD_SIZE_QUESTION``."""
-    got = _as_int("d_k", answer)
+    got = as_whole_number("d_k", answer)
     if isinstance(got, Feedback):
         return got
     q = HEAD_SIZE_QUESTION
@@ -63,7 +48,7 @@ def check_head_size(answer: Any) -> Feedback:
 
 def check_param_count(answer: Any) -> Feedback:
     """Parameters of the article's layer (biases) for ``PARAMS_QUESTION``."""
-    got = _as_int("the parameter count", answer)
+    got = as_whole_number("the parameter count", answer)
     if isinstance(got, Feedback):
         return got
     q = PARAMS_QUESTION
@@ -113,7 +98,7 @@ def check_softmax_entries(answer: Any) -> Feedback:
         many, one = answer
     except (TypeError, ValueError):
         return Feedback(False, "Give two numbers: (entries with h heads, entries with one head).")
-    a, b = _as_int("the first number", many), _as_int("the second number", one)
+    a, b = as_whole_number("the first number", many), as_whole_number("the second number", one)
     for fb in (a, b):
         if isinstance(fb, Feedback):
             return fb

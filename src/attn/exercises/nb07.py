@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..blockwise import causal_blocks
-from ._base import Feedback, softmax_switched_off
+from ._base import Feedback, as_whole_number, softmax_switched_off
 
 __all__ = [
     "WEIGHTS_B", "WEIGHTS_H", "WEIGHTS_L",
@@ -27,22 +27,11 @@ WEIGHTS_B, WEIGHTS_H, WEIGHTS_L = 8, 12, 2048
 CAUSAL_L, CAUSAL_QUERY_BLOCK, CAUSAL_KEY_BLOCK = 1024, 256, 128
 
 
-def _as_count(name: str, answer: Any) -> int | Feedback:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
-        if hasattr(answer, "item") and getattr(answer, "numel", lambda: 0)() == 1:
-            answer = answer.item()
-        else:
-            return Feedback(False, f"{name} should be one number, got {type(answer).__name__}.")
-    if not math.isfinite(answer) or answer != int(answer):
-        return Feedback(False, f"{name} should be a whole number, got {answer}.")
-    return int(answer)
-
-
 def check_weights_bytes(answer: Any) -> Feedback:
     """Exercise 1: bytes of the (B, H, L, L) float32 weights, B=WEIGHTS_B, H=WEIGHTS_H, L=WEIGHTS_L."""
     if answer is None:
         return Feedback(False, "Replace None with a number of bytes.")
-    n = _as_count("answer", answer)
+    n = as_whole_number("answer", answer)
     if isinstance(n, Feedback):
         return n
     B, H, L = WEIGHTS_B, WEIGHTS_H, WEIGHTS_L
@@ -113,7 +102,7 @@ def check_causal_pairs(answer: Any) -> Feedback:
     """Exercise 3: (query block, key block) pairs of a causal pass over L = S = CAUSAL_L."""
     if answer is None:
         return Feedback(False, "Replace None with a number of block pairs.")
-    n = _as_count("answer", answer)
+    n = as_whole_number("answer", answer)
     if isinstance(n, Feedback):
         return n
     L, bq, bk = CAUSAL_L, CAUSAL_QUERY_BLOCK, CAUSAL_KEY_BLOCK
