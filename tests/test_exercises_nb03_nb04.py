@@ -60,7 +60,7 @@ def test_output_row():
     assert nb03.check_output_row(right).correct
     kept_q = worked_steps(overrides={"Q": printed("Q")})["output"][1].tolist()
     for answer, hint in [(printed("output")[1].tolist(), "printed row"), ([0.9, 0.56], "first entry"),
-                         (kept_q, "chapter's Q row 2"), ([1.0, 1.0], "Multiply each weight"),
+                         (kept_q, "chapter's Q row 1"), ([1.0, 1.0], "Multiply each weight"),
                          (None, "placeholder"), ([float("nan"), 1], "NaN")]:
         fb = nb03.check_output_row(answer)
         assert not fb.correct and hint in fb.message, (answer, fb)
