@@ -1,12 +1,11 @@
-"""The bitmap text and cell maps the explorers redraw on every move (attn.widgets._bitmaps)."""
+"""The bitmap text the explorers' maps write on every move (attn.widgets._bitmaps)."""
 import warnings
 
 import numpy as np
 import pytest
-from matplotlib import colormaps
 
 from attn.plotting import new_figure, token_font
-from attn.widgets._bitmaps import AxesTitle, CellMap, CellText, TickLabels, cell_edges, text_bitmap
+from attn.widgets._bitmaps import AxesTitle, CellText, TickLabels, cell_edges, text_bitmap
 
 
 def _axes(width=4, height=3):
@@ -138,37 +137,22 @@ def test_tick_labels_sit_under_and_left_of_the_axes():
     assert not np.array_equal(_draw(fig, labels), px)
 
 
-def test_cell_map_fills_the_axes_with_the_colour_map():
+def test_cell_text_dy_moves_the_strings_down():
     fig, ax = _axes()
-    cmap = colormaps["Blues"].with_extremes(bad="#ff0000")
-    cm = CellMap(ax, cmap, (0.0, 1.0), numbers=True)
-    values = np.array([[0.0, 1.0, np.nan], [0.5, 0.25, 0.75]])
-    blocked = np.array([[False, False, False], [False, True, False]])
-    cm.set_values(values, blocked=blocked)
-    values[0, 0] = 0.9  # the map keeps its own copy
-    assert cm.values[0, 0] == 0.0
-    px = _draw(fig, cm)
-    x, y = cell_edges(ax, 2, 3)
-    H = px.shape[0]
-    for i in range(2):
-        for j in range(3):
-            corner = px[H - y[i] + 2, x[j] + 2]  # away from the number in the middle
-            if blocked[i, j]:
-                want = (128, 128, 128)
-            elif np.isnan(cm.values[i, j]):
-                want = (255, 0, 0)
-            else:
-                want = cmap(cm.values[i, j], bytes=True)[:3]
-            assert np.abs(corner - np.array(want)).max() <= 2, (i, j)
-    assert cm.text.strings[0] == ["0.00", "1.00", "nan"]
-    cm.set_values(np.eye(4))  # another shape fills the same box
-    px4 = _draw(fig, cm)
-    x4, y4 = cell_edges(ax, 4, 4)
-    assert (x4[0], x4[-1], y4[0], y4[-1]) == (x[0], x[-1], y[0], y[-1])
-    assert not np.array_equal(px4, px)
-    with pytest.raises(ValueError, match=r"values: expected 2 dims \(L, S\), got shape \(3,\)"):
-        cm.set_values(np.zeros(3))
-    with pytest.raises(ValueError, match=r"blocked: expected shape \(2, 2\) like values, got \(3, 3\)"):
-        cm.set_values(np.zeros((2, 2)), blocked=np.zeros((3, 3), dtype=bool))
-    with pytest.raises(ValueError, match="clim: expected"):
-        CellMap(ax, "Blues", (1.0, 0.0))
+    up, down = CellText(ax, dy=-0.25), CellText(ax, dy=0.25)
+    for t in (up, down):
+        t.set_strings([["8"]])
+    H = _draw(fig).shape[0]
+    rows = [H - np.nonzero((_draw(fig, t) < 128).all(-1))[0] for t in (up, down)]  # display rows of ink
+    middle = (ax.bbox.y0 + ax.bbox.y1) / 2
+    assert rows[0].min() > middle and rows[1].max() < middle  # above and below the cell's centre
+
+
+def test_tick_labels_without_key_labels_write_only_the_queries():
+    fig, ax = _axes()
+    labels = TickLabels(ax, x_labels=False)
+    labels.set_tokens(["a", "b"], ["step 1", "step 2", "step 3"])
+    assert labels.x_strings == [] and labels.y_strings == ["step 1", "step 2", "step 3"]
+    px = _draw(fig, labels)
+    ink = np.nonzero((px < 160).all(-1))
+    assert (ink[1] < ax.bbox.x0).all()  # all of it left of the axes, none under it

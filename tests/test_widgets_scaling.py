@@ -1,35 +1,58 @@
 """The d_k explorer (attn.widgets.scaling): its pure function and its slider."""
-import math
-
 import numpy as np
 import pytest
 import torch
+from _pictures import box, changed, pixels
 
-from attn.widgets.scaling import D_K_GRID, ScalingStats, scaling_curves, scaling_explorer, scaling_stats
+from attn.scaling import softmax_jacobian_norm
+from attn.widgets.scaling import (BINS, D_K_GRID, MAP_QUERIES, VIEW_KEYS, scaling_explorer, scaling_stats,
+                                  scaling_view)
+
+# The numbers behind the readout (attn.scaling) are tested in test_scaling.py.
 
 
-# The numbers behind the explorer (attn.scaling) are tested in test_scaling.py.
+def test_view_scores_weights_and_gradients():
+    for d_k in D_K_GRID:
+        v = scaling_view(d_k)
+        assert v.stats == scaling_stats(d_k)
+        assert v.weights_raw.shape == v.weights_scaled.shape == (MAP_QUERIES, VIEW_KEYS)
+        np.testing.assert_allclose(v.weights_raw.sum(-1), 1.0)
+        for p, jac in ((v.weights_raw, v.jac_raw), (v.weights_scaled, v.jac_scaled)):
+            np.testing.assert_allclose(jac, softmax_jacobian_norm(torch.tensor(p)).numpy())
+        assert v.hist_scaled.sum() == pytest.approx(1.0)  # scaled scores all inside ±64
+    small, large = scaling_view(1), scaling_view(512)
+    np.testing.assert_allclose(small.weights_raw, small.weights_scaled)  # √1 = 1
+    assert large.weights_raw.max(-1).mean() > large.weights_scaled.max(-1).mean() + 0.3
+    assert large.jac_raw.mean() < 0.5 * large.jac_scaled.mean()
+    # the unscaled scores spread out: less of them in the two middle bins at d_k = 512
+    middle = slice(len(BINS) // 2 - 1, len(BINS) // 2 + 1)
+    assert large.hist_raw[middle].sum() < 0.3 < large.hist_scaled[middle].sum()
+    with pytest.raises(ValueError, match=r"d_k: expected a power of two in \(1, 2, 4"):
+        scaling_view(3)
 
 
-def test_explorer_slider_across_its_range():
+def test_explorer_slider_steps_in_powers_of_two_and_moves_every_panel():
     ex = scaling_explorer()
     slider = ex.controls["d_k"]
-    assert (slider.min, slider.max) == (1, 512)
-    images, readouts = set(), set()
-    for d_k in (1, 2, 3, 8, 63, 64, 100, 255, 511, 512):
+    assert tuple(slider.options) == D_K_GRID and slider.value == 64
+    panels = [ex.fig.axes[0], ex.maps["unscaled"].ax, ex.maps["scaled"].ax, ex.fig.axes[-1]]
+    before = [box(pixels(ex), ax) for ax in panels]
+    for d_k in D_K_GRID[::-1]:
         slider.value = d_k
-        assert ex.state == scaling_stats(d_k)
+        assert ex.state.d_k == d_k and ex.state.stats == scaling_stats(d_k)
         assert f"d_k = {d_k}" in ex.readout.value
-        images.add(ex.image.value)
-        readouts.add(ex.readout.value)
-    assert len(images) == 10 and len(readouts) == 10
-    slider.value = 1
-    assert "scaling changes nothing" in ex.readout.value
-    slider.value = 512
-    assert "scaling changes nothing" not in ex.readout.value
+        np.testing.assert_allclose(ex.maps["unscaled"].cells.values, ex.state.weights_raw)
+        now = [box(pixels(ex), ax) for ax in panels]
+        if d_k != 64:
+            for k, (a, b) in enumerate(zip(before, now)):
+                assert changed(a, b), (d_k, k)  # histogram, both maps and the gradient bars
+        before = now
+    assert "scaling changes nothing" in ex.readout.value  # the last one was d_k = 1
     assert ex.full_redraws == 1
 
 
 def test_explorer_bad_input():
     with pytest.raises(ValueError, match="d_k"):
         scaling_explorer(0)
+    with pytest.raises(ValueError, match="d_k"):
+        scaling_explorer(100)

@@ -1,17 +1,17 @@
-"""Text and cell maps drawn as cached bitmaps: what the explorers redraw on every move.
+"""Text drawn as cached bitmaps: what the explorers' maps write on every move.
 
 A matplotlib ``Text`` lays out and rasterises its string on every draw (about a millisecond
 each), and tick labels on a resized axes are laid out several times per draw: an explorer
 with 8 labelled maps spent 100-350 ms per move on them. Here each distinct
 (string, size, colour, font, rotation) is rendered once with FreeType (``text_bitmap``) and
 kept; a frame pastes the kept bitmaps into one RGBA array and hands it to the renderer in a
-single ``draw_image`` call (pixel-exact, no resampling). A map's cells are drawn the same way
-(``CellMap``): a colour lookup blown up with ``np.repeat`` to the axes' pixel box.
+single ``draw_image`` call (pixel-exact, no resampling). ``attn.widgets._mapview`` builds the
+explorers' one map view from these pieces and its cells.
 
-Every artist here places itself from its axes' box at draw time, so it follows the layout
-engine, and it ignores the data limits: an (L, S) map always fills the axes, whatever L and S
-were before. The artists are meant as an explorer's live artists (``set_animated(True)``):
-they are never part of the kept background.
+Every artist here places itself from its axes' box at draw time and ignores the data limits:
+an (L, S) map's labels always sit on the axes' cells, whatever L and S were before. The
+artists are meant as an explorer's live artists (``set_animated(True)``): they are never part
+of the kept background.
 
 Shape legend: L rows (queries), S columns (keys); bitmaps are (h, w, 4) uint8 RGBA.
 """
@@ -21,14 +21,12 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from matplotlib import colormaps
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.colors import Colormap, Normalize, to_rgb, to_rgba
+from matplotlib.colors import to_rgb
 from matplotlib.font_manager import FontProperties, findfont, get_font
 
-__all__ = ["text_bitmap", "cell_edges", "BitmapText", "CellText", "AxesTitle", "TickLabels",
-           "CellMap"]
+__all__ = ["text_bitmap", "cell_edges", "BitmapText", "CellText", "AxesTitle", "TickLabels"]
 
 _HA = ("left", "center", "right")
 _VA = ("bottom", "baseline", "center", "top")
@@ -222,12 +220,16 @@ class BitmapText(Artist):
 
 
 class CellText(BitmapText):
-    """A string in every cell of an (L, S) map filling ``ax``; ``strings`` is what is written."""
+    """A string in every cell of an (L, S) map filling ``ax``; ``strings`` is what is written.
+
+    ``dy`` moves every string down by that fraction of a cell's height (negative: up), so two
+    CellTexts can write two lines in each cell."""
 
     def __init__(self, ax: Axes, *, size: float = 8.0, font: str | FontProperties | None = None,
-                 add: bool = True) -> None:
+                 add: bool = True, dy: float = 0.0) -> None:
         super().__init__(ax, size=size, font=font, add=add)
         self.strings: list[list[str]] = []
+        self.dy = float(dy)
 
     def set_strings(self, strings: Sequence[Sequence[str]],
                     colors: Sequence[Sequence[str]] | str = "black") -> None:
@@ -251,7 +253,8 @@ class CellText(BitmapText):
         L = len(self.strings)
         S = len(self.strings[0]) if L else 0
         x, y = cell_edges(self.axes, L, S)
-        cx, cy = (x[:-1] + x[1:]) / 2, (y[:-1] + y[1:]) / 2  # (S,), (L,)
+        cx = (x[:-1] + x[1:]) / 2  # (S,)
+        cy = (y[:-1] + y[1:]) / 2 + self.dy * (y[1:] - y[:-1])  # (L,); y falls row by row
         return np.stack(np.meshgrid(cx, cy), -1).reshape(-1, 2)  # (L, S, 2) -> (L*S, 2)
 
 
@@ -281,7 +284,8 @@ class TickLabels(Artist):
         ax: the map's axes (its own ticks should be off: ``ax.set_xticks([])``).
         size, font: as ``text_bitmap`` (``attn.plotting.token_font()`` for Chinese tokens).
         rotate: stand the key labels up (90 degrees), so long or CJK labels do not overlap.
-        y_labels: write the query labels too (False: leave them to a neighbouring map).
+        x_labels: write the key labels (False: leave them to a map below).
+        y_labels: write the query labels (False: leave them to a neighbouring map).
         pad: pixels between the axes and the labels.
 
     Attributes:
@@ -289,11 +293,13 @@ class TickLabels(Artist):
     """
 
     def __init__(self, ax: Axes, *, size: float = 8.0, font: str | FontProperties | None = None,
-                 rotate: bool = False, y_labels: bool = True, pad: float = 3.0) -> None:
+                 rotate: bool = False, x_labels: bool = True, y_labels: bool = True,
+                 pad: float = 3.0) -> None:
         super().__init__()
         self.set_animated(True)
         ax.add_artist(self)
-        self._x = _EdgeLabels(ax, "x", size=size, font=font, rotation=90 if rotate else 0, pad=pad)
+        self._x = (_EdgeLabels(ax, "x", size=size, font=font, rotation=90 if rotate else 0, pad=pad)
+                   if x_labels else None)
         self._y = _EdgeLabels(ax, "y", size=size, font=font, rotation=0, pad=pad) if y_labels else None
         self.x_strings: list[str] = []
         self.y_strings: list[str] = []
@@ -303,8 +309,9 @@ class TickLabels(Artist):
         """S key labels and L query labels (default: the same as the keys); ``rotate``
         stands the key labels up or lays them down (None: as before)."""
         y_tokens = x_tokens if y_tokens is None else y_tokens
-        self._x.set_tokens(x_tokens, rotation=None if rotate is None else 90 * bool(rotate))
-        self.x_strings = list(x_tokens)
+        if self._x is not None:
+            self._x.set_tokens(x_tokens, rotation=None if rotate is None else 90 * bool(rotate))
+            self.x_strings = list(x_tokens)
         if self._y is not None:
             self._y.set_tokens(y_tokens)
             self.y_strings = list(y_tokens)
@@ -339,84 +346,3 @@ class _EdgeLabels(BitmapText):
         if self._edge == "x":
             return np.column_stack([(x[:-1] + x[1:]) / 2, np.full(n, box.y0 - self._pad)])
         return np.column_stack([np.full(n, box.x0 - self._pad), (y[:-1] + y[1:]) / 2])
-
-
-class CellMap(Artist):
-    """An (L, S) map drawn as coloured cells filling ``ax`` (the job of ``imshow``, faster).
-
-    The cells are a colour lookup blown up with ``np.repeat`` to the axes' pixel box (no
-    resampling); NaN takes the colour map's "bad" colour; ``blocked`` cells take
-    ``blocked_color``. With ``numbers=True`` each value is written in its cell (``CellText``),
-    dark on light cells and light on dark ones.
-
-    Args:
-        ax: where to draw (its data limits are ignored: the map fills the axes).
-        cmap: a colour map or its name; clim: (vmin, vmax).
-        numbers: write each value; fmt: how ("{:.2f}").
-        frame: draw a 1-pixel black frame around the map (for axes whose spines are off).
-
-    Attributes:
-        values: (L, S) float array drawn now.
-    """
-
-    def __init__(self, ax: Axes, cmap: str | Colormap = "Blues", clim: tuple[float, float] = (0.0, 1.0),
-                 *, numbers: bool = False, fmt: str = "{:.2f}", size: float = 8.0,
-                 frame: bool = False, blocked_color: str = "0.5") -> None:
-        if not isinstance(ax, Axes):
-            raise TypeError(f"ax: expected a matplotlib Axes, got {type(ax).__name__}")
-        if len(clim) != 2 or not clim[0] < clim[1]:
-            raise ValueError(f"clim: expected (vmin, vmax) with vmin < vmax, got {clim!r}")
-        super().__init__()
-        self.set_animated(True)
-        ax.add_artist(self)
-        self._cmap = colormaps[cmap] if isinstance(cmap, str) else cmap
-        self._norm = Normalize(*clim)
-        self._frame = frame
-        self._blocked_rgba = np.array(to_rgba(blocked_color)) * 255
-        self._fmt = fmt
-        self.text = CellText(ax, size=size, add=False) if numbers else None  # drawn after the cells
-        self.values = np.zeros((1, 1))
-        self.blocked: np.ndarray | None = None
-
-    def set_values(self, values: object, *, blocked: np.ndarray | None = None) -> None:
-        """values (L, S); blocked: (L, S) bool cells to draw in the blocked colour, or None."""
-        if hasattr(values, "detach"):  # a torch tensor
-            values = values.detach().cpu().numpy()
-        v = np.array(values, dtype=float)  # a copy: the caller's array is never kept
-        if v.ndim != 2:
-            raise ValueError(f"values: expected 2 dims (L, S), got shape {v.shape}")
-        if blocked is not None:
-            blocked = np.asarray(blocked, dtype=bool)
-            if blocked.shape != v.shape:
-                raise ValueError(f"blocked: expected shape {v.shape} like values, got {blocked.shape}")
-        self.values, self.blocked = v, blocked
-        self.stale = True
-
-    def rgba(self) -> np.ndarray:
-        """(L, S, 4) uint8 colour of every cell."""
-        rgba = self._cmap(self._norm(self.values), bytes=True)  # (L, S, 4)
-        if self.blocked is not None:
-            rgba[self.blocked] = self._blocked_rgba.round().astype(np.uint8)
-        return rgba
-
-    def draw(self, renderer) -> None:  # noqa: ANN001
-        if not self.get_visible():
-            return
-        L, S = self.values.shape
-        if L == 0 or S == 0:
-            return
-        x, y = cell_edges(self.axes, L, S)
-        rgba = self.rgba()
-        cells = np.repeat(np.repeat(rgba, -np.diff(y), axis=0), np.diff(x), axis=1)  # (H, W, 4)
-        if self._frame:
-            cells[[0, -1], :] = (0, 0, 0, 255)
-            cells[:, [0, -1]] = (0, 0, 0, 255)
-        gc = renderer.new_gc()
-        renderer.draw_image(gc, x[0], y[-1], np.ascontiguousarray(cells[::-1]))
-        gc.restore()
-        if self.text is not None:
-            light = rgba[..., :3].astype(float) @ np.array([0.299, 0.587, 0.114]) > 140  # (L, S)
-            self.text.set_strings([[self._fmt.format(v) for v in row] for row in self.values],
-                                  [["black" if ok else "white" for ok in row] for row in light])
-            self.text.draw(renderer)
-        self.stale = False
