@@ -257,6 +257,7 @@ def test_pretrained_explorer_every_control():
     c = ex.controls
     assert (c["layer"].min, c["layer"].max, c["head"].min, c["head"].max) == (1, 6, 1, 12)
     head_map = ex.maps["head"].ax
+    assert "[UNK]" not in ex.state.tokens  # it opens on an English sentence (the model's vocabulary)
     assert _framed_heads(ex) == [(1, 1)]
     before = pixels(ex)
     for layer in range(2, 7):

@@ -21,7 +21,11 @@ from .._base import Explorer
 from .._mapview import MapView
 
 __all__ = ["MAX_TOKENS", "split_sentence", "HeadView", "head_view", "pretrained_explorer",
-           "score_grids", "GRID_CMAP"]
+           "score_grids", "GRID_CMAP", "OPENING_SENTENCE"]
+
+#: The sentence the explorer opens on (a key of ``attn.examples.PHRASED_SENTENCES``): an
+#: English one, because the model's vocabulary is English (the chapter's sentence is mostly [UNK]).
+OPENING_SENTENCE = "fox"
 
 #: The colour map of score grids: light to dark purple, with an orange frame on the chosen or
 #: best head (purple against orange stays distinct without colour vision, unlike green and red).
@@ -83,16 +87,17 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
                         pattern: str = "previous") -> Explorer:
     """Type or pick a sentence, choose a layer and a head: the head's map on the sentence
     (dots = the chosen pattern's cells) beside the layer x head grid of that pattern's scores
-    (the square marks the chosen head). Phrases may be marked with "|" for the block pattern.
+    (an orange frame marks the chosen head). Phrases may be marked with "|" for the block
+    pattern. Opens on the sentence ``OPENING_SENTENCE`` unless ``text`` is given.
 
     Returns:
         An ``Explorer``; ``.maps`` is "head" -> the head's ``MapView``, "grid" -> the score grid's.
     """
     from ...trained import minilm as pretrained
 
-    presets = [" | ".join(words) if any(" " in w for w in words) else " ".join(words)
-               for words in PHRASED_SENTENCES.values()]
-    text = presets[0] if text is None else text
+    presets = {name: " | ".join(words) if any(" " in w for w in words) else " ".join(words)
+               for name, words in PHRASED_SENTENCES.items()}
+    text = presets[OPENING_SENTENCE] if text is None else text
     first = head_view(text, layer, head, pattern)
     N, H = first.grid.shape
     fig = new_figure(10, 4.0, dpi=72)
@@ -122,7 +127,7 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
         return [*view.artists(), *grid.artists()]
 
     controls = {
-        "text": widgets.Combobox(value=text, options=presets, description="sentence",
+        "text": widgets.Combobox(value=text, options=list(presets.values()), description="sentence",
                                  continuous_update=False, ensure_option=False,
                                  layout=widgets.Layout(width="520px")),
         "layer": widgets.IntSlider(value=layer, min=1, max=N, description="layer"),
