@@ -104,6 +104,11 @@ def test_count_ops_on_known_calls():
     assert c.largest_tensor == 15
     assert [name for name, _ in c.calls] == ["__matmul__", "tanh", "add"] or \
         [name for name, _ in c.calls] == ["matmul", "tanh", "add"]
+    for op in (lambda: a + 1, lambda: a - 1, lambda: 1 - a, lambda: a * 2, lambda: 2 * a, lambda: a / 2,
+               lambda: 2 / a, lambda: -a, lambda: torch.exp(a), lambda: torch.tanh(a), lambda: torch.sub(a, a)):
+        counted = count_ops(op)
+        assert counted.elementwise_ops == 12 and counted.matmul_flops == 0  # one per entry of (3, 4)
+    assert count_ops(lambda: torch.softmax(a, -1)).elementwise_ops == 0  # not an element-wise op here
     q, k, v = rand(2, 3, 4, 5), rand(2, 3, 6, 5), rand(2, 3, 6, 7)
     sdpa = count_ops(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v))
     assert sdpa.macs == 2 * 3 * 4 * 6 * (5 + 7)

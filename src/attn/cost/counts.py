@@ -220,7 +220,8 @@ def count_parameters(module: nn.Module) -> int:
 
 _MATMULS = {"linear", "matmul", "__matmul__", "mm", "bmm"}
 _POINTWISE = {"add", "__add__", "__radd__", "sub", "__sub__", "__rsub__", "mul", "__mul__",
-              "__rmul__", "div", "__truediv__", "__rtruediv__", "tanh", "exp", "neg", "__neg__"}
+              "__rmul__", "div", "__truediv__", "__rtruediv__", "__rdiv__", "tanh", "exp", "neg",
+              "__neg__"}
 
 
 @dataclass
