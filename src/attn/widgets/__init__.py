@@ -35,6 +35,24 @@ def _examples() -> Explorer:
     return example_explorer({task: load_trained(task) for task in TASKS})
 
 
+def _positions() -> Explorer:
+    from .positions import positions_explorer
+
+    return positions_explorer()
+
+
+def _decoding() -> Explorer:
+    from .decoding import decoding_explorer
+
+    return decoding_explorer()
+
+
+def _backward() -> Explorer:
+    from .backward import backward_explorer
+
+    return backward_explorer()
+
+
 def _pretrained() -> Explorer:
     from .trained import pretrained_explorer
 
@@ -52,6 +70,9 @@ EXPLORERS: dict[str, Callable[[], Explorer]] = {
     "training (08)": _training,
     "examples (08)": _examples,
     "pretrained (08)": _pretrained,
+    "positions (09)": _positions,
+    "decoding (10)": _decoding,
+    "backward (11)": _backward,
 }
 
 __all__ = [
