@@ -133,7 +133,19 @@ def test_head_specs_and_head_qk_cover_every_variant():
             q, k = P.head_qk(spec, 5, 8, 1.0)
             assert q.shape == k.shape == (5, 8)
     assert P.segments_for(P.HeadSpec("block", "x", segments=3), 7) == (0, 0, 0, 1, 1, 1, 2)
-    assert P.segments_for(P.HeadSpec("block", "x", segments="sentences"), 12) == TWO_SENTENCE_SEGMENTS
+    assert P.segments_for(P.HeadSpec("block", "x", segments="sentences"), 12) == (0,) + (1,) * 7 + (2,) * 4
+
+
+@pytest.mark.parametrize("n", [3, 5, 8, 12])
+def test_sentence_head_is_not_flat_with_one_sentence_in_view(n):
+    """Issue 11: with <= 8 tokens only one sentence is in view; the "sentences" head must still
+    show a block ([CLS] apart), not the same uniform row for every query."""
+    spec = P.HeadSpec("block", "sentences", segments="sentences")
+    w = P.head_weights(*P.head_qk(spec, n, 16, 1.0))
+    assert not torch.allclose(w, torch.full_like(w, 1 / n))
+    assert int(w[0].argmax()) == 0 and w[0, 0] > 0.5  # [CLS] stays with itself
+    sentence = [j for j, s in enumerate(P.segments_for(spec, n)) if s == 1]
+    assert w[sentence[0], sentence].sum() > 0.9  # a word keeps its weight inside its sentence
 
 
 def test_directions_are_orthonormal():

@@ -288,12 +288,16 @@ def head_specs(pattern: str, n_heads: int) -> tuple[HeadSpec, ...]:
 
 def segments_for(spec: HeadSpec, n: int) -> tuple[int, ...]:
     """Segment ids of the first n of ``attn.examples.TWO_SENTENCE_TOKENS`` for a block head
-    (its phrases for other kinds)."""
+    (its phrases for other kinds). "sentences": [CLS] alone, then each sentence with its [SEP]."""
     check_int("n", n, low=1, high=len(TWO_SENTENCE_TOKENS))
     if spec.segments == "phrases" or spec.kind != "block":
         return TWO_SENTENCE_PHRASES[:n]
     if spec.segments == "sentences":
-        return TWO_SENTENCE_SEGMENTS[:n]
+        # [CLS] sums up the input and belongs to no sentence: a block of its own, then one block
+        # per sentence (its words and its [SEP]). So with 8 tokens or fewer, where only the
+        # first sentence is in view, the map still shows a block, not one flat row after another.
+        return tuple(0 if tok == "[CLS]" else 1 + s
+                     for tok, s in zip(TWO_SENTENCE_TOKENS[:n], TWO_SENTENCE_SEGMENTS[:n]))
     return tuple(i // int(spec.segments) for i in range(n))
 
 
