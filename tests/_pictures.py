@@ -1,4 +1,5 @@
-"""Reading an explorer's picture back: the decoded pixels of ``.image.value``, whole or per axes.
+"""Reading an explorer's picture back: the decoded pixels of ``.image.value``, whole or per axes
+(and, for the renderer's own tests, one axes drawn with only the artists under test).
 
 The explorer tests assert on these pixels, not on the readout: a move that should change what
 is shown must change the pixels of the panel that shows it.
@@ -9,8 +10,10 @@ import io
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from PIL import Image
 
+from attn.plotting import new_figure
 from attn.widgets._bitmaps import cell_edges
 
 
@@ -44,3 +47,21 @@ def near(px: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> np.ndarray
 
 def changed(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape != b.shape or bool((a != b).any())
+
+
+def one_axes(width: float = 4, height: float = 3) -> tuple[Figure, Axes]:
+    """A white figure with one axes, turned off (as a MapView's is), laid out and drawn once."""
+    fig = new_figure(width, height, dpi=72)
+    fig.subplots_adjust(left=0.2, right=0.95, bottom=0.25, top=0.85)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    fig.canvas.draw()
+    return fig, ax
+
+
+def draw_only(fig: Figure, *artists) -> np.ndarray:
+    """The canvas (H, W, 3) int after drawing only ``artists`` on the figure's background."""
+    fig.canvas.draw()
+    for a in artists:
+        fig.draw_artist(a)
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)

@@ -3,26 +3,10 @@ import warnings
 
 import numpy as np
 import pytest
+from _pictures import draw_only, one_axes
 
-from attn.plotting import new_figure, token_font
+from attn.plotting import token_font
 from attn.widgets._bitmaps import AxesTitle, CellText, TickLabels, cell_edges, text_bitmap
-
-
-def _axes(width=4, height=3):
-    fig = new_figure(width, height, dpi=72)
-    fig.subplots_adjust(left=0.2, right=0.95, bottom=0.25, top=0.85)
-    ax = fig.add_subplot()
-    ax.set_axis_off()
-    fig.canvas.draw()
-    return fig, ax
-
-
-def _draw(fig, *artists) -> np.ndarray:
-    """The canvas (H, W, 3) after drawing only ``artists`` on a white figure."""
-    fig.canvas.draw()
-    for a in artists:
-        fig.draw_artist(a)
-    return np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
 
 
 def test_text_bitmap_has_ink_is_cached_and_differs_by_string():
@@ -67,7 +51,7 @@ def test_text_bitmap_errors_name_the_argument(kwargs, error, match):
 
 
 def test_cell_edges_split_the_axes_box():
-    fig, ax = _axes()
+    fig, ax = one_axes()
     x, y = cell_edges(ax, 3, 5)
     assert x.shape == (6,) and y.shape == (4,)
     assert (x[0], x[-1]) == (round(ax.bbox.x0), round(ax.bbox.x1))
@@ -76,11 +60,11 @@ def test_cell_edges_split_the_axes_box():
 
 
 def test_cell_text_writes_each_cell_and_is_cached():
-    fig, ax = _axes()
+    fig, ax = one_axes()
     cells = CellText(ax)
     cells.set_strings([["a", "b"], ["c", "d"]], [["black", "red"], ["black", "black"]])
     assert cells.strings == [["a", "b"], ["c", "d"]]
-    px = _draw(fig, cells)
+    px = draw_only(fig, cells)
     x, y = cell_edges(ax, 2, 2)
     H = px.shape[0]
     for i in range(2):
@@ -90,7 +74,7 @@ def test_cell_text_writes_each_cell_and_is_cached():
     top_right = px[H - y[0]:H - y[1], x[1]:x[2]]
     assert ((top_right[..., 0] > 200) & (top_right[..., 1] < 100)).any()  # the red one
     assert len(cells._frames) == 1
-    _draw(fig, cells)
+    draw_only(fig, cells)
     assert len(cells._frames) == 1  # the same frame again: composed once
     with pytest.raises(ValueError, match=r"strings: expected L rows of the same length, got lengths \[2, 1\]"):
         cells.set_strings([["a", "b"], ["c"]])
@@ -102,12 +86,12 @@ def test_cell_text_writes_each_cell_and_is_cached():
         cells.set_strings([["a"]], [["nocolour"]])
 
 
-def test_axes_title_is_centred_above_the_axes():
-    fig, ax = _axes()
+def test_axes_title_is_centred_above_theone_axes():
+    fig, ax = one_axes()
     title = AxesTitle(ax, size=12, font=token_font())
     title.set_text("1: all → 北京")
     assert title.text == "1: all → 北京"
-    px = _draw(fig, title)
+    px = draw_only(fig, title)
     H = px.shape[0]
     ink = np.nonzero((px < 128).all(-1))
     rows, cols = H - ink[0], ink[1]  # display pixels, origin bottom left
@@ -117,12 +101,12 @@ def test_axes_title_is_centred_above_the_axes():
         AxesTitle("ax")
 
 
-def test_tick_labels_sit_under_and_left_of_the_axes():
-    fig, ax = _axes()
+def test_tick_labels_sit_under_and_left_of_theone_axes():
+    fig, ax = one_axes()
     labels = TickLabels(ax, font=token_font(8), rotate=True)
     labels.set_tokens(["小明", "在", "北京"])
     assert labels.x_strings == labels.y_strings == ["小明", "在", "北京"]
-    px = _draw(fig, labels)
+    px = draw_only(fig, labels)
     H = px.shape[0]
     ink = np.nonzero((px < 160).all(-1))
     rows, cols = H - ink[0], ink[1]
@@ -134,25 +118,25 @@ def test_tick_labels_sit_under_and_left_of_the_axes():
         assert ((cols[below] >= x[j]) & (cols[below] < x[j + 1])).any(), j
     labels.set_tokens(["a", "b"], rotate=False)
     assert labels.x_strings == ["a", "b"]
-    assert not np.array_equal(_draw(fig, labels), px)
+    assert not np.array_equal(draw_only(fig, labels), px)
 
 
 def test_cell_text_dy_moves_the_strings_down():
-    fig, ax = _axes()
+    fig, ax = one_axes()
     up, down = CellText(ax, dy=-0.25), CellText(ax, dy=0.25)
     for t in (up, down):
         t.set_strings([["8"]])
-    H = _draw(fig).shape[0]
-    rows = [H - np.nonzero((_draw(fig, t) < 128).all(-1))[0] for t in (up, down)]  # display rows of ink
+    H = draw_only(fig).shape[0]
+    rows = [H - np.nonzero((draw_only(fig, t) < 128).all(-1))[0] for t in (up, down)]  # display rows of ink
     middle = (ax.bbox.y0 + ax.bbox.y1) / 2
     assert rows[0].min() > middle and rows[1].max() < middle  # above and below the cell's centre
 
 
 def test_tick_labels_without_key_labels_write_only_the_queries():
-    fig, ax = _axes()
+    fig, ax = one_axes()
     labels = TickLabels(ax, x_labels=False)
     labels.set_tokens(["a", "b"], ["step 1", "step 2", "step 3"])
     assert labels.x_strings == [] and labels.y_strings == ["step 1", "step 2", "step 3"]
-    px = _draw(fig, labels)
+    px = draw_only(fig, labels)
     ink = np.nonzero((px < 160).all(-1))
     assert (ink[1] < ax.bbox.x0).all()  # all of it left of the axes, none under it
