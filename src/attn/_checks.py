@@ -17,7 +17,9 @@ def broadcast_or_none(*shapes: Sequence[int]) -> torch.Size | None:
     """``torch.broadcast_shapes(*shapes)``, or None if the shapes do not broadcast.
 
     (Its first call in a process imports sympy and ``torch.fx``: 0.4-0.8 s measured on this
-    course's machine with torch 2.13, under the 1 s a work-around would have to save.)
+    course's machine with torch 2.13, under the 1 s a work-around would have to save. Each
+    later call runs Python code, tens of microseconds: a mask is checked with
+    ``Tensor.expand`` instead, and a forward pass calls this once.)
     """
     try:
         return torch.broadcast_shapes(*shapes)
@@ -67,11 +69,13 @@ def check_bool_mask(name: str, mask: object, target: Sequence[int], legend: str,
     """A mask must be a bool tensor that broadcasts to `target` (True = may attend), on
     `device` if one is given."""
     mask = check_bool_tensor(name, mask)
-    if broadcast_or_none(mask.shape, tuple(target)) != tuple(target):
+    try:
+        mask.expand(tuple(target))  # a view: raises if the mask does not broadcast to target
+    except RuntimeError:
         raise ValueError(
             f"{name}: expected a shape broadcastable to {legend} = {tuple(target)}, "
             f"got shape {shape_str(mask)}"
-        )
+        ) from None
     if device is not None and mask.device != device:
         raise ValueError(f"{name}: expected device {device} (the inputs' device), got {mask.device}")
     return mask
