@@ -4,9 +4,8 @@ import pytest
 import torch
 from _pictures import box, changed, pixels
 
-from attn.scaling import softmax_jacobian_norm
-from attn.widgets.scaling import (BINS, D_K_GRID, MAP_QUERIES, VIEW_KEYS, scaling_explorer, scaling_stats,
-                                  scaling_view)
+from attn.scaling import D_K_GRID, scaling_stats, softmax_jacobian_norm
+from attn.widgets.scaling import BINS, MAP_QUERIES, VIEW_KEYS, scaling_explorer, scaling_view
 
 # The numbers behind the readout (attn.scaling) are tested in test_scaling.py.
 

@@ -14,7 +14,7 @@ from .efficiency import efficiency_explorer
 from .heads import heads_explorer
 from .masks import mask_explorer
 from .patterns import pattern_explorer
-from .scaling import scaling_explorer, scaling_stats
+from .scaling import scaling_explorer
 from .sentence import sentence_explorer
 from .worked import worked_explorer
 
@@ -79,7 +79,6 @@ __all__ = [
     "Explorer",
     "EXPLORERS",
     "scaling_explorer",
-    "scaling_stats",
     "sentence_explorer",
     "worked_explorer",
     "heads_explorer",

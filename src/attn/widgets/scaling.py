@@ -19,12 +19,11 @@ import torch
 
 from ..functional import masked_softmax
 from ..plotting import new_figure
-from ..scaling import D_K_GRID, ScalingStats, scaling_curves, scaling_stats, softmax_jacobian_norm
+from ..scaling import D_K_GRID, ScalingStats, scaling_stats, softmax_jacobian_norm
 from ._base import Explorer
 from ._mapview import MapView
 
-__all__ = ["ScalingStats", "scaling_stats", "scaling_curves", "ScalingView", "scaling_view",
-           "scaling_explorer", "D_K_GRID"]
+__all__ = ["ScalingView", "scaling_view", "scaling_explorer"]
 
 
 @dataclass(frozen=True)
