@@ -316,6 +316,26 @@ _JS_ARM = r"""
 """
 
 
+# What a control shows as its value, by kind (see Control.value).
+_JS_VALUE = r"""
+(w, kind) => {
+  if (kind === 'slider') return w.querySelector('.widget-readout').innerText.trim();
+  if (kind === 'dropdown' || kind === 'select') {
+    const s = w.querySelector('select');
+    return s.selectedIndex < 0 ? '' : s.options[s.selectedIndex].text;
+  }
+  if (kind === 'toggle-buttons') return (w.querySelector('button.mod-active') || {innerText: ''}).innerText.trim();
+  if (kind === 'radio') {
+    const r = w.querySelector('input:checked');
+    return r ? r.closest('label').innerText.trim() : '';
+  }
+  if (kind === 'checkbox') return String(w.querySelector('input').checked);
+  if (kind === 'toggle-button') return String(w.classList.contains('mod-active'));
+  return w.querySelector('textarea, input').value;
+}
+"""
+
+
 @dataclass
 class Move:
     """One user action on a control and what it did to the explorer's picture."""
@@ -485,6 +505,13 @@ class ExplorerView:
         return f"the explorer {self.title!r}"
 
 
+def _same_number(a: str, b: str | None) -> bool:
+    try:
+        return b is not None and float(a) == float(b)
+    except ValueError:
+        return False
+
+
 class Control:
     """One control of an explorer; ``moves()`` does a user's actions on it."""
 
@@ -494,6 +521,44 @@ class Control:
 
     def __str__(self) -> str:
         return f"{self.kind} {self.label!r} of {self.explorer}"
+
+    def value(self) -> str:
+        """The value the control shows (a slider's readout, the chosen option, ...)."""
+        return self.locator.evaluate(_JS_VALUE, self.kind)
+
+    def restore(self, value: str, timeout: float = 30) -> Move | None:
+        """Bring back ``value`` (from ``value()``) as a user would, or None if it is shown.
+
+        slider: type it into the readout, Enter (a selection slider, whose readout takes no
+        typed label: Home, then ArrowRight to it); drop-down / list, toggle buttons,
+        radio: choose it; check box, toggle button: click; text box: type it, Enter.
+        """
+        if self.value() == value:
+            return None
+        act = lambda do, **kw: self.explorer.move(f"back to {value!r}", do, timeout, **kw)  # noqa: E731
+        if self.kind == "slider":
+            readout = self.locator.locator(".widget-readout").first
+            handle = self.locator.locator(".noUi-handle").first
+            if _same_number(readout.inner_text(), handle.get_attribute("aria-valuenow")):
+                # a number slider (a selection slider's handle holds an index, not its label)
+                return act(lambda: readout.press("Enter"), before_do=lambda: readout.fill(value))
+
+            def walk() -> None:  # one key at a time, each answered before the next
+                for key in ["Home"] + ["ArrowRight"] * int(float(handle.get_attribute("aria-valuemax"))):
+                    if key != "Home" and readout.inner_text().strip() == value:
+                        break
+                    handle.press(key)
+                    self.explorer.nb.wait_idle(timeout, quiet=0.2)
+            return act(walk)
+        if self.kind in ("dropdown", "select"):
+            return act(lambda: self.locator.locator("select").select_option(label=value))
+        if self.kind in ("toggle-buttons", "radio"):
+            return act(self.locator.get_by_text(value, exact=True).first.click)
+        if self.kind in ("checkbox", "toggle-button"):
+            return next(self.moves(timeout))
+        field = self.locator.locator("textarea, input").first
+        commit = "Tab" if self.kind == "textarea" else "Enter"
+        return act(lambda: field.press(commit), before_do=lambda: field.fill(value))
 
     def moves(self, timeout: float = 30) -> Iterator[Move]:
         """Change the value as a user would, one action per Move.

@@ -90,6 +90,9 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
             assert live, f"{name}: {explorer} has no live control"
             for control in live:
                 n_moves = len(moved)
+                start = [(c, c.value()) for c in live]  # the moved control first when going back
+                start.sort(key=lambda cv: cv[0] is not control)
+                start_picture = explorer.picture()
                 for move in control.moves():  # each checked before the next is made
                     logged = nb.logged_errors()
                     assert logged == [], (f"{name}: {control}: after {move.action}, the kernel "
@@ -104,6 +107,14 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
                     ms = "?" if move.latency_s is None else f"{move.latency_s * 1000:.0f} ms"
                     moved.append(f"{control}: {move.action}: {ms}")
                 assert len(moved) > n_moves, f"{name}: {control} offers no other value to choose"
+                # Back to where it was (and any control it changed, such as the choices of
+                # another), so that every control moves from the notebook's own settings.
+                for other, value in start:
+                    other.restore(value)
+                    assert nb.logged_errors() == [], f"{name}: {other}: going back to {value!r}"
+                assert explorer.picture() == start_picture, (
+                    f"{name}: after {control} and back, the picture is not the one shown before "
+                    f"(settings {[(str(c), v) for c, v in start]})")
         print(f"{name}: {len(explorers)} explorers, {len(moved)} moves", *moved, sep="\n  ")
 
         errors = nb.error_outputs() + nb.logged_errors()
