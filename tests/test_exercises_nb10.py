@@ -13,8 +13,8 @@ def test_cache_bytes():
     assert "half" in nb10.check_cache_bytes(n).message
     assert "2 bytes a number, not 4" in nb10.check_cache_bytes(4 * n).message
     assert "every layer" in nb10.check_cache_bytes(2 * 2 * nb10.BATCH * nb10.TOKENS * nb10.D_MODEL).message
-    assert "Replace None" in nb10.check_cache_bytes(None).message
-    assert "one number" in nb10.check_cache_bytes([1]).message
+    assert "Replace the placeholder" in nb10.check_cache_bytes(None).message
+    assert "whole number" in nb10.check_cache_bytes("big").message
     assert not nb10.check_cache_bytes(2 * n + 1)
 
 

@@ -66,6 +66,6 @@ def test_saved_bytes():
     assert nb11.check_saved_bytes(L * L * 4)
     assert "counts entries" in nb11.check_saved_bytes(L * L).message
     assert "per position" in nb11.check_saved_bytes(3 * L * nb11.SAVED_E * 4).message
-    assert "Replace None" in nb11.check_saved_bytes(None).message
-    assert "one number" in nb11.check_saved_bytes("big").message
+    assert "Replace the placeholder" in nb11.check_saved_bytes(None).message
+    assert "whole number" in nb11.check_saved_bytes("big").message
     assert not nb11.check_saved_bytes(L * L * 8)

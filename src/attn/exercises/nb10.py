@@ -15,7 +15,7 @@ from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask
-from ._base import Feedback
+from ._base import Feedback, as_whole_number
 
 __all__ = ["LAYERS", "D_MODEL", "BATCH", "TOKENS", "check_cache_bytes", "check_cached_step"]
 
@@ -25,12 +25,9 @@ LAYERS, D_MODEL, BATCH, TOKENS = 32, 4096, 8, 4096
 
 def check_cache_bytes(answer: Any) -> Feedback:
     """Exercise 1: 2 (key and value) x layers x sequences x tokens x d_model x 2 bytes."""
-    if answer is None:
-        return Feedback(False, "Replace None with a number of bytes.")
-    if isinstance(answer, Tensor) and answer.numel() == 1:
-        answer = answer.item()
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        return Feedback(False, f"The answer is one number of bytes, got {type(answer).__name__}.")
+    answer = as_whole_number("a number of bytes", answer)
+    if isinstance(answer, Feedback):
+        return answer
     numbers = 2 * LAYERS * BATCH * TOKENS * D_MODEL  # a key and a value per layer, sequence, token
     if answer == 2 * numbers:
         return Feedback(True, f"That is {2 * numbers / 2**30:.0f} GiB: more than the weights of many models.")

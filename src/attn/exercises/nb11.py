@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ._base import Feedback
+from ._base import Feedback, as_whole_number
 
 __all__ = ["SAVED_L", "SAVED_E", "check_softmax_backward", "check_score_backward", "check_saved_bytes"]
 
@@ -104,12 +104,9 @@ def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Ten
 
 def check_saved_bytes(answer: Any) -> Feedback:
     """Exercise 3: bytes of the weights the naive backward keeps, one head, float32."""
-    if answer is None:
-        return Feedback(False, "Replace None with a number of bytes.")
-    if isinstance(answer, Tensor) and answer.numel() == 1:
-        answer = answer.item()
-    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
-        return Feedback(False, f"The answer is one number of bytes, got {type(answer).__name__}.")
+    answer = as_whole_number("a number of bytes", answer)
+    if isinstance(answer, Feedback):
+        return answer
     L, E = SAVED_L, SAVED_E
     if answer == L * L * 4:
         return Feedback(True, f"{L * L * 4 / 2**20:.0f} MiB for one head, against "
