@@ -284,12 +284,12 @@ def test_pretrained_explorer_every_control():
         np.testing.assert_array_equal(ex.maps["head"].cells.marks, ex.state.mask)  # its cells
         before = now
         assert ex.state.pattern == pattern and f"Highest {pattern} score" in ex.readout.value
-    for text in list(c["text"].options) + ["my own words here"]:
+    for text in list(c["example"].options) + ["my own words here"]:
         c["text"].value = text
         assert ex.state.tokens[1:-1] == tuple(
             t for w in split_sentence(text) for t in pretrained.load_minilm()[1].tokenize(w))[:MAX_TOKENS - 2]
     assert "[UNK]" not in ex.readout.value
-    c["text"].value = c["text"].options[0]  # the chapter's sentence
+    c["example"].value = c["example"].options[0]  # the chapter's sentence, through the drop-down
     assert "are [UNK]" in ex.readout.value
     c["head"].value = 3
     c["layer"].value = 1

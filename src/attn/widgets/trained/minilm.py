@@ -107,8 +107,8 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     grid.colorbar(fig.add_axes((0.93, 0.2, 0.015, 0.7)))
     layers, heads = [str(n + 1) for n in range(N)], [str(h + 1) for h in range(H)]
 
-    def update(text: str, layer: int, head: int, pattern: str):
-        v = head_view(text, layer, head, pattern)
+    def update(text: str, layer: int, head: int, pattern: str, example: str | None = None):
+        v = head_view(text, layer, head, pattern)  # example: already copied into text
         view.set(v.map, x_tokens=v.tokens, marks=v.mask, title=f"L{layer} H{head}: {v.scores[pattern]:.2f}")
         grid.set(v.grid, x_tokens=heads, y_tokens=layers, boxes=[(layer - 1, layer, head - 1, head)],
                  title=f"{pattern}: score of every head (layer ↓, head →)")
@@ -126,10 +126,18 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     def live():
         return [*view.artists(), *grid.artists()]
 
+    # The sources' sentences in a drop-down that writes into the text box, where a learner can
+    # also type one (a Combobox's suggestion list cost ~40 ms a move in the browser).
+    examples = widgets.Dropdown(options=list(presets.values()),
+                                value=text if text in presets.values() else None,
+                                description="example", layout=widgets.Layout(width="520px"))
+    sentence = widgets.Text(value=text, description="sentence", continuous_update=False,
+                            layout=widgets.Layout(width="520px"))
+    examples.observe(lambda change: change["new"] and setattr(sentence, "value", change["new"]),
+                     names="value")  # observed before the explorer observes it: runs first
     controls = {
-        "text": widgets.Combobox(value=text, options=list(presets.values()), description="sentence",
-                                 continuous_update=False, ensure_option=False,
-                                 layout=widgets.Layout(width="520px")),
+        "example": examples,
+        "text": sentence,
         "layer": widgets.IntSlider(value=layer, min=1, max=N, description="layer"),
         "head": widgets.IntSlider(value=head, min=1, max=H, description="head"),
         "pattern": widgets.Dropdown(options=list(pretrained.SENTENCE_PATTERNS), value=pattern,
