@@ -14,15 +14,17 @@ def shape_str(t: Tensor) -> str:
 
 
 def broadcast_or_none(*shapes: Sequence[int]) -> torch.Size | None:
-    """``torch.broadcast_shapes(*shapes)``, or None if the shapes do not broadcast.
+    """The shape that ``shapes`` broadcast to, or None if they do not broadcast.
 
-    (Its first call in a process imports sympy and ``torch.fx``: 0.4-0.8 s measured on this
-    course's machine with torch 2.13, under the 1 s a work-around would have to save. Each
-    later call runs Python code, tens of microseconds: a mask is checked with
-    ``Tensor.expand`` instead, and a forward pass calls this once.)
+    Computed by ``torch.broadcast_tensors`` on empty tensors on torch's meta device (shapes
+    only, no memory, no arithmetic). ``torch.broadcast_shapes`` gives the same answer, but
+    its first call in a process imports sympy and ``torch.fx``: 0.4 s of CPU on a quiet machine
+    here, 3-5 s under load, added to the first attention call of every notebook. On the meta
+    device the first call takes under a millisecond and each later one about 15 microseconds.
     """
     try:
-        return torch.broadcast_shapes(*shapes)
+        empties = [torch.empty(tuple(s), device="meta") for s in shapes]
+        return torch.broadcast_tensors(*empties)[0].shape if empties else torch.Size()
     except RuntimeError:
         return None
 
