@@ -106,7 +106,7 @@ def free_port() -> int:
 # --------------------------------------------------------------------------------------------
 # The teacher's repository and the README's link.
 
-def _git(cwd: Path, *args: str) -> str:
+def run_git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "teacher", "GIT_AUTHOR_EMAIL": "teacher@example.org",
            "GIT_COMMITTER_NAME": "teacher", "GIT_COMMITTER_EMAIL": "teacher@example.org",
            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
@@ -122,15 +122,15 @@ def course_origin(parent: Path) -> Path:
     tests test, committed or not."""
     origin = parent / FOLDER
     origin.mkdir(parents=True)
-    files = _git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+    files = run_git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
     for name in filter(None, files):
         src = REPO / name
         if src.is_file():  # not a file deleted in the working tree
             (origin / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, origin / name)
-    _git(origin, "init", "-q", "-b", "main")
-    _git(origin, "add", "-A")
-    _git(origin, "commit", "-q", "-m", "the course")
+    run_git(origin, "init", "-q", "-b", "main")
+    run_git(origin, "add", "-A")
+    run_git(origin, "commit", "-q", "-m", "the course")
     return origin
 
 
@@ -145,8 +145,8 @@ def teacher_commit(origin: Path, notebook: str, note: str) -> str:
         lines[-1] += "\n"
     nb["cells"][0]["source"] = lines + ["\n", note]
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    _git(origin, "commit", "-q", "-am", f"{notebook}: a note for today's class")
-    return _git(origin, "rev-parse", "HEAD").strip()
+    run_git(origin, "commit", "-q", "-am", f"{notebook}: a note for today's class")
+    return run_git(origin, "rev-parse", "HEAD").strip()
 
 
 def readme_link(readme: Path = REPO / "README.md") -> str:
@@ -218,6 +218,37 @@ class Hub:
         """A new API token of ``user`` (for a client that talks to their server, as the
         browser does with its cookie)."""
         return self.api("POST", f"users/{user}/tokens", {"note": "benchmark", "expires_in": 86400})["token"]
+
+    def start_server(self, user: str, timeout: float = 300) -> None:
+        """Start ``user``'s server through the API (as their first login does) and wait for it."""
+        try:
+            self.api("POST", f"users/{user}/server")
+        except urllib.error.HTTPError as e:
+            if e.code != 400:  # 400: already running
+                raise
+        deadline = time.monotonic() + timeout
+        while not self.api("GET", f"users/{user}").get("servers", {}).get("", {}).get("ready"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{user}: server not ready after {timeout} s:\n{self.log_tail()}")
+            time.sleep(0.5)
+
+    def git_pull(self, user: str, token: str, origin: Path, timeout: float = 300) -> None:
+        """What the class link's page asks nbgitpuller to do: clone (or pull) ``origin``'s
+        branch main into ``user``'s home, through nbgitpuller's event stream."""
+        query = urllib.parse.urlencode({"repo": origin.as_uri(), "branch": "main", "targetpath": origin.name})
+        req = urllib.request.Request(f"{self.url}/user/{user}/git-pull/api?{query}")
+        req.add_header("Authorization", f"token {token}")
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            for raw in resp:
+                line = raw.decode(errors="replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                event = json.loads(line[5:])
+                if event.get("phase") == "finished":
+                    return
+                if event.get("phase") == "error":
+                    raise RuntimeError(f"{user}: nbgitpuller: {event.get('message')}\n{event.get('output')}")
+        raise RuntimeError(f"{user}: nbgitpuller's stream ended before it finished")
 
     def server_process(self, user: str):
         """The psutil.Process of ``user``'s single-user server, or None when it is not running."""
@@ -399,8 +430,8 @@ class KernelClient:
         self.base = f"{hub.url}/user/{user}/"
         session = self.rest("POST", "api/sessions", {
             "path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": "python3"}})
-        self.kernel_id = session["kernel"]["id"]
-        self.session = uuid.uuid4().hex
+        self.session_id, self.kernel_id = session["id"], session["kernel"]["id"]
+        self.session = uuid.uuid4().hex  # this client's id in the kernel protocol
         url = (self.base.replace("http", "ws", 1)
                + f"api/kernels/{self.kernel_id}/channels?session_id={self.session}")
         self.ws = websocket.create_connection(url, header=[f"Authorization: token {self.token}"],
@@ -535,4 +566,10 @@ class KernelClient:
         raise RuntimeError(f"{self.user}: kernel {self.kernel_id} not among the server's children")
 
     def close(self) -> None:
+        """Disconnect (the kernel goes on, as when a learner closes the browser tab)."""
         self.ws.close()
+
+    def shutdown(self) -> None:
+        """Disconnect and end the notebook's session and kernel (File > Shut Down Kernel)."""
+        self.ws.close()
+        self.rest("DELETE", f"api/sessions/{self.session_id}")

@@ -26,11 +26,13 @@ import json
 import re
 import time
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
-from _hub import (FOLDER, START, KernelClient, _git, chromium, class_link, course_origin,
-                  hub_unavailable, readme_link, running_hub, teacher_commit, unavailable)
+from _hub import (FOLDER, REPO, START, KernelClient, chromium, class_link, course_origin,
+                  hub_unavailable, readme_link, run_git, running_hub, teacher_commit, unavailable)
+from test_binder import TEST_ONLY, read_pins
 
 LEARNERS = ["learner-1", "learner-2"]
 EXPLORER = "notebooks/06_visualization.ipynb"
@@ -90,31 +92,41 @@ def _wait_heading(page, text: str, why: str, timeout: float = 30) -> None:
         raise AssertionError(f"{why} {text!r} ({e.__class__.__name__})") from None
 
 
-def _follow_link(page, link: str, user: str, hub) -> None:
-    """Open the link; log in if the hub asks; wait for Lab on the link's urlpath."""
-    urlpath = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(link).query))["urlpath"]
+def _follow_link(page, link: str, user: str, hub, timeout: float = 300) -> None:
+    """Open the link and log in when the hub asks; return once JupyterLab has loaded and shows
+    a notebook; fail unless that is ``START`` in the learner's clone."""
     page.goto(link)
     login = page.locator("#username_input")
-    landed = re.compile(rf"/user/{re.escape(user)}/{re.escape(urlpath)}$")
-    deadline = time.monotonic() + 300
-    while not landed.search(page.url):
+    lab = re.compile(rf"/user/{re.escape(user)}/lab(/|$|\?)")
+    deadline = time.monotonic() + timeout
+    while not (lab.search(page.url) and page.locator(".jp-LabShell").count()):
         if login.is_visible():
             login.fill(user)
             page.locator("#password_input").fill("any password")
             page.locator("#login_submit").click()
         if time.monotonic() > deadline:
-            raise AssertionError(f"{user}: the link did not lead to {urlpath}; at {page.url}\n"
+            raise AssertionError(f"{user}: the link did not lead to JupyterLab; at {page.url}\n"
                                  f"hub log:\n{hub.log_tail()}")
         page.wait_for_timeout(250)
+    expected = f"/user/{user}/lab/tree/{FOLDER}/{START}"
+    path = urllib.parse.urlsplit(page.url).path
+    assert path == expected, f"{user}: the link opened {path}, not {expected}"
+    _wait_notebook(page, START.rsplit("/", 1)[1])
 
 
 def _wait_notebook(page, name: str, timeout: float = 120) -> None:
     """Wait until the current Lab tab is notebook ``name``, with its kernel idle."""
-    page.locator(".jp-NotebookPanel").first.wait_for(timeout=timeout * 1000)
-    page.wait_for_function(
-        """(name) => { const t = document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current');
-                       return t !== null && t.innerText.trim() === name; }""",
-        arg=name, timeout=timeout * 1000)
+    try:
+        page.wait_for_function(
+            """(name) => { const t = document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current');
+                           return t !== null && t.innerText.trim() === name
+                                  && document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)'); }""",
+            arg=name, timeout=timeout * 1000)
+    except Exception:  # playwright's TimeoutError: say what is on screen instead
+        tabs = page.locator(".lm-DockPanel .lm-TabBar-tab").all_inner_texts()
+        dialog = page.locator(".jp-Dialog").all_inner_texts()
+        raise AssertionError(f"{name} is not the open notebook after {timeout} s: tabs {tabs}, "
+                             f"dialogs {dialog}, at {page.url}") from None
     page.wait_for_function(
         """() => { const p = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
                    const e = p && p.querySelector('.jp-Notebook-ExecutionIndicator');
@@ -194,8 +206,12 @@ def _move_explorer_slider(page, name: str) -> float:
     handle.focus()
     t0 = time.monotonic()
     handle.press("ArrowLeft" if now == top else "ArrowRight")
-    page.wait_for_function("([img, before]) => img.src !== before && img.complete",
-                           arg=[img.element_handle(), before], timeout=30_000)
+    try:
+        page.wait_for_function("([img, before]) => img.src !== before && img.complete",
+                               arg=[img.element_handle(), before], timeout=30_000)
+    except Exception:  # playwright's TimeoutError
+        raise AssertionError(f"{name}: the explorer's picture did not change within 30 s of the "
+                             f"key press (slider {now} -> {handle.get_attribute('aria-valuenow')})") from None
     assert handle.get_attribute("aria-valuenow") != now, f"{name}: the slider did not move"
     return time.monotonic() - t0
 
@@ -239,7 +255,6 @@ def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_clas
         _follow_link(page, link, user, hub)
         clone = hub.clone(user)
         assert (clone / ".git").is_dir(), f"{user}: nbgitpuller did not clone the course into {clone}"
-        _wait_notebook(page, start_name)
         heading = _first_heading(clone / START)
         _wait_heading(page, heading, f"{user}: {start_name} is open but does not show its heading")
 
@@ -269,13 +284,12 @@ def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_clas
     for user, page in pages.items():
         _follow_link(page, link, user, hub)
         clone = hub.clone(user)
-        _wait_notebook(page, start_name)
         _wait_heading(page, "notebooks 01 to 06, then the exercises of 06.",
                       f"{user}: {start_name} does not show the teacher's change")
         page.screenshot(path=str(tmp_path / f"{user}-after-pull.png"))
         assert TEACHER_NOTE in (clone / START).read_text(encoding="utf-8"), (
             f"{user}: the teacher's change is not in their {START}")
-        _git(clone, "merge-base", "--is-ancestor", commit, "HEAD")  # raises if not merged
+        run_git(clone, "merge-base", "--is-ancestor", commit, "HEAD")  # raises if not merged
         mine = (clone / EXPLORER).read_text(encoding="utf-8")
         assert _note(user) in mine, f"{user}: their note in {EXPLORER} was lost at the pull"
         others = [_note(u) for u in LEARNERS if u != user and _note(u) in mine]
@@ -283,3 +297,105 @@ def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_clas
         page.context.close()
     assert problems == [], "errors in the browser:\n" + "\n".join(problems)
 
+
+
+# --------------------------------------------------------------------------------------------
+# Zero to JupyterHub: hub/z2jh-config.yaml against the tested set-up and the measured figures.
+
+HUB_CONFIG = REPO / "hub" / "z2jh-config.yaml"
+HUB_FIGURES = REPO / "benchmarks" / "results" / "hub.json"
+IMAGE = "REGISTRY/attention-course"
+_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}  # KubeSpawner's byte units
+
+
+def _mib(quantity: str | int) -> float:
+    """A KubeSpawner memory quantity ("640M", "1.5G", bytes) in MiB."""
+    text = str(quantity).strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)", text)
+    if m is None:
+        raise ValueError(f"memory quantity: expected a number with K, M, G or T, got {quantity!r}")
+    return float(m.group(1)) * _UNITS.get(m.group(2), 1) / 2**20
+
+
+def test_mib_reads_kubespawner_quantities():
+    assert _mib("640M") == 640 and _mib("1.5G") == 1536 and _mib(2**20) == 1
+    with pytest.raises(ValueError, match="got '1Gi'"):
+        _mib("1Gi")
+
+
+@pytest.fixture(scope="module")
+def z2jh():
+    yaml = pytest.importorskip("yaml")  # PyYAML: a dependency of jupyter_events, so of Lab
+    return yaml.safe_load(HUB_CONFIG.read_text(encoding="utf-8"))
+
+
+def _repo2docker_singleuser_version() -> tuple[int, int]:
+    """The jupyterhub-singleuser version in repo2docker's Python 3.11 base environment (its
+    conda lock file): what the Binder image, so the hub's user image, runs."""
+    import repo2docker
+
+    lock = (Path(repo2docker.__file__).parent / "buildpacks" / "conda"
+            / "environment.py-3.11-linux-64.lock").read_text()
+    m = re.search(r"/jupyterhub-singleuser-(\d+)\.(\d+)\.\d+-", lock)
+    if m is None:
+        raise ValueError("repo2docker's lock file names no jupyterhub-singleuser")
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_z2jh_user_image_has_what_the_tested_hub_had(z2jh):
+    """The user image is the Binder image (repo2docker from binder/), so its packages are those
+    of binder/requirements.txt; those must hold everything the hub test's servers ran with."""
+    singleuser = z2jh["singleuser"]
+    text = HUB_CONFIG.read_text(encoding="utf-8")
+    assert singleuser["image"]["name"] == IMAGE
+    assert re.search(rf"repo2docker [^\n]*\\\n\s*#\s+--image-name {IMAGE}:{singleuser['image']['tag']} "
+                     r"https://github\.com/OWNER/REPO", text), "the build command must make the image used"
+    top, _ = read_pins(REPO / "requirements.txt")
+    binder, _ = read_pins(REPO / "binder" / "requirements.txt")
+    runtime = set(top) - TEST_ONLY
+    assert runtime <= set(binder), f"missing from the user image: {sorted(runtime - set(binder))}"
+    for name in runtime:
+        assert binder[name].public == top[name].public, f"{name}: image {binder[name]}, tested {top[name]}"
+    assert "nbgitpuller" in binder, "the class link needs nbgitpuller in the user image"
+    # The image's single-user server: same JupyterHub major version as the tested hub.
+    assert _repo2docker_singleuser_version()[0] == top["jupyterhub"].major
+    # attn from the pulled clone, in the folder the README's link opens.
+    urlpath = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(readme_link()).query))["urlpath"]
+    folder = urlpath.split("/")[2]  # lab/tree/<folder>/notebooks/...
+    assert singleuser["extraEnv"]["PYTHONPATH"] == f"/home/jovyan/{folder}/src"
+    assert singleuser["extraEnv"]["OMP_NUM_THREADS"] == "1"  # as the measured hub
+    assert singleuser["defaultUrl"] == "/lab"
+
+
+def test_z2jh_memory_fits_the_measured_figures(z2jh):
+    """Guarantee: one learner's server and notebook 08's kernel after Run All (RSS), with less
+    than 2x to spare. Limit: that at its peak, plus one more kernel (notebook 06, after Run All)."""
+    figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
+    memory = z2jh["singleuser"]["memory"]
+    guarantee, limit = _mib(memory["guarantee"]), _mib(memory["limit"])
+    after_08 = figures["memory"]["after_run_all"]["total"]
+    assert after_08["rss_mib"] <= guarantee <= 2 * after_08["rss_mib"], (guarantee, after_08)
+    one = next(r for r in figures["classes"] if r["learners"] == 1)
+    kernel_06 = one["memory_after_run_all"]["rss_mib"] - figures["memory"]["idle"]["server"]["rss_mib"]
+    assert limit >= after_08["peak_rss_mib"] + 2 * kernel_06, (limit, after_08, kernel_06)
+
+
+def test_z2jh_cpu_guarantee_fits_the_measured_class(z2jh):
+    """Learners per core the guarantee lets a node take: no more than the measured rule allows
+    for every move under the target (benchmarks.hub.estimate_largest_class)."""
+    from benchmarks.hub import estimate_largest_class
+
+    figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
+    per_core = estimate_largest_class(figures) / figures["machine"]["cpu_count"]
+    assert 1 / float(z2jh["singleuser"]["cpu"]["guarantee"]) <= per_core, (z2jh["singleuser"]["cpu"], per_core)
+
+
+def test_readme_shows_the_measured_hub_figures():
+    from benchmarks.hub import readme_block
+
+    figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- hub:start -->\n", 1)[1].split("\n<!-- hub:end -->", 1)[0]
+    assert block == readme_block(figures), (
+        "README.md's hub figures differ from benchmarks/results/hub.json: "
+        "run `python -m benchmarks.hub --write-readme`")
