@@ -18,7 +18,8 @@ Figures:
 - then rounds of control moves, all N learners at once (one step of the explorer's ``heads``
   slider each, as when the teacher says "now move it"): from the message leaving the learner's
   client to the explorer's new picture arriving back through the proxy;
-- the largest N whose every move took under 300 ms.
+- the largest N whose every learner got the new picture within 300 ms, in the median round
+  (the machine's other jobs can slow one round; the worst move is kept too).
 
 The machine may be shared: each figure records the load average around it.
 """
@@ -39,7 +40,7 @@ from ._common import machine, median, p95, say, table, write_json
 ROOT = Path(__file__).resolve().parent.parent
 CLASS_SIZES = (1, 5, 10, 20)
 MOVE_TARGET_MS = 300.0
-ROUNDS = 5  # rounds of moves per class size, all learners at once in each
+ROUNDS = 7  # rounds of moves per class size, all learners at once in each
 MEMORY_NOTEBOOK = "notebooks/08_trained_heads.ipynb"
 RUN_ALL_NOTEBOOK = "notebooks/06_visualization.ipynb"
 SLIDER = "heads"  # the explorer's slider each learner moves (the first slider if none is named so)
@@ -160,7 +161,7 @@ def _class_figures(hub, mod, users: list[str], tokens: dict[str, str], rounds: i
         load_after_run = _load()
 
         sliders = {u: _slider(c) for u, c in clients.items()}
-        moves_ms: list[float] = []
+        rounds_ms: list[list[float]] = []  # per round, every learner's move
         go = threading.Barrier(n)
 
         def move(user):
@@ -170,7 +171,7 @@ def _class_figures(hub, mod, users: list[str], tokens: dict[str, str], rounds: i
         cpu_moves = 0.0
         for _ in range(rounds):
             cpu0 = _cpu_seconds(learner_pids) + _cpu_seconds(hub_pids)
-            moves_ms += list(pool.map(move, users))
+            rounds_ms.append(list(pool.map(move, users)))
             cpu_moves += _cpu_seconds(learner_pids) + _cpu_seconds(hub_pids) - cpu0
             time.sleep(0.5)
         load_after_moves = _load()
@@ -180,6 +181,8 @@ def _class_figures(hub, mod, users: list[str], tokens: dict[str, str], rounds: i
     memory = _memory(pids)
     for c in clients.values():
         c.shutdown()
+    moves_ms = [ms for r in rounds_ms for ms in r]
+    slowest = [max(r) for r in rounds_ms]  # each round: the last learner to see the picture
     return {
         "learners": n,
         "run_all_s": {"median": round(median(seconds), 1), "max": round(max(seconds), 1),
@@ -187,7 +190,10 @@ def _class_figures(hub, mod, users: list[str], tokens: dict[str, str], rounds: i
         "moves": len(moves_ms),
         "move_ms": {"median": round(median(moves_ms), 1), "p95": round(p95(moves_ms), 1),
                     "max": round(max(moves_ms), 1)},
-        "every_move_under_target": max(moves_ms) < MOVE_TARGET_MS,
+        "slowest_per_round_ms": [round(ms, 1) for ms in slowest],
+        # Served: in the median round, every learner's move was under the target (a round
+        # slowed by the machine's other jobs does not decide alone; the worst is kept above).
+        "served": median(slowest) < MOVE_TARGET_MS,
         # CPU time (user + system) of the learners' servers and kernels, and of hub + proxy:
         # what the class costs the machine, whatever else runs on it.
         "cpu_s": {"run_all_per_learner": round(cpu_run[0] / n, 2),
@@ -205,8 +211,8 @@ def _sizes_to_measure(sizes: tuple[int, ...], done: list[dict[str, Any]], search
     the largest size whose every move was under the target and the next size, which was not."""
     yield from sizes
     for _ in range(search):
-        ok = sorted(r["learners"] for r in done if r.get("every_move_under_target"))
-        bad = sorted(r["learners"] for r in done if not r.get("every_move_under_target"))
+        ok = sorted(r["learners"] for r in done if r.get("served"))
+        bad = sorted(r["learners"] for r in done if not r.get("served"))
         above = [b for b in bad if ok and b > ok[-1]]
         if not ok or not above or above[0] - ok[-1] <= 1:
             return
@@ -274,10 +280,10 @@ def run(*, quick: bool = False, results=None, sizes: tuple[int, ...] = CLASS_SIZ
     # size measured passing too.
     served = 0
     for r in sorted(payload["classes"], key=lambda r: r["learners"]):
-        if not r.get("every_move_under_target"):
+        if not r.get("served"):
             break
         served = r["learners"]
-    payload["largest_class_every_move_under_target"] = served
+    payload["largest_class_served"] = served
     payload["machine_after"] = {"load_average": list(os.getloadavg())}
     payload["estimated_largest_class_alone"] = estimate_largest_class(payload)
     payload["table"] = report_table(payload)
@@ -327,8 +333,9 @@ def readme_block(payload: dict[str, Any]) -> str:
         f"({after['total']['pss_mib']:.0f} MiB PSS, peak {after['total']['peak_rss_mib']:.0f} MiB RSS).",
         f"- CPU per learner: Run All of notebook 06 costs {cpu_run:.1f} CPU-seconds; one control "
         f"move {cpu_move:.0f} CPU-ms (kernel, server, hub and proxy together).",
-        f"- Largest class measured with every move under {payload['move_target_ms']:.0f} ms (every "
-        f"smaller size measured too): {payload['largest_class_every_move_under_target']} learners; "
+        f"- Largest class measured whose every learner saw the new picture within "
+        f"{payload['move_target_ms']:.0f} ms in the median round of moves (every smaller size "
+        f"measured too): {payload['largest_class_served']} learners; "
         f"on {info['cpu_count']} cores of its own, the model (one learner's median move plus the "
         f"others' CPU time shared by the cores) gives {estimate_largest_class(payload)}.",
         "",
@@ -353,15 +360,16 @@ def report_table(payload: dict[str, Any]) -> str:
     rows = []
     for r in payload["classes"]:
         if "error" in r:
-            rows.append([r["learners"], "failed", "", "", "", "no", "", f"{r['load_average']:.1f}"])
+            rows.append([r["learners"], "failed", "", "", "", "", "no", "", f"{r['load_average']:.1f}"])
             continue
         rows.append([r["learners"], r["run_all_s"]["median"], r["run_all_s"]["max"],
-                     r["move_ms"]["median"], r["move_ms"]["max"],
-                     "yes" if r["every_move_under_target"] else "no",
+                     r["move_ms"]["median"], f"{median(r['slowest_per_round_ms']):.1f}",
+                     r["move_ms"]["max"], "yes" if r["served"] else "no",
                      r["memory_after_run_all"]["per_learner_pss_mib"],
                      f"{r['load_average']['before']:.1f} / {r['load_average']['after_moves']:.1f}"])
     return table(["learners at once", "Run All 06, s (median)", "Run All 06, s (max)",
-                  "move, ms (median)", "move, ms (max)", "every move < 300 ms",
+                  "move, ms (median)", "slowest learner, ms (median round)", "move, ms (max)",
+                  "all < 300 ms (median round)",
                   "MiB per learner (PSS)", "load average before / after"], rows)
 
 

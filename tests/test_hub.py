@@ -11,7 +11,7 @@ own browser context:
 2. opens the explorer notebook, runs Run > Run All Cells: no cell fails, and the kernel
    imported ``attn`` from the learner's clone; then moves the explorer's first slider with
    the keyboard, and the explorer's picture changes;
-3. types a note into that notebook's first code cell and saves it (Ctrl+S).
+3. types a note into that notebook's first code cell and saves it (File > Save Notebook).
 
 Then the teacher commits a change to 00_start_here, and each learner follows the link again:
 they land in 00_start_here showing the teacher's change, and their own note is still in
@@ -287,16 +287,16 @@ def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_clas
         _wait_heading(page, "notebooks 01 to 06, then the exercises of 06.",
                       f"{user}: {start_name} does not show the teacher's change")
         page.screenshot(path=str(tmp_path / f"{user}-after-pull.png"))
-        assert TEACHER_NOTE in (clone / START).read_text(encoding="utf-8"), (
-            f"{user}: the teacher's change is not in their {START}")
+        pulled = TEACHER_NOTE in (clone / START).read_text(encoding="utf-8")
+        assert pulled, f"{user}: the teacher's change is not in their {START}"
         run_git(clone, "merge-base", "--is-ancestor", commit, "HEAD")  # raises if not merged
         mine = (clone / EXPLORER).read_text(encoding="utf-8")
-        assert _note(user) in mine, f"{user}: their note in {EXPLORER} was lost at the pull"
+        kept = _note(user) in mine
+        assert kept, f"{user}: their note in {EXPLORER} was lost at the pull"
         others = [_note(u) for u in LEARNERS if u != user and _note(u) in mine]
         assert others == [], f"{user}: {EXPLORER} holds another learner's note: {others}"
         page.context.close()
     assert problems == [], "errors in the browser:\n" + "\n".join(problems)
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,3 +399,17 @@ def test_readme_shows_the_measured_hub_figures():
     assert block == readme_block(figures), (
         "README.md's hub figures differ from benchmarks/results/hub.json: "
         "run `python -m benchmarks.hub --write-readme`")
+
+
+def test_benchmark_bisects_between_the_largest_served_class_and_the_next():
+    from benchmarks.hub import _sizes_to_measure
+
+    served = {1: True, 5: True, 10: True, 20: False, 15: False, 12: True}
+    done: list[dict] = []
+    for n in _sizes_to_measure((1, 5, 10, 20), done, search=2):
+        done.append({"learners": n, "served": served[n]})
+    assert [r["learners"] for r in done] == [1, 5, 10, 20, 15, 12]
+    done = []
+    for n in _sizes_to_measure((1, 5), done, search=2):  # every size served: nothing to bisect
+        done.append({"learners": n, "served": True})
+    assert [r["learners"] for r in done] == [1, 5]
