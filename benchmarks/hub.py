@@ -284,6 +284,12 @@ def run(*, quick: bool = False, results=None, sizes: tuple[int, ...] = CLASS_SIZ
             break
         served = r["learners"]
     payload["largest_class_served"] = served
+    strict = 0  # the same with every move of every round under the target
+    for r in sorted(payload["classes"], key=lambda r: r["learners"]):
+        if "error" in r or r["move_ms"]["max"] >= MOVE_TARGET_MS:
+            break
+        strict = r["learners"]
+    payload["largest_class_every_move"] = strict
     payload["machine_after"] = {"load_average": list(os.getloadavg())}
     payload["estimated_largest_class_alone"] = estimate_largest_class(payload)
     payload["table"] = report_table(payload)
@@ -310,7 +316,7 @@ def readme_block(payload: dict[str, Any]) -> str:
     checks that the README shows this text)."""
     m, info = payload["memory"], payload["machine"]
     rows = [r for r in payload["classes"] if "error" not in r]
-    loads = [r["load_average"][k] for r in rows for k in ("before", "after_moves")]
+    before = [r["load_average"]["before"] for r in rows]  # other jobs only: the class is idle
     idle, after = m["idle"], m["after_run_all"]
     cpu_run = median([r["cpu_s"]["run_all_per_learner"] for r in rows])
     cpu_move = median([r["cpu_s"]["per_move_ms"] for r in rows])
@@ -324,8 +330,9 @@ def readme_block(payload: dict[str, Any]) -> str:
         f"`python -m benchmarks --only hub`): the hub of `tests/test_hub.py`, each learner driven "
         f"through the hub's proxy over the kernel websocket a browser uses (the browsers' own "
         f"drawing is not on this machine), one OpenMP thread per kernel. The machine was shared "
-        f"with other jobs: load average {min(loads):.1f} to {max(loads):.1f} during the class "
-        f"figures, {idle['load_average']:.1f} during the memory ones.",
+        f"with other jobs: load average {min(before):.1f} to {max(before):.1f} before each class "
+        f"started (the table's last column adds what the class itself ran), "
+        f"{idle['load_average']:.1f} during the memory figures.",
         "",
         f"- Memory per learner, server + kernel (RSS): {idle['total']['rss_mib']:.0f} MiB at idle "
         f"(server {idle['server']['rss_mib']:.0f}, kernel {idle['kernel']['rss_mib']:.0f}); "
@@ -335,7 +342,9 @@ def readme_block(payload: dict[str, Any]) -> str:
         f"move {cpu_move:.0f} CPU-ms (kernel, server, hub and proxy together).",
         f"- Largest class measured whose every learner saw the new picture within "
         f"{payload['move_target_ms']:.0f} ms in the median round of moves (every smaller size "
-        f"measured too): {payload['largest_class_served']} learners; "
+        f"measured too): {payload['largest_class_served']} learners"
+        f"{' (the largest size tried)' if payload['largest_class_served'] == max(r['learners'] for r in rows) else ''}, "
+        f"{payload['largest_class_every_move']} with every move of every round within it; "
         f"on {info['cpu_count']} cores of its own, the model (one learner's median move plus the "
         f"others' CPU time shared by the cores) gives {estimate_largest_class(payload)}.",
         "",
@@ -376,12 +385,12 @@ def report_table(payload: dict[str, Any]) -> str:
 def write_readme(payload: dict[str, Any], readme: Path = ROOT / "README.md") -> None:
     """Replace the README's block between <!-- hub:start --> and <!-- hub:end -->."""
     text = readme.read_text(encoding="utf-8")
-    start, end = "<!-- hub:start -->\n", "\n<!-- hub:end -->"
+    start, end = "<!-- hub:start -->", "<!-- hub:end -->"
     if start not in text or end not in text:
-        raise ValueError(f"{readme}: no {start.strip()} ... {end.strip()} block")
+        raise ValueError(f"{readme}: no {start} ... {end} block")
     head, rest = text.split(start, 1)
     tail = rest.split(end, 1)[1]
-    readme.write_text(head + start + readme_block(payload) + end + tail, encoding="utf-8")
+    readme.write_text(f"{head}{start}\n{readme_block(payload)}\n{end}{tail}", encoding="utf-8")
 
 
 if __name__ == "__main__":  # python -m benchmarks.hub --sizes 1,5,10,20 --rounds 5

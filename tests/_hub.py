@@ -13,8 +13,9 @@ and SimpleLocalProcessSpawner: each learner's single-user server (this venv's
 own home folder, so no system accounts are needed. nbgitpuller (a server extension of the same
 venv) clones the course into each home. ``attn`` is imported from the learner's pulled clone
 (``PYTHONPATH=<home>/<clone>/src``, as the README tells instructors), not from the editable
-install. Database, cookie secret, proxy token, logs and homes all live in the given folder;
-every port is a free one; at exit every server, kernel and the proxy are stopped (killed if
+install. Kernels use Unix sockets (``--KernelManager.transport=ipc``), so that kernels of
+different servers started at the same moment cannot race for a TCP port. Database, cookie
+secret, proxy token, logs and homes all live in the given folder; every port is a free one; at exit every server, kernel and the proxy are stopped (killed if
 they do not stop).
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -268,7 +270,7 @@ class Hub:
 
 
 def _config(root: Path, users: list[str], ports: dict[str, int], token: str,
-            environment: dict[str, str]) -> str:
+            environment: dict[str, str], runtime: Path) -> str:
     home = root / "home"
     return f"""\
 # Written by tests/_hub.py: a test class on one machine.
@@ -288,13 +290,21 @@ c.Authenticator.allowed_users = {set(users)!r}
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = {str(home / '{username}')!r}
 c.Spawner.cmd = [{str(SINGLEUSER)!r}]
-c.Spawner.args = ["--allow-root"]  # the hub runs as root here, and so do the servers
+c.Spawner.args = [
+    "--allow-root",  # the hub runs as root here, and so do the servers
+    # Kernels talk to their server over Unix sockets, not TCP ports: with many servers on one
+    # machine, kernels started at the same moment could pick the same free port (measured:
+    # 20 learners opening a notebook at once; the kernel fails and restarts).
+    "--KernelManager.transport=ipc",
+]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 300
 c.Spawner.http_timeout = 300
 # attn from each learner's pulled clone, as the README's instructors' section says.
 c.Spawner.environment = {{
     "PYTHONPATH": lambda spawner: spawner.home_dir + "/{FOLDER}/src",
+    # A short folder for the kernels' sockets: a Unix socket's path is at most 107 bytes.
+    "JUPYTER_RUNTIME_DIR": lambda spawner: {str(runtime)!r} + "/" + spawner.user.name,
     **{environment!r},
 }}
 c.JupyterHub.services = [{{"name": "class-admin", "api_token": {token!r}}}]
@@ -308,6 +318,7 @@ c.JupyterHub.load_roles = [{{
 
 @contextmanager
 def running_hub(root: Path, users: list[str], *, environment: dict[str, str] | None = None,
+                lab_settings: dict[str, dict[str, Any]] | None = None,
                 startup_timeout: float = 60) -> Iterator[Hub]:
     """Start JupyterHub on 127.0.0.1 (free ports) with ``users`` allowed; stop it and
     everything it started at exit.
@@ -316,15 +327,23 @@ def running_hub(root: Path, users: list[str], *, environment: dict[str, str] | N
         root: an empty folder for its database, secrets, log and the learners' homes.
         users: the learners' names (any password logs them in).
         environment: extra environment variables of every single-user server (and its kernels).
+        lab_settings: JupyterLab user settings written into every learner's home first
+            (plugin id -> values, e.g. ``{"@jupyterlab/notebook-extension/tracker": {...}}``).
         startup_timeout: seconds to wait for the hub's API.
     """
     import psutil
 
     root.mkdir(parents=True, exist_ok=True)
+    for user in users:
+        for plugin, values in (lab_settings or {}).items():
+            f = root / "home" / user / ".jupyter" / "lab" / "user-settings" / f"{plugin}.jupyterlab-settings"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(json.dumps(values, indent=2))
     ports = {"public": free_port(), "hub": free_port(), "proxy_api": free_port()}
     token = secrets.token_hex(32)
     config = root / "jupyterhub_config.py"
-    config.write_text(_config(root, users, ports, token, environment or {}))
+    runtime = Path(tempfile.mkdtemp(prefix="hub-", dir="/tmp"))  # short: see _config
+    config.write_text(_config(root, users, ports, token, environment or {}, runtime))
     log = root / "jupyterhub.log"
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     with open(log, "wb") as out:
@@ -373,6 +392,7 @@ def running_hub(root: Path, users: list[str], *, environment: dict[str, str] | N
             except psutil.NoSuchProcess:
                 pass
         psutil.wait_procs(list(seen.values()), timeout=10)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,6 +38,9 @@ LEARNERS = ["learner-1", "learner-2"]
 EXPLORER = "notebooks/06_visualization.ipynb"
 VIEWPORT = {"width": 1400, "height": 1000}
 TEACHER_NOTE = "**Today's class:** notebooks 01 to 06, then the exercises of 06."
+# Every cell attached to the page (no virtual scrolling), so the explorer's widget exists
+# before the test scrolls to it, as in tests/test_browser.py.
+LAB_SETTINGS = {"@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"}}
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +51,8 @@ def hub_class(tmp_path_factory):
         unavailable(f"hub test: {reason}")
     root = tmp_path_factory.mktemp("hub-class")
     origin = course_origin(root / "git")
-    with running_hub(root / "hub", LEARNERS, environment={"OMP_NUM_THREADS": "1"}) as hub, \
+    with running_hub(root / "hub", LEARNERS, environment={"OMP_NUM_THREADS": "1"},
+                     lab_settings=LAB_SETTINGS) as hub, \
             chromium() as browser:
         yield hub, origin, browser
 
@@ -197,8 +201,16 @@ def _move_explorer_slider(page, name: str) -> float:
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
     explorer = panel.locator(".jp-OutputArea-output > .jupyter-widgets").filter(
         has=page.locator("img.widget-image")).filter(has=page.locator(".noUi-handle")).first
-    explorer.wait_for(timeout=60_000)
-    explorer.scroll_into_view_if_needed()
+    try:  # attached first: an output far below the fold is not laid out until scrolled to
+        explorer.wait_for(state="attached", timeout=60_000)
+        explorer.scroll_into_view_if_needed(timeout=30_000)
+        explorer.wait_for(state="visible", timeout=30_000)
+    except Exception:  # playwright's TimeoutError: say what the outputs show instead
+        widgets = panel.locator(".jp-OutputArea-output > .jupyter-widgets").count()
+        outputs = panel.locator(".jp-OutputArea-output").evaluate_all(
+            "(os) => os.map((o) => (o.getAttribute('data-mime-type') || '?') + ': ' + o.textContent.slice(0, 80))")
+        raise AssertionError(f"{name}: no explorer (picture and slider) on screen: {widgets} widget "
+                             f"outputs among {len(outputs)}:\n" + "\n".join(outputs)) from None
     img = explorer.locator("img.widget-image").first
     handle = explorer.locator(".noUi-handle").first
     before = img.get_attribute("src")
@@ -240,41 +252,54 @@ def _wait_file_contains(path, text: str, timeout: float = 30) -> None:
         time.sleep(0.25)
 
 
+def _first_lesson(page, hub, link: str, user: str, start_name: str, explorer_name: str) -> None:
+    """Steps 1-3 of the module's docstring for one learner."""
+    _follow_link(page, link, user, hub)
+    clone = hub.clone(user)
+    assert (clone / ".git").is_dir(), f"{user}: nbgitpuller did not clone the course into {clone}"
+    heading = _first_heading(clone / START)
+    _wait_heading(page, heading, f"{user}: {start_name} is open but does not show its heading")
+
+    page.goto(f"{hub.url}/user/{user}/lab/tree/{FOLDER}/{EXPLORER}")
+    _wait_notebook(page, explorer_name)
+    seconds = _run_all(page, explorer_name)
+    errors = _error_outputs(page)
+    assert errors == [], f"{user}: {explorer_name}: errors after Run All:\n" + "\n---\n".join(errors)
+    kernel = KernelClient(hub, user, f"{FOLDER}/{EXPLORER}")  # joins the page's kernel
+    try:
+        where = kernel.execute("import attn; print(attn.__file__)")["stdout"].strip()
+    finally:
+        kernel.close()
+    assert where == str(clone / "src" / "attn" / "__init__.py"), (
+        f"{user}: the kernel imported attn from {where}, not from the learner's clone")
+    latency = _move_explorer_slider(page, explorer_name)
+    print(f"{user}: Run All of {explorer_name} {seconds:.1f} s in the browser; "
+          f"slider to new picture {latency * 1000:.0f} ms")
+    _edit_and_save(page, user)
+    _wait_file_contains(clone / EXPLORER, _note(user))
+
+
 def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_class, tmp_path):
     hub, origin, browser = hub_class
     link = class_link(hub.url, origin)
     start_name, explorer_name = START.rsplit("/", 1)[1], EXPLORER.rsplit("/", 1)[1]
     pages = {}
-    problems: list[str] = []
+    problems: list[str] = []  # uncaught errors in the page fail the test
+    console: list[str] = []  # console errors are shown when a step fails
     # 1-3: every learner's first lesson.
     for user in LEARNERS:
         context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
         page.on("pageerror", lambda e, u=user: problems.append(f"{u}: uncaught error in the page: {e}"))
+        page.on("console", lambda m, u=user: m.type == "error" and console.append(f"{u}: {m.text}"))
         pages[user] = page
-        _follow_link(page, link, user, hub)
-        clone = hub.clone(user)
-        assert (clone / ".git").is_dir(), f"{user}: nbgitpuller did not clone the course into {clone}"
-        heading = _first_heading(clone / START)
-        _wait_heading(page, heading, f"{user}: {start_name} is open but does not show its heading")
-
-        page.goto(f"{hub.url}/user/{user}/lab/tree/{FOLDER}/{EXPLORER}")
-        _wait_notebook(page, explorer_name)
-        seconds = _run_all(page, explorer_name)
-        errors = _error_outputs(page)
-        assert errors == [], f"{user}: {explorer_name}: errors after Run All:\n" + "\n---\n".join(errors)
-        kernel = KernelClient(hub, user, f"{FOLDER}/{EXPLORER}")  # joins the page's kernel
         try:
-            where = kernel.execute("import attn; print(attn.__file__)")["stdout"].strip()
-        finally:
-            kernel.close()
-        assert where == str(clone / "src" / "attn" / "__init__.py"), (
-            f"{user}: the kernel imported attn from {where}, not from the learner's clone")
-        latency = _move_explorer_slider(page, explorer_name)
-        print(f"{user}: Run All of {explorer_name} {seconds:.1f} s in the browser; "
-              f"slider to new picture {latency * 1000:.0f} ms")
-        _edit_and_save(page, user)
-        _wait_file_contains(clone / EXPLORER, _note(user))
+            _first_lesson(page, hub, link, user, start_name, explorer_name)
+        except BaseException:
+            page.screenshot(path=str(tmp_path / f"{user}-failed.png"))
+            print(f"{user}: screenshot {tmp_path / f'{user}-failed.png'}; errors in the page: "
+                  f"{problems}; console errors: {console}")
+            raise
         page.screenshot(path=str(tmp_path / f"{user}-explorer.png"))
 
     # The teacher pushes a change to the notebook every link opens.
