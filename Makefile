@@ -9,6 +9,9 @@ STAMP  := $(VENV)/.installed
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: setup lab test bench clean
+# JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
+# version is pinned by hub/package-lock.json).
+HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
 
 setup: $(STAMP)
 
@@ -24,16 +27,23 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+$(HUB_PROXY): hub/package.json hub/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	    echo "npm ci --prefix hub"; npm ci --prefix hub --no-audit --no-fund --loglevel=error && touch $@; \
+	else \
+	    echo "npm not found: tests/test_hub.py will be skipped (install Node.js 20+ and npm to run it)"; \
+	fi
+
 lab: setup
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
 # One OpenMP thread per process: the tests run kernels, a Lab server and a browser side by
 # side on small tensors, where threads waiting on a busy core cost more than they gain.
-test: setup
+test: setup $(HUB_PROXY)
 	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest --nbval tests notebooks
 
-bench: setup
+bench: setup $(HUB_PROXY)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) hub/node_modules

@@ -24,7 +24,7 @@ BINDER = REPO / "binder"
 START = "notebooks/00_start_here.ipynb"
 # In requirements.txt only: test tools that a Binder session (which only runs the notebooks)
 # does not need.
-TEST_ONLY = {"nbval", "pytest", "hypothesis", "playwright", "pytest-playwright", "jupyter-repo2docker"}
+TEST_ONLY = {"nbval", "pytest", "hypothesis", "playwright", "pytest-playwright", "jupyter-repo2docker", "jupyterhub"}
 # In binder/requirements.txt only, with the reason written beside it there.
 BINDER_ONLY = {"notebook"}
 # The one option line allowed: PyTorch's CPU-only wheels (torch==X+cpu), instead of PyPI's
