@@ -139,9 +139,10 @@ def efficiency_explorer(
     ax_b.set_yticks([])
     ax_b.set_xlabel("keys →")
     ax_b.set_ylabel("← queries")
-    ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:red", alpha=0.25))
-    strip = ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:green", alpha=0.9))
-    ax_b.set_title("held at once: n×n weights (red)\nor one n×b block (green)", fontsize=10)
+    # Light against dark, not red against green: readable without colour vision.
+    ax_b.add_patch(Rectangle((0, 0), 1, 1, color="0.85"))
+    strip = ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:blue"))
+    ax_b.set_title("held at once: n×n weights (light)\nor one n×b block (dark)", fontsize=10)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.86, wspace=0.28)  # fixed: quick
 
     def update(n: int, block_size: int) -> tuple[EfficiencyView, str]:
