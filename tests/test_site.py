@@ -186,7 +186,7 @@ def test_page_links_to_run_it_live(visited, name):
 def test_axe_finds_no_serious_violation(visited, name):
     violations = visited(f"{name}.html")["axe"]
     for v in violations:
-        print(f"{name}: {v['impact']}: {v['id']}: {v['help']} ({len(v['nodes'])}: {v['nodes'][:3]})")
+        print(f"axe, {name}: {v['impact']}: {v['id']} ({len(v['nodes'])} nodes, e.g. {v['nodes'][0][:100]})")
     serious = [v for v in violations if v["impact"] in SERIOUS]
     assert serious == [], f"{name}: axe-core: " + "; ".join(
         f"{v['id']} ({v['impact']}) at {v['nodes'][:3]}" for v in serious)

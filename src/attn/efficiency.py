@@ -339,7 +339,7 @@ def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 #: the lines tell apart without colour vision too (no red against green).
 STYLE: dict[str, tuple[str, str, str]] = {
     "naive": ("naive (n×n weights)", "tab:red", "o-"),
-    "blockwise": ("blockwise", "tab:purple", "s--"),
+    "blockwise": ("blockwise", "black", "s--"),
     "sdpa": ("PyTorch SDPA", "tab:blue", "^-."),
 }
 
