@@ -4,9 +4,9 @@
   matplotlib colour map) is sequential with lightness that rises or falls steadily, or
   diverging with lightness steady on each side; its two ends stay apart for a viewer with
   deuteranopia or protanopia (simulated, Machado et al. 2009, severity 1).
-- Lines told apart by colour (the efficiency curves) also differ in marker and line style, and
-  their colours stay apart with deuteranopia and protanopia.
-- The efficiency explorer's "held at once" panel: light against dark, not hue against hue.
+- In every explorer's figure (and the efficiency curves of notebook 07), no two lines or
+  filled patches of one axes are told apart by a hue that deuteranopia or protanopia
+  confuses: such lines differ in marker or line style too, and patches differ in lightness.
 """
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
 
-from attn.efficiency import STYLE
+# (on main since the reorganisation: attn.cost.measure)
+from attn.efficiency import STYLE, loglog_curves
+from attn.widgets import EXPLORERS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attn"
 # Machado, Oliveira & Fernandes (2009), severity 1.0, on linear RGB.
@@ -82,22 +84,57 @@ def test_colour_map_lightness_carries_the_order(name):
         assert np.linalg.norm(ends[0] - ends[1]) > 20, f"{name}: its ends look alike with {vision}"
 
 
-def test_lines_told_apart_by_colour_also_differ_in_marker_and_style():
-    for (a, (_, ca, fa)), (b, (_, cb, fb)) in itertools.combinations(STYLE.items(), 2):
-        assert fa[0] != fb[0] and fa[1:] != fb[1:], f"{a} and {b}: same marker or line style ({fa}, {fb})"
-        apart = min(np.linalg.norm(lab(to_rgb(ca), v) - lab(to_rgb(cb), v)) for v in (None, *CVD))
-        assert apart > 20, f"{a} ({ca}) and {b} ({cb}) look alike (CIE76 difference {apart:.0f})"
+def _apart(a, b, vision) -> float:
+    """CIE76 difference of two colours as seen with ``vision`` (None: normal vision)."""
+    return float(np.linalg.norm(lab(np.array(to_rgb(a)), vision) - lab(np.array(to_rgb(b)), vision)))
 
 
-def test_efficiency_held_at_once_panel_is_light_against_dark():
-    from matplotlib.patches import Rectangle
+def _over_white(rgba) -> tuple:
+    r, g, b, a = rgba
+    return tuple(c * a + (1 - a) for c in (r, g, b))
 
-    from attn.widgets import efficiency_explorer
 
-    ex = efficiency_explorer(lengths=(64, 128), seconds={m: [1e-3, 2e-3] for m in STYLE},
-                             peak_bytes={m: [1e3, 2e3] for m in STYLE})
-    patches = [p for ax in ex.fig.axes for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
-    colours = [p.get_facecolor()[:3] for p in patches[-2:]]  # the n×n square, the block over it
-    for vision in (None, *CVD):
-        light = lab(np.array(colours), vision)[:, 0]
-        assert abs(light[0] - light[1]) > 30, f"lightness {light} with {vision or 'normal vision'}"
+def confusions(fig) -> list[str]:
+    """Pairs of artists in one axes that only colour vision tells apart: lines of colours a
+    viewer with deuteranopia or protanopia confuses and the same marker and line style, or
+    filled patches of such colours."""
+    found = []
+    for ax in fig.axes:
+        # a vertical or horizontal reference line (axvline, axhline) is told apart by its shape
+        lines = [ln for ln in ax.get_lines() if ln.get_visible() and len(ln.get_xdata())
+                 and len(set(map(float, ln.get_xdata()))) > 1 and len(set(map(float, ln.get_ydata()))) > 1]
+        for a, b in itertools.combinations(lines, 2):
+            ca, cb = a.get_color(), b.get_color()
+            if _apart(ca, cb, None) > 10 and min(_apart(ca, cb, v) for v in CVD) < 10 \
+                    and (a.get_marker(), a.get_linestyle()) == (b.get_marker(), b.get_linestyle()):
+                found.append(f"lines {a.get_label()!r} ({ca}) and {b.get_label()!r} ({cb})")
+        patches = [p for p in ax.patches if p.get_visible() and p.get_fill()]
+        for a, b in itertools.combinations(patches, 2):
+            ca, cb = _over_white(a.get_facecolor()), _over_white(b.get_facecolor())
+            if _apart(ca, cb, None) > 10 and min(_apart(ca, cb, v) for v in CVD) < 10:
+                found.append(f"patches {ca} and {cb}")
+    return found
+
+
+def test_loglog_curves_tell_the_methods_apart_without_colour():
+    """The static time/memory plots of notebook 07 (and the efficiency explorer's curves)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    ax = fig.subplots()
+    lines = loglog_curves(ax, [64, 128], {m: [1.0, 4.0] for m in STYLE}, slope=None)
+    assert len(lines) == len(STYLE)
+    assert confusions(fig) == []
+    for a, b in itertools.combinations(lines, 2):
+        assert (a.get_marker(), a.get_linestyle()) != (b.get_marker(), b.get_linestyle())
+        assert min(_apart(a.get_color(), b.get_color(), v) for v in (None, *CVD)) > 20, (
+            f"{a.get_label()} ({a.get_color()}) and {b.get_label()} ({b.get_color()}) look alike")
+
+
+@pytest.mark.parametrize("name", list(EXPLORERS))
+def test_explorer_tells_nothing_apart_by_colour_alone(name):
+    ex = EXPLORERS[name]()
+    try:
+        assert confusions(ex.fig) == [], f"{name}: told apart only by colour vision: {confusions(ex.fig)}"
+    finally:
+        ex.close()

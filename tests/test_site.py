@@ -106,6 +106,8 @@ def _visit(browser, url: str, page_name: str) -> dict:
         facts["url"] = page.url
         facts["images"] = page.evaluate(_IMAGES)
         facts["prose"] = page.evaluate(_PROSE)
+        facts["math"] = page.evaluate("""() => { const m = [...document.querySelectorAll('.math')];
+            return {all: m.length, typeset: m.filter((e) => e.querySelector('mjx-container')).length}; }""")
         facts["links"] = {cls: page.locator(f"a.{cls}").first.get_attribute("href")
                           for cls in ("attn-binder-lab", "attn-binder-voila")
                           if page.locator(f"a.{cls}").count()}
@@ -169,7 +171,9 @@ def test_page_shows_pictures_math_and_no_widget_repr(visited, name):
     assert len(explorers) == len(explorer_outputs(nb)), f"{name}: explorers shown: {explorers}"
     assert all(i["alt"].startswith("Picture: ") for i in explorers), f"{name}: an explorer picture without its text"
     prose = facts["prose"]
-    assert "$$" not in prose, f"{name}: raw $$ on the page: ...{prose[prose.find('$$') - 80:][:160]}..."
+    for raw in ("$$", "\\(", "\\["):  # math MathJax did not typeset
+        assert raw not in prose, f"{name}: raw {raw} on the page: ...{prose[prose.find(raw) - 80:][:160]}..."
+    assert facts["math"]["typeset"] == facts["math"]["all"], f"{name}: math typeset: {facts['math']}"
     for repr_text in ("Explorer(children=", "VBox(children=", "Loading widget", "Error displaying widget"):
         assert repr_text not in prose, f"{name}: {repr_text!r} on the page"
 
