@@ -66,14 +66,22 @@ def rise_page(lab_server, lab_browser):
     lab_server.shutdown_kernels()
 
 
+def _wait_or_fail(page, message: str, script: str, *, arg: object = None, timeout: float = 10) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(script, arg=arg, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{message} (waited {timeout} s)") from None
+
+
 def test_rise_steps_through_slides_to_the_explorer(rise_page):
     seen = [rise_page.evaluate(_PRESENT)]
-    for _ in range(3):
+    for step in range(3):
         rise_page.keyboard.press("Space")  # reveal.js: next slide (down into sub-slides first)
-        rise_page.wait_for_function("(t) => { const s = [...document.querySelectorAll("
-                                    "'.reveal .slides section.present')].pop(); "
-                                    "return s && s.innerText.slice(0, 120) !== t; }",
-                                    arg=seen[-1]["text"], timeout=10_000)
+        _wait_or_fail(rise_page, f"Space #{step + 1} showed no other slide after {seen[-1]['text']!r}",
+                      "(t) => { const s = [...document.querySelectorAll('.reveal .slides section.present')]"
+                      ".pop(); return s && s.innerText.slice(0, 120) !== t; }", arg=seen[-1]["text"])
         seen.append(rise_page.evaluate(_PRESENT))
     assert len({s["text"] for s in seen}) == 4, seen
     assert seen[0]["text"].startswith("02 · Queries, keys and values"), seen[0]

@@ -139,8 +139,19 @@ _RENDERED = """() => {
 }"""
 
 
-def wait_rendered(page: object, timeout: float = 60) -> None:
+def wait_rendered(page: object, timeout: float = 30) -> None:
     """Wait until a page of the site (a Playwright page) shows everything: loaded, every saved
     widget rendered by the widget manager, every image decoded, MathJax done typesetting."""
-    page.wait_for_function(_RENDERED, timeout=timeout * 1000)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(_RENDERED, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        state = page.evaluate("""() => ({ready: document.readyState,
+            saved: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
+            rendered: document.querySelectorAll('.widget-subarea').length,
+            loading: [...document.images].filter((i) => !i.complete).map((i) => i.src.slice(0, 80))})""")
+        raise RuntimeError(f"{page.url}: not rendered after {timeout} s: {state['saved']} saved widgets, "
+                           f"{state['rendered']} rendered by the widget manager; document "
+                           f"{state['ready']}; images still loading: {state['loading']}") from None
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise.then(() => true) : true")
