@@ -1,7 +1,7 @@
 """``python -m benchmarks`` (``make bench``): run every benchmark, print tables, write JSON.
 
     python -m benchmarks                    # all parts, full sizes (several minutes)
-    python -m benchmarks --only scale       # one part: latency, browser, course or scale
+    python -m benchmarks --only scale       # one part: latency, browser, course, scale or decoding
     python -m benchmarks --quick            # tiny sizes, no browser: checks that the code runs
     python -m benchmarks --threads 1        # latency and scale with one torch thread
 
@@ -14,10 +14,10 @@ import argparse
 import time
 from pathlib import Path
 
-from . import course, latency, scale
+from . import course, decoding, latency, scale
 from ._common import RESULTS, machine, say
 
-PARTS = ("latency", "browser", "course", "scale")
+PARTS = ("latency", "browser", "course", "scale", "decoding")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         course.run(quick=args.quick, results=args.results)
     if "scale" in parts:
         scale.run(quick=args.quick, results=args.results, threads=args.threads)
+    if "decoding" in parts:
+        decoding.run(quick=args.quick, results=args.results, threads=args.threads)
     say(f"\nDone in {time.perf_counter() - t0:.0f} s; JSON in {args.results}")
     return 0
 

@@ -18,13 +18,13 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from _lab import REPO, unavailable
+from _support import REPO, unavailable
 
 BINDER = REPO / "binder"
 START = "notebooks/00_start_here.ipynb"
 # In requirements.txt only: test and build tools that a Binder session (which only runs the
 # notebooks) does not need.
-TEST_ONLY = {"nbval", "pytest", "hypothesis", "playwright", "jupyter-repo2docker",
+TEST_ONLY = {"nbval", "pytest", "hypothesis", "playwright", "pytest-playwright", "jupyter-repo2docker",
              "jupyter-book", "pypdf"}
 # In binder/requirements.txt only, with the reason written beside it there.
 BINDER_ONLY = {"notebook"}

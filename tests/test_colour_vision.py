@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
 
-# (on main since the reorganisation: attn.cost.measure)
-from attn.efficiency import STYLE, loglog_curves
+from attn.cost.measure import STYLE, loglog_curves
 from attn.widgets import EXPLORERS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attn"

@@ -10,12 +10,12 @@ and what a learner meets in JupyterLab before and after running a notebook (axe-
   course's content (JupyterLab's own violations, and the slider handle that ipywidgets leaves
   unnamed, are listed, not counted).
 
-Without Chromium or playwright the tests are skipped, saying how; under CI they fail instead.
+Without Chromium the tests are skipped, saying how; under CI they fail instead.
 """
 from __future__ import annotations
 
-import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -27,8 +27,10 @@ from typing import Iterator
 
 import pytest
 
-from _lab import VIEWPORT, LabNotebook, _lab_env, free_port, unavailable
-
+from _support import unavailable
+from benchmarks.lab import VIEWPORT, Notebook, notebooks_folder, running_lab
+# pytest-playwright's browser, launched as the browser test launches it (Debian's Chromium)
+from test_browser import browser_type_launch_args, pytestmark  # noqa: F401
 from test_site import AXE, SERIOUS
 
 RISE_NOTEBOOK = "02_qkv.ipynb"  # one slider explorer; one of the quicker notebooks to run
@@ -42,8 +44,15 @@ _PRESENT = """() => { const s = [...document.querySelectorAll('.reveal .slides s
               widget: !!s.querySelector('.widget-image')} : null; }"""
 
 
-def _run_and_save(page, lab, name: str) -> LabNotebook:
-    nb = LabNotebook(page, lab, name)
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab for the module, on a temporary copy of the notebooks folder."""
+    with running_lab(notebooks_folder(), workdir=tmp_path_factory.mktemp("lab")) as server:
+        yield server
+
+
+def _run_and_save(page, lab, name: str) -> Notebook:
+    nb = Notebook(page, lab, name)
     nb.open()
     nb.run_all()
     assert nb.error_outputs() == [], nb.error_outputs()
@@ -53,17 +62,17 @@ def _run_and_save(page, lab, name: str) -> LabNotebook:
 
 
 @pytest.fixture(scope="module")
-def rise_page(lab_server, lab_browser):
-    context = lab_browser.new_context(viewport=VIEWPORT)
+def rise_page(lab, browser):
+    context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
-    _run_and_save(page, lab_server, RISE_NOTEBOOK)
+    _run_and_save(page, lab, RISE_NOTEBOOK)
     slides = context.new_page()
-    slides.goto(f"{lab_server.url}rise/{RISE_NOTEBOOK}?token={lab_server.token}")
+    slides.goto(f"{lab.url}rise/{RISE_NOTEBOOK}?token={lab.token}")
     slides.wait_for_selector(".reveal .slides section.present", timeout=120_000)
     slides.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
     yield slides
     context.close()
-    lab_server.shutdown_kernels()
+    lab.shutdown_kernels()
 
 
 def _wait_or_fail(page, message: str, script: str, *, arg: object = None, timeout: float = 10) -> None:
@@ -109,8 +118,13 @@ def test_rise_explorer_is_live(rise_page):
 def running_voila(notebook: Path, workdir: Path, timeout: float = 120) -> Iterator[str]:
     """``voila notebook`` on 127.0.0.1 (as ``make app`` runs it, without opening a browser);
     yields the page's URL."""
-    port = free_port()
-    env = _lab_env(workdir / "home")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # the kernel is this Python's (ipykernel's own spec); no user config or runtime folders
+    env = {**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(workdir / "config"),
+           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
+           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
     log = workdir / "voila.log"
     cmd = [str(Path(sys.executable).parent / "voila"), str(notebook), "--no-browser",
            f"--port={port}", "--Voila.ip=127.0.0.1"]
@@ -160,10 +174,10 @@ _PICTURE = "() => { const i = document.querySelector('img.widget-image'); return
 
 
 @pytest.fixture(scope="module")
-def voila_page(tmp_path_factory, notebooks_dir, lab_browser):
+def voila_page(tmp_path_factory, browser):
     work = tmp_path_factory.mktemp("voila")
-    with running_voila(notebooks_dir / APP_NOTEBOOK, work) as url:
-        context = lab_browser.new_context(viewport=VIEWPORT)
+    with running_voila(notebooks_folder() / APP_NOTEBOOK, work) as url:
+        context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -228,28 +242,28 @@ def test_voila_every_control_reached_and_moved_by_keyboard(voila_page):
 
 # --- JupyterLab ----------------------------------------------------------------------------
 
-def test_lab_shows_the_saved_picture_before_the_kernel_runs(lab_server, lab_browser):
+def test_lab_shows_the_saved_picture_before_the_kernel_runs(lab, browser):
     """A notebook opened from disk is untrusted: JupyterLab shows the safe image/png of each
     explorer's output (not ``Explorer(children=...)``) until the cell runs again."""
-    context = lab_browser.new_context(viewport=VIEWPORT)
+    context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
-        nb = LabNotebook(page, lab_server, UNTRUSTED_NOTEBOOK)
-        nb.open()
+        nb = Notebook(page, lab, UNTRUSTED_NOTEBOOK)
+        nb.open(log_console=False)
         shown = page.evaluate(f"""() => [...document.querySelectorAll('{IN_OUTPUT}')]
             .filter((o) => o.innerText.includes('Explorer(') || o.querySelector('img'))
             .map((o) => [o.dataset.mimeType || '', o.innerText.slice(0, 40)])""")
         assert ["image/png", ""] in shown and not any("Explorer(" in t for _, t in shown), shown
     finally:
         context.close()
-        lab_server.shutdown_kernels()
+        lab.shutdown_kernels()
 
 
-def test_axe_in_lab_finds_no_serious_violation_in_the_course(lab_server, lab_browser):
-    context = lab_browser.new_context(viewport=VIEWPORT)
+def test_axe_in_lab_finds_no_serious_violation_in_the_course(lab, browser):
+    context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
-        nb = _run_and_save(page, lab_server, A11Y_NOTEBOOK)
+        nb = _run_and_save(page, lab, A11Y_NOTEBOOK)
         assert nb.widget_views() >= 1
         if not AXE.is_file():
             unavailable(f"{AXE} not found: npm ci --prefix site")
@@ -261,7 +275,7 @@ def test_axe_in_lab_finds_no_serious_violation_in_the_course(lab_server, lab_bro
               sliderHandle: !!document.querySelector(n.target.join(' '))?.matches('.noUi-handle')})))""")
     finally:
         context.close()
-        lab_server.shutdown_kernels()
+        lab.shutdown_kernels()
     lab_own = [f for f in found if not f["course"]]
     library = [f for f in found if f["course"] and f["sliderHandle"] and f["id"] == "aria-input-field-name"]
     course = [f for f in found if f["course"] and f not in library]
@@ -273,3 +287,12 @@ def test_axe_in_lab_finds_no_serious_violation_in_the_course(lab_server, lab_bro
             print(f"axe, {label}: {impact}: {rule} ({len(nodes)} nodes, e.g. {nodes[0][:100]})")
     serious = [f for f in course if f["impact"] in SERIOUS]
     assert serious == [], f"axe-core in JupyterLab, the course's content: {serious}"
+
+
+def test_readme_gives_app_mode_for_every_notebook():
+    """README.md: one app-mode command and one Binder app-mode link per notebook."""
+    readme = (notebooks_folder().parent / "README.md").read_text(encoding="utf-8")
+    for path in sorted(notebooks_folder().glob("*.ipynb")):
+        assert f"make app NB={path.stem}" in readme, f"README.md: no `make app NB={path.stem}`"
+        link = f"https://mybinder.org/v2/gh/OWNER/REPO/main?urlpath=voila/render/notebooks/{path.name}"
+        assert link in readme, f"README.md: no app-mode link for {path.name}"

@@ -5,7 +5,7 @@ committed notebooks, without running them), serves it on 127.0.0.1 and opens eve
 headless Chromium with every request outside that server refused. Then it prints the
 handouts from that site. axe-core (npm, site/package.json) checks every page.
 
-Without Chromium, playwright, the site's npm packages or a CJK font the tests are skipped,
+Without Chromium, the site's npm packages or a CJK font the tests are skipped,
 saying how to enable them; under CI (CI=true) they fail instead.
 """
 from __future__ import annotations
@@ -21,7 +21,10 @@ from urllib.parse import urlparse
 import pytest
 from PIL import Image
 
-from _lab import REPO, VIEWPORT, browser_unavailable, chromium, unavailable
+from _support import unavailable
+from benchmarks.lab import VIEWPORT, browser_unavailable
+# pytest-playwright's browser, launched as the browser test launches it (Debian's Chromium)
+from test_browser import browser_type_launch_args, pytestmark  # noqa: F401
 
 from tools import handouts, site
 from tools.serve import serving
@@ -73,8 +76,8 @@ def built_site(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def site_browser(built_site):
-    with serving(built_site) as url, chromium() as browser:
+def site_browser(built_site, browser):
+    with serving(built_site) as url:
         yield url, browser
 
 

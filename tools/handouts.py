@@ -3,7 +3,7 @@
     make handouts          # builds the website first, then writes build/handouts/NN_topic.pdf
 
 Each page of build/site/ is served on 127.0.0.1, opened in Debian's Chromium (as the browser
-tests drive it, tests/_lab.py), left to render (the explorers from their saved state, the
+tests drive it, benchmarks/lab.py), left to render (the explorers from their saved state, the
 math by MathJax), then printed to A4 with its backgrounds. Chinese text needs a CJK font on
 the machine: Debian's fonts-noto-cjk (``apt-get install fonts-noto-cjk``); without one the
 build stops and says so, rather than printing empty boxes.
@@ -17,11 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.lab import LAUNCH_ARGS  # Debian's Chromium, as the browser tests drive it
 from tools.serve import serving
 from tools.site import OUT as SITE, REPO, notebook_pages, wait_rendered
-
-sys.path.insert(0, str(REPO / "tests"))
-from _lab import chromium  # noqa: E402  (the browser the tests drive)
 
 OUT = REPO / "build" / "handouts"
 PDF_OPTIONS = {"format": "A4", "print_background": True,
@@ -66,8 +64,14 @@ def print_pages(browser: object, url: str, out: Path, pages: list[str] | None = 
 
 def print_handouts(site: Path = SITE, out: Path = OUT, pages: list[str] | None = None) -> dict[str, Path]:
     """Serve the built ``site``, start Chromium, print each notebook page into ``out``."""
-    with serving(site) as url, chromium() as browser:
-        return print_pages(browser, url, out, pages)
+    from playwright.sync_api import sync_playwright
+
+    with serving(site) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(**LAUNCH_ARGS)
+        try:
+            return print_pages(browser, url, out, pages)
+        finally:
+            browser.close()
 
 
 def main(argv: list[str] | None = None) -> int:
