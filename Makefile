@@ -1,6 +1,11 @@
 # The two commands of the README:
 #   make lab    set everything up, then open the course in JupyterLab
 #   make test   set everything up, then run every test (package, strict nbval, browser)
+# The other forms of the course (README, "Read it without running"):
+#   make site                  the website, offline, into build/site/ (index.html)
+#   make handouts              one PDF per notebook into build/handouts/
+#   make app NB=06_visualization   one notebook in Voila's app mode (code hidden)
+#   make slides                write the slide metadata of every notebook (tools/slides.py)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -8,10 +13,14 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to run as root unless told.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: setup lab test bench clean
+.PHONY: setup lab test bench clean site handouts app slides vendor
+NB ?= 00_start_here
 # JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by hub/package-lock.json).
 HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
+# The website's JavaScript (widget manager, MathJax) and the tests' axe-core: pinned npm
+# packages (site/package.json, site/package-lock.json), in a project-local folder.
+VENDOR := site/node_modules/.package-lock.json
 
 setup: $(STAMP)
 
@@ -39,11 +48,28 @@ lab: setup
 
 # One OpenMP thread per process: the tests run kernels, a Lab server and a browser side by
 # side on small tensors, where threads waiting on a busy core cost more than they gain.
-test: setup $(HUB_PROXY)
+test: setup $(HUB_PROXY) $(VENDOR)
 	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest --nbval tests notebooks
 
 bench: setup $(HUB_PROXY)
 	$(BIN)/python -m benchmarks
 
+vendor: $(VENDOR)
+
+$(VENDOR): site/package.json site/package-lock.json
+	npm ci --prefix site --no-audit --no-fund --ignore-scripts --loglevel=error
+
+site: setup $(VENDOR)
+	$(BIN)/python -m tools.site
+
+handouts: site
+	$(BIN)/python -m tools.handouts
+
+app: setup
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/voila notebooks/$(NB).ipynb
+
+slides: setup
+	$(BIN)/python -m tools.slides
+
 clean:
-	rm -rf $(VENV) hub/node_modules
+	rm -rf $(VENV) hub/node_modules site/node_modules build

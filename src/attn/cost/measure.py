@@ -300,11 +300,12 @@ def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 # --- drawing the curves --------------------------------------------------------------------
 
-#: How each method is drawn.
-STYLE: dict[str, tuple[str, str]] = {
-    "naive": ("naive (n×n weights)", "tab:red"),
-    "blockwise": ("blockwise", "tab:green"),
-    "sdpa": ("PyTorch SDPA", "tab:blue"),
+#: How each method is drawn: label, colour, and a marker and line style of its own, so that
+#: the lines tell apart without colour vision too (no red against green).
+STYLE: dict[str, tuple[str, str, str]] = {
+    "naive": ("naive (n×n weights)", "tab:red", "o-"),
+    "blockwise": ("blockwise", "black", "s--"),
+    "sdpa": ("PyTorch SDPA", "tab:blue", "^-."),
 }
 
 
@@ -328,8 +329,8 @@ def loglog_curves(
     xs = list(lengths)
     lines = []
     for m, ys in curves.items():
-        label, color = STYLE.get(m, (m, None))
-        lines += ax.plot(xs, [y * unit for y in ys], "o-", ms=3, color=color, label=label)
+        label, color, fmt = STYLE.get(m, (m, None, "o-"))
+        lines += ax.plot(xs, [y * unit for y in ys], fmt, ms=3, color=color, label=label)
     if slope is not None:
         ref = curves.get("naive", next(iter(curves.values())))
         top = ref[-1] * unit

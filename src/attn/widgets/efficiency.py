@@ -34,7 +34,7 @@ BLOCK_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256, 512)
 _METHODS = ("naive", "blockwise", "sdpa")
 _WHOLE = ("naive", "sdpa")  # the methods that do not depend on b
 # Each method's own marker and line style, so that no line is told apart by its colour alone.
-_LINES = {"naive": "o-", "blockwise": "s--", "sdpa": "^-."}
+_LINES = {m: fmt for m, (_label, _colour, fmt) in STYLE.items()}  # marker and line style
 
 
 @dataclass(frozen=True)
