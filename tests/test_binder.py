@@ -37,8 +37,13 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+# Binder's machine: Linux x86_64 (binder/runtime.txt gives the Python), for environment markers.
+BINDER_PLATFORM = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64"}
+
+
 def read_pins(path: Path) -> tuple[dict[str, Version], list[str]]:
-    """name -> pinned version, and the option lines (``--...``) of a requirements file.
+    """name -> pinned version on Binder's platform, and the option lines (``--...``) of a
+    requirements file (a line whose environment marker is false there is left out).
 
     Every requirement must be pinned with ``==`` (ValueError otherwise)."""
     pins: dict[str, Version] = {}
@@ -51,6 +56,8 @@ def read_pins(path: Path) -> tuple[dict[str, Version], list[str]]:
             options.append(line)
             continue
         req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate(BINDER_PLATFORM):
+            continue
         spec = list(req.specifier)
         if len(spec) != 1 or spec[0].operator != "==":
             raise ValueError(f"{path.name}: expected an exact pin (name==version), got {line!r}")
@@ -124,11 +131,10 @@ def test_binder_pins_match_requirements():
         "binder/requirements.txt must hold the run-time packages of requirements.txt: missing "
         f"{sorted((set(top) - TEST_ONLY) - set(binder))}, extra {sorted(set(binder) - set(top) - BINDER_ONLY)}")
     for name in set(binder) & set(top):
-        assert binder[name].public == top[name].public, (
+        assert binder[name] == top[name], (
             f"{name}: binder pins {binder[name]}, requirements.txt pins {top[name]}")
-    # The CPU build of the same torch release, from the CPU index (not PyPI's CUDA build).
-    assert binder["torch"].local == "cpu"
-    assert top["torch"].local is None
+    # The CPU build of torch, from the CPU index (not PyPI's CUDA build), on both.
+    assert binder["torch"].local == top["torch"].local == "cpu"
     assert {_norm(n) for n in TEST_ONLY} & set(binder) == set()
 
 
@@ -137,6 +143,12 @@ def test_read_pins_rejects_unpinned_lines(tmp_path):
     f.write_text("numpy==2.4.6  # fine\ntorch>=2\n")
     with pytest.raises(ValueError, match="torch>=2"):
         read_pins(f)
+
+
+def test_read_pins_keeps_the_lines_for_binders_platform(tmp_path):
+    f = tmp_path / "requirements.txt"
+    f.write_text('torch==2.13.0+cpu ; sys_platform == "linux"\ntorch==2.13.0 ; sys_platform != "linux"\n')
+    assert read_pins(f) == ({"torch": Version("2.13.0+cpu")}, [])
 
 
 def test_binder_start_notebook_exists():

