@@ -7,6 +7,7 @@ arrow key, then End / Home; drop-down: next option; toggle, check box: click; te
 then Enter) and read the probe's time from the first input event (for a text box: Enter) to
 the first frame after the explorer's new picture was decoded. Every move waits for the kernel
 to be idle and the picture to settle before the next, so each figure is one isolated move.
+After a control's moves, every control of its explorer goes back to the notebook's setting.
 """
 from __future__ import annotations
 
@@ -68,10 +69,12 @@ def run(*, quick: bool = False, results=None, moves: int = MOVES,
                 nb.open(log_console=False)  # as a learner sees the notebook
                 run_all_s = nb.run_all()
                 for explorer in nb.explorers()[0]:
-                    for control in explorer.controls:
-                        if control.disabled:
-                            continue
+                    live = [c for c in explorer.controls if not c.disabled]
+                    start = [(c, c.value()) for c in live]
+                    for control in live:
                         lat, error = measure_control(control, moves)
+                        for other, value in sorted(start, key=lambda cv: cv[0] is not control):
+                            other.restore(value)  # the next control moves from the defaults
                         row = {"notebook": name, "control": f"{control.kind} {control.label!r}",
                                "explorer": explorer.title, "moves": len(lat), "run_all_s": run_all_s}
                         if lat:

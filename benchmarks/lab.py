@@ -271,6 +271,7 @@ _JS_SCAN = r"""
       controls.push({index: controls.length, kind,
                      explorer: host ? Number(host.dataset.attnExplorer) : -1,
                      label: clean((w.querySelector(':scope > label.widget-label') || {}).innerText) ||
+                            clean((w.querySelector('.widget-label-basic span') || {}).innerText) ||
                             clean(w.getAttribute('title')),
                      disabled: parts.some((p) => p.disabled) || !!w.querySelector('[disabled]')});
     }
