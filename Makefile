@@ -137,7 +137,7 @@ ASSIGNMENTS := assignments
 NBGRADER = cd $(ASSIGNMENTS) && PATH=$(CURDIR)/$(TEACHER_BIN):$$PATH $(CURDIR)/$(TEACHER_BIN)/python -m nbgrader
 
 assignments: teacher
-	$(TEACHER_BIN)/python tools/assignments.py --course $(ASSIGNMENTS)
+	PATH=$(CURDIR)/$(TEACHER_BIN):$$PATH $(TEACHER_BIN)/python tools/assignments.py --course $(ASSIGNMENTS)
 
 # Grades every submission not graded yet, then writes grades.csv (one row per student and
 # assignment: score, max_score).

@@ -140,21 +140,20 @@ def find_exercises(course_nb: nbformat.NotebookNode, solutions_nb: nbformat.Note
                    checkers: list[str], where: str) -> list[tuple[int, Exercise]]:
     """(cell index in the course notebook, Exercise) for every exercise, in notebook order.
 
-    Raises ExerciseRuleError when a checker of the module has no exercise cell, or more than
-    one, or no worked solution."""
-    found: dict[str, tuple[int, str, str]] = {}
+    A checker may be called by several exercise cells (notebook 05 checks one class at two
+    steps of its build): the k-th call in the course notebook pairs with the k-th worked
+    solution of that checker, or with its last one when the solutions notebook solves it once
+    (05's solutions hold the complete class, which passes both steps). Raises ExerciseRuleError when a checker of the module has no
+    exercise cell, or an exercise cell has no worked solution."""
+    found: list[tuple[int, str, str, str]] = []  # (cell index, checker, code before, the call)
     for index, cell in enumerate(course_nb.cells):
         if cell.cell_type != "code":
             continue
         hit = checker_call(cell.source)
         if hit is None or hit[0] not in checkers:
             continue
-        name, before, call = hit
-        if name in found:
-            raise ExerciseRuleError(f"{where}: two exercise cells call {name} "
-                                    f"(cells {found[name][0]} and {index})")
-        found[name] = (index, before, call)
-    missing = [name for name in checkers if name not in found]
+        found.append((index, *hit))
+    missing = [name for name in checkers if name not in {f[1] for f in found}]
     if missing:
         raise ExerciseRuleError(
             f"{where}: no exercise cell calls {missing} (an exercise is a code cell whose last "
@@ -162,7 +161,7 @@ def find_exercises(course_nb: nbformat.NotebookNode, solutions_nb: nbformat.Note
 
     course_lines = {line.strip() for c in course_nb.cells if c.cell_type == "code"
                     for line in c.source.splitlines()}
-    solutions: dict[str, str] = {}
+    solutions: dict[str, list[str]] = {}  # checker -> its worked solutions, in order
     pending: list[str] = []  # code cells since the previous solution
     for cell in solutions_nb.cells:
         if cell.cell_type != "code":
@@ -174,17 +173,24 @@ def find_exercises(course_nb: nbformat.NotebookNode, solutions_nb: nbformat.Note
                 pending.append(cell.source.strip())
             continue
         name, before, _ = hit
-        if name in found and name not in solutions:
-            solutions[name] = "\n\n".join(pending + ([before] if before else []))
+        solutions.setdefault(name, []).append("\n\n".join(pending + ([before] if before else [])))
         pending = []
-    unsolved = [name for name in checkers if not solutions.get(name, "").strip()]
+
+    exercises, seen, unsolved = [], {}, []
+    for index, name, before, call in found:
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        worked = solutions.get(name, [])
+        solution = worked[min(k, len(worked) - 1)] if worked else ""
+        if not solution.strip():
+            unsolved.append(name)
+            continue
+        grade_id = name if k == 0 else f"{name}_{k + 1}"
+        exercises.append((index, Exercise(grade_id, before, call, solution)))
     if unsolved:
         raise ExerciseRuleError(f"{where}: the solutions notebook has no worked solution "
                                 f"(a code cell ending with the checker's call) for {unsolved}")
-
-    exercises = [(index, Exercise(name, before, call, solutions[name]))
-                 for name, (index, before, call) in found.items()]
-    return sorted(exercises, key=lambda item: item[0])
+    return exercises
 
 
 def answer_source(exercise: Exercise) -> str:
