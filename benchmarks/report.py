@@ -62,9 +62,9 @@ def browser_section(d: dict[str, Any]) -> str:
     medians = sorted(r["median_ms"] for r in rows)
     mid = medians[len(medians) // 2] if medians else float("nan")
     over = [r for r in rows if r["median_ms"] > 100]
-    head = (f"**Live controls, in the browser** (real JupyterLab in Chromium, `tests/_lab.py`): "
-            f"from the first input event (key press, click, option chosen) to the first frame "
-            f"after the new picture was decoded, median / p95 ms, up to "
+    head = (f"**Live controls, in the browser** (real JupyterLab in Chromium, `benchmarks/lab.py`): "
+            f"from the first input event (key press, click, option chosen; Enter for a text box) "
+            f"to the first frame after the new picture was decoded, median / p95 ms, up to "
             f"{d.get('moves_per_control', '?')} moves per control, each after the previous one "
             f"settled ({_machine(d['machine'])}). Median of the {len(rows)} control medians: "
             f"{mid:.0f} ms; {len(over)} of {len(rows)} above the 100 ms target.")
