@@ -129,6 +129,10 @@ $(TEACHER_STAMP): requirements-teacher.txt $(STAMP)
 	$(BIN)/python -c 'import site, sysconfig; print("import site; site.addsitedir(%r)" % sysconfig.get_paths()["purelib"])' \
 	    > "$$($(TEACHER_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/course-venv.pth"
 	$(TEACHER_BIN)/python -m pip install --quiet -r requirements-teacher.txt
+	# nbgrader runs the `alembic` command; when .venv already has alembic (JupyterHub's), pip
+	# sees it satisfied through the .pth and writes no script here, and .venv's alembic cannot
+	# import nbgrader. Installed here too, so the teacher venv's bin/ has its own.
+	$(TEACHER_BIN)/python -m pip install --quiet --ignore-installed --no-deps "$$(grep -E '^alembic==' requirements-teacher.txt)"
 	touch $(TEACHER_STAMP)
 
 # nbgrader's course folder: source/ (with the solutions), release/ (the student versions),

@@ -160,3 +160,12 @@ def test_explorer_one_head_readout():
     assert ex.state.weights.shape == (1, N, N)
     assert "1 head of d_k = d_v = 512" in ex.readout.value
     assert "(1, 1, 6, 512)" in ex.readout.value
+
+
+def test_two_sources_picture_changes_with_d_model():
+    """Found by the browser test: at d_model 16 and 24 the hand-set heads' maps are the same,
+    so the picture must say which d_k each head works in."""
+    ex = heads_explorer(d_model=16, num_heads=2)
+    before = pixels(ex)
+    ex.controls["d_model"].value = 24
+    assert changed(before, pixels(ex))

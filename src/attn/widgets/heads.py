@@ -265,7 +265,7 @@ def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two 
     def update(inputs: str, d_model: int, num_heads: int) -> tuple[HeadsState, str]:
         s = heads_state(d_model, num_heads, inputs=inputs, seed=seed)
         for h in range(s.num_heads):
-            maps[h].set(s.weights[h], x_tokens=s.tokens, marks=s.sources, title=f"head {h + 1}")
+            maps[h].set(s.weights[h], x_tokens=s.tokens, marks=s.sources, title=f"head {h + 1} (d_k = {s.head_dim})")
         shown["heads"] = s.num_heads
         return s, _readout(s)
 
