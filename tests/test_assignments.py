@@ -93,8 +93,10 @@ def test_student_versions_keep_the_exercises_and_hide_solutions_and_checks(cours
             meta = src.metadata.nbgrader
             if meta["solution"]:
                 # the student gets the exercise's code as the course notebook has it ...
+                # (empty when the cell only calls the checker on a class an earlier cell builds:
+                # 05 checks its learner's SelfAttention again once masks are added)
                 code = src.metadata.attn.exercise_code
-                assert code.strip() and code.strip() in course_nb_text(course_nb), (name, code)
+                assert code.strip() in course_nb_text(course_nb), (name, code)
                 assert rel.source.strip() == code.strip(), (name, meta["grade_id"])
                 # ... and no line of the worked solution that the course notebook does not show
                 hidden = {line.strip() for line in worked(src).splitlines()} - course_lines - {""}
