@@ -118,3 +118,8 @@ def test_every_glossary_term_appears_beside_its_english_in_a_lesson(english, chi
 def test_the_glossary_test_can_fail():
     assert not _beside("the weights are summed (加权求和)", "加权求和", "dot product")
     assert _beside("a weighted sum (加权求和)", "加权求和", "weighted sum")
+
+
+def test_the_glossary_lists_each_term_once():
+    terms = [chinese for _, chinese in glossary()]
+    assert len(terms) == len(set(terms)), sorted({t for t in terms if terms.count(t) > 1})
