@@ -14,8 +14,9 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to run as root unless told.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-# torch. On Linux, PyPI's torch is the CUDA build (with about 18 nvidia-* packages, several
-# GB); PyTorch's CPU index serves the same release built for the CPU, as torch==X+cpu.
+# torch. On Linux, PyPI's torch is the CUDA build (with 19 nvidia-*, cuda-* and triton
+# packages: 2.7 GB with torch); PyTorch's CPU index serves the same release built for the CPU,
+# as torch==X+cpu.
 # requirements.txt pins that build on Linux (PyPI's, CPU-only there, on macOS and Windows).
 # The CPU index is given to this one install alone, and with --no-deps, so pip looks it up
 # once: for every other package pip asks PyPI only (given to a whole requirements file, pip
@@ -51,7 +52,7 @@ check-python:
 	case " $(PYTHON_VERSIONS) " in \
 	  *" $$v "*) ;; \
 	  *) echo "error: the course needs Python $(PYTHON_VERSIONS) (one of them); '$(PYTHON)' is $${v:+Python }$${v:-not found}." >&2; \
-	     echo "       Install one of them, or name it: make PYTHON=/path/to/python3.11 $(MAKECMDGOALS)" >&2; \
+	     echo "       Install one of them, or name it: make PYTHON=/path/to/python3.11" >&2; \
 	     exit 1;; \
 	esac
 
