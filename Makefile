@@ -1,6 +1,11 @@
 # The two commands of the README:
 #   make lab    set everything up, then open the course in JupyterLab
 #   make test   set everything up, then run every test (package, strict nbval, browser)
+# The other forms of the course (README, "Read it without running"):
+#   make site                  the website, offline, into build/site/ (index.html)
+#   make handouts              one PDF per notebook into build/handouts/
+#   make app NB=06_visualization   one notebook in Voila's app mode (code hidden)
+#   make slides                write the slide metadata of every notebook (tools/slides.py)
 # and, for teachers (README, "Assignments"):
 #   make assignments   the student versions of the exercises, for nbgrader
 #   make grade         grade what students handed in
@@ -43,7 +48,14 @@ TEACHER     := .venv-teacher
 TEACHER_BIN := $(TEACHER)/bin
 TEACHER_STAMP := $(TEACHER)/.installed
 
-.PHONY: setup lab test bench assignments grade teacher check-python clean
+.PHONY: setup lab test bench assignments grade teacher check-python clean site handouts app slides vendor
+NB ?= 00_start_here
+# JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
+# version is pinned by hub/package-lock.json).
+HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
+# The website's JavaScript (widget manager, MathJax) and the tests' axe-core: pinned npm
+# packages (site/package.json, site/package-lock.json), in a project-local folder.
+VENDOR := site/node_modules/.package-lock.json
 
 setup: $(STAMP)
 
@@ -71,18 +83,44 @@ endif
 	mkdir -p $(dir $(LAB_OVERRIDES)) && cp lab-settings/overrides.json $(LAB_OVERRIDES)
 	touch $(STAMP)
 
+$(HUB_PROXY): hub/package.json hub/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	    echo "npm ci --prefix hub"; npm ci --prefix hub --no-audit --no-fund --loglevel=error && touch $@; \
+	else \
+	    echo "npm not found: tests/test_hub.py will be skipped (install Node.js 20+ and npm to run it)"; \
+	fi
+
 # Opens 00_start_here; on a machine without a browser (SSH), the URL it prints opens it too.
 lab: setup
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks \
 	    --LabApp.default_url=/lab/tree/00_start_here.ipynb
 
 # The same command as the README's (conftest.py sets OMP_NUM_THREADS=1 and puts the venv's
-# bin/ first on PATH). The teacher venv is set up too: tests/test_assignments.py uses it.
-test: setup teacher
+# bin/ first on PATH). The teacher venv is set up too: tests/test_assignments.py uses it; so
+# are the hub's proxy and the site's JavaScript (npm).
+test: setup teacher $(HUB_PROXY) $(VENDOR)
 	$(BIN)/python -m pytest --nbval tests notebooks
 
-bench: setup
+bench: setup $(HUB_PROXY)
 	$(BIN)/python -m benchmarks
+
+vendor: $(VENDOR)
+
+$(VENDOR): site/package.json site/package-lock.json
+	npm ci --prefix site --no-audit --no-fund --ignore-scripts --loglevel=error
+
+site: setup $(VENDOR)
+	$(BIN)/python -m tools.site
+
+handouts: site
+	$(BIN)/python -m tools.handouts
+
+app: setup
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/voila notebooks/$(NB).ipynb
+
+slides: setup
+	$(BIN)/python -m tools.slides
+
 
 teacher: $(TEACHER_STAMP)
 
@@ -109,4 +147,4 @@ grade: teacher
 	$(NBGRADER) export --to=grades.csv
 
 clean:
-	rm -rf $(VENV) $(TEACHER)
+	rm -rf $(VENV) $(TEACHER) hub/node_modules site/node_modules build

@@ -1,8 +1,8 @@
 """``python -m benchmarks`` (``make bench``): run every benchmark, print tables, write JSON.
 
     python -m benchmarks                    # all parts, full sizes (several minutes)
-    python -m benchmarks --only scale       # one part: latency, browser, course or scale
-    python -m benchmarks --quick            # tiny sizes, no browser: checks that the code runs
+    python -m benchmarks --only scale       # one part: latency, browser, course, scale, decoding or hub
+    python -m benchmarks --quick            # tiny sizes, no browser, no hub: checks that the code runs
     python -m benchmarks --threads 1        # latency and scale with one torch thread
 
 Results: benchmarks/results/<part>.json (machine description included).
@@ -14,10 +14,10 @@ import argparse
 import time
 from pathlib import Path
 
-from . import course, latency, scale
+from . import course, decoding, latency, scale
 from ._common import RESULTS, machine, say
 
-PARTS = ("latency", "browser", "course", "scale")
+PARTS = ("latency", "browser", "course", "scale", "decoding", "hub")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="torch threads for latency and scale (default: torch's; results go to "
                         "<part>_threads<N>.json)")
     args = p.parse_args(argv)
-    parts = args.only or [p for p in PARTS if not (args.quick and p == "browser")]
+    parts = args.only or [p for p in PARTS if not (args.quick and p in ("browser", "hub"))]
     info = machine()
     say(f"Machine: {info['cpu']} ({info['cpu_count']} cores), {info.get('memory_gib', '?')} GiB, "
         f"torch {info['torch']} ({info['torch_threads']} threads), CUDA: {info['cuda']}, "
@@ -46,6 +46,12 @@ def main(argv: list[str] | None = None) -> int:
         course.run(quick=args.quick, results=args.results)
     if "scale" in parts:
         scale.run(quick=args.quick, results=args.results, threads=args.threads)
+    if "decoding" in parts:
+        decoding.run(quick=args.quick, results=args.results, threads=args.threads)
+    if "hub" in parts:
+        from . import hub
+
+        hub.run(quick=args.quick, results=args.results)
     say(f"\nDone in {time.perf_counter() - t0:.0f} s; JSON in {args.results}")
     return 0
 

@@ -6,60 +6,37 @@ artists' update and the PNG encoding all happen before the assignment returns. S
 of the assignment is the kernel's share of a move (the browser adds the message round trip
 and the decoding of the picture: see ``browser.py``).
 
-Explorers: every builder in ``attn.widgets.EXPLORERS``, plus every ``*_explorer`` builder
-callable without arguments in the modules ``attn.widgets.<name>`` for the names in
-``MODULES`` that exist. Each control is moved back and forth across its range, one notch at a
-time (``MOVES`` moves, after two untimed ones), first with the other controls at their
+Explorers: every builder in ``attn.widgets.EXPLORERS``. Each control is moved back and forth
+across its range, one notch at a time (``MOVES`` moves, after two untimed ones), first with the other controls at their
 defaults, then (if the explorer has size controls: heads, tokens, length, n) with every size
 control at its largest value.
 """
 from __future__ import annotations
 
-import importlib
-import inspect
 import re
 import time
 from typing import Any, Callable
 
 from ._common import machine, median, p95, say, table, write_json
 
-MODULES = ("scaling", "heads", "masks", "patterns", "sentence", "worked", "efficiency")
 MOVES = 60
 SIZE = re.compile(r"(head|token|length|^n$|^seq|d_model)", re.IGNORECASE)
 TARGET_MS = 30.0
 
 
 def builders() -> dict[str, Callable[[], Any]]:
-    """name -> builder, from EXPLORERS and the explorer modules that exist."""
+    """name -> no-argument builder of every explorer of the course (``attn.widgets.EXPLORERS``)."""
     from attn.widgets import EXPLORERS
 
-    found: dict[str, Callable[[], Any]] = dict(EXPLORERS)
-    seen = set(found.values())
-    for mod_name in MODULES:
-        try:
-            mod = importlib.import_module(f"attn.widgets.{mod_name}")
-        except ImportError:
-            continue
-        for name, fn in vars(mod).items():
-            if not (name.endswith("_explorer") and inspect.isfunction(fn)) or fn in seen:
-                continue
-            if fn.__module__ != mod.__name__:
-                continue
-            params = inspect.signature(fn).parameters.values()
-            if any(p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                   for p in params):
-                continue  # needs arguments (e.g. trained models): not buildable here
-            key = name.removesuffix("_explorer")
-            found[key if key not in found else f"{mod_name}.{key}"] = fn
-            seen.add(fn)
-    return found
+    return dict(EXPLORERS)
 
 
 def _positions(ctrl: Any) -> tuple[str, list[Any]]:
     """How to move a control ('index' or 'value') and its positions, in order."""
     import ipywidgets as widgets
 
-    if isinstance(ctrl, (widgets.widgets.widget_selection._Selection)):
+    if isinstance(ctrl, (widgets.Dropdown, widgets.Select, widgets.SelectionSlider,
+                         widgets.ToggleButtons, widgets.RadioButtons)):
         return "index", list(range(len(ctrl.options)))
     if isinstance(ctrl, (widgets.Checkbox, widgets.ToggleButton)):
         return "value", [False, True]
@@ -77,6 +54,9 @@ def _positions(ctrl: Any) -> tuple[str, list[Any]]:
         # what a learner does in the browser: pick another of the box's suggestions
         # (new text: a new sentence through the model, new tokens on the axes)
         return "value", list(dict.fromkeys(ctrl.options))
+    if isinstance(ctrl, widgets.Text) and not isinstance(ctrl, widgets.Combobox):
+        # as the browser benchmark types: a word added, then taken away again
+        return "value", [ctrl.value, f"{ctrl.value} again"]
     raise TypeError(f"no way to move a {type(ctrl).__name__}")
 
 

@@ -107,8 +107,17 @@ def scale_section(d: dict[str, Any]) -> str:
             + "\n\nTargets:\n\n" + "\n".join(f"- {line}" for line in s["targets"]))
 
 
+def decoding_section(d: dict[str, Any]) -> str:
+    c = d["config"]
+    head = (f"**Decoding**: one generation step of a {c['N']}-layer causal decoder (E={c['E']}, "
+            f"H={c['H']}, B={c['B']}, `attn.decoding.Decoder`), median ms, with a KV cache (the new "
+            f"position only) and recomputing the whole prefix; multiply-adds counted by "
+            f"`attn.decoding.step_cost` ({_machine(d['machine'])}).")
+    return head + "\n\n" + d["table"] + "\n\n- " + d["target"]
+
+
 SECTIONS = (("latency", latency_section), ("browser", browser_section),
-            ("course", course_section), ("scale", scale_section))
+            ("course", course_section), ("scale", scale_section), ("decoding", decoding_section))
 
 
 def render(results: Path = RESULTS) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from _lab import REPO, unavailable
+from _support import REPO, unavailable
 
 TEACHER = REPO / ".venv-teacher"
 TEACHER_PYTHON = TEACHER / "bin" / "python"

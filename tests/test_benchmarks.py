@@ -134,3 +134,9 @@ def test_latency_moves_a_combobox_through_its_suggestions():
     assert latency._positions(box) == ("value", ["a", "b", "c"])
     with pytest.raises(TypeError, match="no way to move a Combobox"):
         latency._positions(widgets.Combobox(value="a", options=["a"]))
+
+
+def test_latency_types_into_a_text_box_and_back():
+    import ipywidgets as widgets
+
+    assert latency._positions(widgets.Text(value="a b")) == ("value", ["a b", "a b again"])

@@ -18,13 +18,14 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from _lab import REPO, unavailable
+from _support import REPO, unavailable
 
 BINDER = REPO / "binder"
 START = "notebooks/00_start_here.ipynb"
-# In requirements.txt only: test tools that a Binder session (which only runs the notebooks)
-# does not need.
-TEST_ONLY = {"nbval", "pytest", "hypothesis", "playwright", "jupyter-repo2docker"}
+# In requirements.txt only: test and build tools that a Binder session (which only runs the
+# notebooks) does not need.
+TEST_ONLY = {"nbval", "pytest", "hypothesis", "playwright", "pytest-playwright", "jupyter-repo2docker",
+             "jupyterhub", "jupyter-book", "pypdf"}
 # In binder/requirements.txt only, with the reason written beside it there.
 BINDER_ONLY = {"notebook"}
 # The one option line allowed: PyTorch's CPU-only wheels (torch==X+cpu), instead of PyPI's
@@ -155,13 +156,14 @@ def test_binder_start_notebook_exists():
 
 
 def test_readme_links_open_existing_notebooks():
-    """Every Binder / nbgitpuller link in README.md opens a notebook that exists."""
+    """Every Binder / nbgitpuller link in README.md opens a notebook that exists (in JupyterLab
+    or in Voilà's app mode)."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     links = re.findall(r"https://mybinder\.org/v2/[^\s)\"'>]+", readme)
     assert links, "README.md has no Binder link"
     for link in links:
-        m = (re.search(r"urlpath=(?:%2F)?lab(?:/|%2F)tree(?:/|%2F)([^&\s)]+)", link)
+        m = (re.search(r"urlpath=(?:%2F)?(?:lab(?:/|%2F)tree|voila(?:/|%2F)render)(?:/|%2F)([^&\s)]+)", link)
              or re.search(r"labpath=([^&\s)]+)", link))
-        assert m, f"Binder link without urlpath=lab/tree/... or labpath=...: {link}"
+        assert m, f"Binder link without urlpath=lab/tree/..., urlpath=voila/render/... or labpath=...: {link}"
         path = m.group(1).replace("%2F", "/")
         assert (REPO / path).is_file(), f"{link} opens {path}, which does not exist"

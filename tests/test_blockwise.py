@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn.blockwise import blockwise_attention, blockwise_multi_head_attention, causal_blocks
+from attn.blockwise import OnlineSoftmax, blockwise_attention, blockwise_multi_head_attention, causal_blocks
 from attn.functional import scaled_dot_product_attention
 from attn.masks import causal_mask
 from attn.modules import MultiHeadAttention
@@ -73,14 +73,19 @@ def test_mask_equals_sdpa(dtype, mask_shape, block_size, query_block_size):
     assert _max_diff(out, ref) <= TOL[dtype]
 
 
-def test_mask_and_causal_combine():
+@pytest.mark.parametrize("block_size,query_block_size", [(5, None), (3, 4), (12, 12)])
+def test_mask_and_causal_combine(block_size, query_block_size):
     q, k, v = _qkv((2,), 12, 12, 8, 8, torch.float64, seed=4)
+    # a mask that allows keys above the diagonal: only causal=True can block them
     mask = torch.rand(2, 12, 12, generator=torch.Generator().manual_seed(5)) > 0.5
-    both = mask & causal_mask(12)
-    both = both | torch.eye(12, dtype=torch.bool)  # no empty row
-    out = blockwise_attention(q, k, v, both | torch.eye(12, dtype=torch.bool), causal=True, block_size=5)
-    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=both)
+    mask = mask | torch.eye(12, dtype=torch.bool)  # no empty row
+    assert (mask & ~causal_mask(12)).any()
+    out = blockwise_attention(q, k, v, mask, causal=True, block_size=block_size,
+                              query_block_size=query_block_size)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask & causal_mask(12))
     assert _max_diff(out, ref) <= 1e-10
+    ignoring_causal = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert _max_diff(ref, ignoring_causal) > 1e-3  # the test can tell the two apart
 
 
 def test_one_dim_mask_broadcasts():
@@ -196,6 +201,35 @@ def test_multi_head_cross_attention_and_mask():
     assert _max_diff(out, ref) <= 1e-10
 
 
+@pytest.mark.parametrize("block_size", [1, 2, 3, 7])
+def test_online_softmax_equals_softmax_then_weighted_sum(block_size):
+    g = torch.Generator().manual_seed(10)
+    scores = torch.randn(3, 2, 7, generator=g, dtype=torch.float64) * 5  # (..., Lq, S)
+    scores[0, 1, :4] = float("-inf")  # blocked keys, a whole first block included
+    scores[2, 0] = float("-inf")  # a row with no allowed key
+    values = torch.randn(3, 7, 4, generator=g, dtype=torch.float64)
+    state = OnlineSoftmax((3, 2), 4, dtype=torch.float64)
+    for j0 in range(0, 7, block_size):
+        rescale, exps = state.update(scores[..., j0:j0 + block_size], values[..., j0:j0 + block_size, :])
+        assert rescale.shape == (3, 2, 1) and exps.shape == (3, 2, min(block_size, 7 - j0))
+        assert (rescale <= 1).all() and torch.isfinite(exps).all()
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    torch.testing.assert_close(state.result(), weights @ values, atol=1e-12, rtol=0)
+    torch.testing.assert_close(state.running_max, scores.amax(-1, keepdim=True), atol=0, rtol=0)
+    assert torch.equal(state.result()[2, 0], torch.zeros(4, dtype=torch.float64))
+
+
+def test_blockwise_multi_head_equals_module_with_causal_and_mask():
+    torch.manual_seed(2)
+    mha = MultiHeadAttention(16, 4, bias=True).double()
+    x = torch.randn(2, 9, 16, dtype=torch.float64)
+    mask = torch.rand(2, 1, 9, 9) > 0.4
+    mask[..., 0] = True
+    ref, _ = mha(x, mask=mask, causal=True)
+    out = blockwise_multi_head_attention(mha, x, mask=mask, causal=True, block_size=2, query_block_size=3)
+    assert _max_diff(out, ref) <= 1e-10
+
+
 @pytest.mark.parametrize("L,S,bk,bq", [(1024, None, 128, 256), (10, 10, 3, 4), (7, 20, 5, 2), (20, 7, 2, 6)])
 def test_causal_blocks_counts_nonempty_pairs(L, S, bk, bq):
     S_ = L if S is None else S
@@ -232,6 +266,12 @@ def test_errors():
         blockwise_attention(q, k, v, torch.ones(5, 6, dtype=torch.bool))
     with pytest.raises(TypeError, match="causal: expected a bool"):
         blockwise_attention(q, k, v, causal=1)
+    with pytest.raises(ValueError, match="query: expected feature size E >= 1"):
+        blockwise_attention(torch.randn(4, 0), torch.randn(6, 0), v[0])
+    with pytest.raises(ValueError, match="query/key/value: expected one device"):
+        blockwise_attention(q, k, v.to("meta"))
+    with pytest.raises(ValueError, match=r"mask: expected device cpu"):
+        blockwise_attention(q, k, v, torch.ones(4, 6, dtype=torch.bool, device="meta"))
     with pytest.raises(ValueError, match="block_size: expected a positive int, got 0"):
         blockwise_attention(q, k, v, block_size=0)
     with pytest.raises(TypeError, match="block_size: expected a positive int"):
@@ -252,6 +292,12 @@ def test_multi_head_errors():
         blockwise_multi_head_attention(mha, torch.randn(3, 8))
     with pytest.raises(ValueError, match="key: expected last dim E=8"):
         blockwise_multi_head_attention(mha, torch.randn(1, 3, 8), torch.randn(1, 4, 6))
+    with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable to \(B, H, L, S\) = \(1, 2, 3, 3\)"):
+        blockwise_multi_head_attention(mha, torch.randn(1, 3, 8), mask=torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="block_size: expected a positive int, got 0"):
+        blockwise_multi_head_attention(mha, torch.randn(1, 3, 8), block_size=0)
+    with pytest.raises(TypeError, match=r"query: expected dtype torch.float32 \(the dtype of the module's parameters\)"):
+        blockwise_multi_head_attention(mha, torch.randn(1, 3, 8, dtype=torch.float64))
     with pytest.raises(ValueError, match="L: expected a positive int"):
         causal_blocks(0, block_size=1, query_block_size=1)
     with pytest.raises(TypeError, match="query_block_size: expected a positive int"):

@@ -1,16 +1,19 @@
 """The course in real JupyterLab in a real browser, as a learner uses it.
 
-One JupyterLab server (a temporary copy of notebooks/, its own settings) and one headless
-Chromium (Debian's /usr/bin/chromium via Playwright) for the module; for every top-level
-notebook, in a fresh workspace: Edit > Clear Outputs of All Cells, Run > Run All Cells, wait
-for the kernel; no cell may fail, every stored widget must render; then every live control
-(slider, drop-down, toggle buttons, checkbox, ...) is moved the way a user would (keyboard on
-the slider handle, choosing an option, clicking) and what it drives (its explorer's picture or
-readout) must change on screen. Uncaught errors in the page and console errors fail the test.
-A screenshot per notebook is saved in the test's tmp_path.
+pytest-playwright's fixtures drive Debian's Chromium (``browser_type_launch_args`` below); one
+JupyterLab (``benchmarks.lab.running_lab``: a subprocess, see there why not pytest-jupyter's
+in-process server) serves a temporary copy of notebooks/ for the module. For every notebook,
+solutions too, in a fresh page: Edit > Clear Outputs of All Cells, Run > Run All Cells; every
+code cell must run, no output may show an error, every stored widget must render. Then every
+control of every explorer is moved as a user would (slider keys, an option of a drop-down, a
+click, typing then Enter), and after each move the explorer's picture (the bytes behind its
+<img>) must differ from the one before. Errors fail the test wherever they show: error outputs
+in the notebook, Lab's Log Console (where a widget callback's traceback goes), the browser's
+console, uncaught errors in the page, and the server's log.
+A screenshot per notebook goes to the test's tmp_path.
 
-Without Chromium or playwright the tests are skipped, saying how to enable them; under CI
-(CI=true) they fail instead. ATTN_NOTEBOOKS_DIR=folder runs them on other notebooks.
+Without /usr/bin/chromium the tests are skipped with a hint; under CI (CI=true) they fail
+instead. ATTN_NOTEBOOKS_DIR=folder runs them on other notebooks.
 """
 from __future__ import annotations
 
@@ -18,29 +21,38 @@ import re
 
 import pytest
 
-from _lab import VIEWPORT, LabNotebook, top_level_notebooks
+from _support import unavailable
+from benchmarks.lab import (LAUNCH_ARGS, VIEWPORT, Notebook, browser_unavailable, notebook_names,
+                            notebooks_folder, running_lab)
 
-NOTEBOOKS = top_level_notebooks()
+NOTEBOOKS = notebook_names(notebooks_folder())
+# pytest-playwright 0.10's own base_url fixture is a method, which pytest 9 warns about.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Session-scoped fixtures defined as instance methods:pytest.PytestRemovedIn10Warning")
 
-# Console errors that are not the course's fault. Each entry: (pattern, why it is benign).
-BENIGN_CONSOLE = [
-    # (none needed so far; add a pattern only with the reason it cannot be a course bug)
-]
-
-# Lines of the server's log (which also receives the kernels' stderr) that mean a failure:
-# a traceback in the kernel (e.g. an exception in a widget callback) or a server error.
-LOG_FAILURE = re.compile(r"Traceback|Exception in comm|^\[E |\bERROR\b")
-
-
-def _log_since(lab_server, start: int, lines: int | None = 40) -> str:
-    """The last ``lines`` lines (all with None) the server and its kernels logged after byte
-    ``start``."""
-    log = lab_server.log.read_bytes()[start:].decode(errors="replace").splitlines()
-    return "\n".join(log if lines is None else log[-lines:])
+# Console errors that are not the course's fault: (pattern, why it cannot be a course bug).
+BENIGN_CONSOLE: list[tuple[str, str]] = []
 
 
-def _ms(seconds: float | None) -> str:
-    return "?" if seconds is None else f"{seconds * 1000:.0f} ms"
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright launches Debian's Chromium, headless, with the flags it needs as root."""
+    reason = browser_unavailable()
+    if reason:
+        unavailable(f"browser test: {reason}")
+    return {**browser_type_launch_args, **LAUNCH_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": VIEWPORT}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab for the module, on a temporary copy of the notebooks folder."""
+    with running_lab(notebooks_folder(), workdir=tmp_path_factory.mktemp("lab")) as server:
+        yield server
 
 
 def _benign(text: str) -> bool:
@@ -48,64 +60,77 @@ def _benign(text: str) -> bool:
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_and_every_control_redraws(name, lab_server, lab_browser, tmp_path):
-    context = lab_browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
+def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
     problems: list[str] = []
     page.on("pageerror", lambda e: problems.append(f"uncaught error in the page: {e}"))
     page.on("console", lambda m: m.type == "error" and not _benign(m.text)
             and problems.append(f"console error: {m.text}"))
-    log_start = lab_server.log.stat().st_size
-    nb = LabNotebook(page, lab_server, name)
-    shot = tmp_path / f"{name.removesuffix('.ipynb')}.png"
-    moved = []
+    log_start = lab.log_size()
+
+    def log_tail() -> str:
+        return "\n".join(lab.log_since(log_start)[-30:])
+
+    nb = Notebook(page, lab, name)
     try:
         nb.open()
         seconds = nb.run_all()
-        print(f"{name}: Run All Cells took {seconds:.1f} s in the browser")
-
+        print(f"{name}: Run All Cells took {seconds:.1f} s")
         assert nb.unexecuted_cells() == [], (
             f"{name}: code cells {nb.unexecuted_cells()} did not run (an earlier cell failed?)")
-        errors = nb.error_outputs()
+        errors = nb.error_outputs() + nb.logged_errors()
         assert errors == [], f"{name}: error outputs after Run All:\n" + "\n---\n".join(errors)
-        assert nb.widget_views() == nb.n_widget_outputs, (
-            f"{name}: the stored notebook shows {nb.n_widget_outputs} widgets, "
-            f"the browser rendered {nb.widget_views()}")
+        assert nb.widget_views() == nb.n_widgets, (
+            f"{name}: the stored notebook shows {nb.n_widgets} widgets, the page {nb.widget_views()}")
 
-        controls, unknown = nb.scan()
-        assert unknown == [], f"{name}: controls the test cannot drive (teach _lab.Control.moves): {unknown}"
-        live = [c for c in controls if not c.disabled]
-        for control in live:
-            try:
-                moves = list(control.moves())
-            except AssertionError as e:  # nothing changed: show what the kernel said
-                raise AssertionError(f"{name}: {e}\nkernel errors:\n" + "\n".join(nb.kernel_errors)
-                                     + f"\nserver log:\n{_log_since(lab_server, log_start)}") from None
-            assert moves, f"{name}: {control} offers no other value to choose"
-            for move in moves:
-                assert move.picture_changed or move.text_changed, (
-                    f"{name}: {control}: after {move.action} the kernel answered but the "
-                    f"screen shows the same picture and text")
-                moved.append(f"{control}: {move.action}: {_ms(move.latency_s)}")
-        print(f"{name}: {len(live)} live controls, {len(moved)} moves", *moved, sep="\n  ")
+        explorers, unknown = nb.explorers()
+        assert unknown == [], f"{name}: controls the test cannot drive (teach benchmarks.lab): {unknown}"
+        moved = []
+        for explorer in explorers:
+            live = [c for c in explorer.controls if not c.disabled]
+            assert live, f"{name}: {explorer} has no live control"
+            for control in live:
+                n_moves = len(moved)
+                start = [(c, c.value()) for c in live]  # the moved control first when going back
+                start.sort(key=lambda cv: cv[0] is not control)
+                start_picture = explorer.picture()
+                for move in control.moves():  # each checked before the next is made
+                    logged = nb.logged_errors()
+                    assert logged == [], (f"{name}: {control}: after {move.action}, the kernel "
+                                          f"reported (Log Console):\n" + "\n---\n".join(logged))
+                    failures = lab.failures(log_start)
+                    assert failures == [], (f"{name}: {control}: after {move.action}, the server's "
+                                            f"log shows errors:\n" + "\n".join(failures)
+                                            + f"\n(last lines of the log:)\n{log_tail()}")
+                    assert move.picture_changed, (
+                        f"{name}: {control}: after {move.action}, the picture is the same "
+                        f"(last lines of the server's log:\n{log_tail()})")
+                    ms = "?" if move.latency_s is None else f"{move.latency_s * 1000:.0f} ms"
+                    moved.append(f"{control}: {move.action}: {ms}")
+                assert len(moved) > n_moves, f"{name}: {control} offers no other value to choose"
+                # Back to where it was (and any control it changed, such as the choices of
+                # another), so that every control moves from the notebook's own settings.
+                for other, value in start:
+                    other.restore(value)
+                    assert nb.logged_errors() == [], f"{name}: {other}: going back to {value!r}"
+                assert explorer.picture() == start_picture, (
+                    f"{name}: after {control} and back, the picture is not the one shown before "
+                    f"(settings {[(str(c), v) for c, v in start]})")
+        print(f"{name}: {len(explorers)} explorers, {len(moved)} moves", *moved, sep="\n  ")
 
-        errors = nb.error_outputs()
-        assert errors == [], f"{name}: error outputs after moving the controls:\n" + "\n---\n".join(errors)
-        bad = [line for line in _log_since(lab_server, log_start, None).splitlines()
-               if LOG_FAILURE.search(line)]
-        assert bad == [], (f"{name}: the server / kernel logged errors:\n" + "\n".join(bad)
-                           + f"\n(last lines of the log:)\n{_log_since(lab_server, log_start)}")
-        assert nb.kernel_errors == [], f"{name}: the kernel reported errors:\n" + "\n".join(nb.kernel_errors)
+        errors = nb.error_outputs() + nb.logged_errors()
+        assert errors == [], f"{name}: error outputs after the moves:\n" + "\n---\n".join(errors)
+        failures = lab.failures(log_start)
+        assert failures == [], (f"{name}: the server's log shows errors:\n" + "\n".join(failures)
+                                + f"\n(last lines of the log:)\n{log_tail()}")
         assert problems == [], f"{name}: errors in the browser:\n" + "\n".join(problems)
     finally:
-        try:  # the first widget in view; a failed screenshot must not hide the real failure
+        try:  # a failed screenshot must not hide the real failure
             first = page.locator(".jp-OutputArea-output > .jupyter-widgets").first
             if first.count():
                 first.scroll_into_view_if_needed(timeout=5000)
+            shot = tmp_path / (name.replace("/", "_").removesuffix(".ipynb") + ".png")
             page.screenshot(path=str(shot))
             print(f"{name}: screenshot {shot}")
         except Exception as e:  # noqa: BLE001 - reported, not raised
             print(f"{name}: no screenshot ({e})")
-        finally:
-            context.close()
-            lab_server.shutdown_kernels()
+        lab.shutdown_kernels()

@@ -6,11 +6,12 @@ import pytest
 import torch
 
 from attn.exercises import nb01, nb02
-from attn.exercises._base import Feedback
+import attn
+from attn.exercises._base import Feedback, SoftmaxCalled, softmax_switched_off
 from attn.functional import scaled_dot_product_attention
 from attn.rnn_vs_attention import gradient_profile, path_counts
-from attn.toy import toy_attention, toy_embeddings, toy_scores
-from attn.widgets.scaling import D_K_GRID, scaling_stats
+from attn.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
+from attn.scaling import D_K_GRID, scaling_stats
 
 CHECKERS = [nb01.check_softmax_row, nb01.check_path_counts, nb01.check_reversed_output,
             nb01.check_rnn_decay_distance, nb02.check_shapes, nb02.check_attention_output,
@@ -32,19 +33,53 @@ def test_wrong_type_is_explained(checker):
 
 # --- nb01 -------------------------------------------------------------------------------------
 
-def _softmax_row():
-    s = toy_scores()[0]
+def _softmax_row(s):
     return torch.exp(s) / torch.exp(s).sum()
 
 
 def test_softmax_row():
-    assert nb01.check_softmax_row(_softmax_row())
-    assert nb01.check_softmax_row(_softmax_row().tolist())
-    s = toy_scores()[0]
-    assert "divide by their sum" in nb01.check_softmax_row(torch.exp(s)).message
-    assert "scores themselves" in nb01.check_softmax_row(s).message
-    assert "sum to 1" in nb01.check_softmax_row(torch.full((6,), 1 / 6)).message
-    assert "shape (6,)" in nb01.check_softmax_row(torch.zeros(5)).message
+    assert nb01.check_softmax_row(_softmax_row)
+    assert nb01.check_softmax_row(lambda s: (torch.exp(s - s.max()) / torch.exp(s - s.max()).sum()).tolist())
+    assert "divide by their sum" in nb01.check_softmax_row(torch.exp).message
+    assert "scores themselves" in nb01.check_softmax_row(lambda s: s).message
+    assert "sum to 1" in nb01.check_softmax_row(lambda s: torch.exp(s) / 2).message
+    assert "returns None" in nb01.check_softmax_row(lambda s: None).message
+    assert "shape (6,)" in nb01.check_softmax_row(lambda s: torch.zeros(5)).message
+    assert "raised ZeroDivisionError" in nb01.check_softmax_row(lambda s: 1 / 0).message
+
+
+def test_softmax_row_result_instead_of_function_is_explained():
+    fb = nb01.check_softmax_row(_softmax_row(toy_scores()[0]))
+    assert not fb and "function itself" in fb.message
+
+
+def test_softmax_row_hard_coded_for_one_row_fails():
+    row = _softmax_row(toy_scores()[0])
+    fb = nb01.check_softmax_row(lambda s: row)
+    assert not fb and "not seen" in fb.message
+
+
+@pytest.mark.parametrize("library", [
+    lambda s: torch.softmax(s, dim=-1),
+    lambda s: s.softmax(-1),
+    lambda s: torch.nn.functional.softmax(s, dim=-1),
+    lambda s: torch.special.softmax(s, dim=-1),
+    lambda s: attn.masked_softmax(s[None, :])[0],
+    lambda s: torch.exp(s) / torch.exp(s).sum() + 0 * torch.softmax(s, -1),
+], ids=["torch.softmax", "Tensor.softmax", "F.softmax", "torch.special.softmax",
+        "attn.masked_softmax", "hidden in a sum"])
+def test_softmax_row_catches_a_library_softmax(library):
+    """The exercise says "no torch.softmax": the checker must catch it, not trust it."""
+    fb = nb01.check_softmax_row(library)
+    assert not fb and "library softmax" in fb.message
+
+
+def test_softmax_switched_off_restores_the_library():
+    with pytest.raises(SoftmaxCalled, match="reason"):
+        with softmax_switched_off("reason"):
+            torch.softmax(torch.zeros(3), dim=0)
+    assert torch.allclose(torch.softmax(torch.zeros(2), dim=0), torch.tensor([0.5, 0.5]))
+    assert torch.allclose(torch.zeros(2).softmax(0), torch.tensor([0.5, 0.5]))
 
 
 def test_path_counts():

@@ -36,7 +36,7 @@ def test_weights_bytes():
         assert not fb.correct and hint in fb.message
         assert str(right) not in fb.message
     assert "Replace None" in nb07.check_weights_bytes(None).message
-    assert "one number" in nb07.check_weights_bytes([1, 2]).message
+    assert "one whole number" in nb07.check_weights_bytes([1, 2]).message
     assert "whole number" in nb07.check_weights_bytes(2.5).message
     assert not nb07.check_weights_bytes(True).correct
 

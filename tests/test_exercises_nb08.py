@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from attn.exercises import nb08
-from attn.tiny import TASKS, head_scores, held_out_batch, load_trained
+from attn.trained.tasks import TASKS, held_out_batch
+from attn.trained.tiny import load_trained, task_pattern_scores
 
 
 def previous(L=6):
@@ -76,7 +77,7 @@ def test_each_mystery_head_is_its_models_clearest_head():
     maps = nb08.mystery_heads()
     for k, task in enumerate(nb08.MYSTERY_TASKS):
         model = load_trained(task)
-        best = int(head_scores(model, task).argmax())
+        best = int(task_pattern_scores(model, task).argmax())
         with torch.no_grad():
             _, w = model(held_out_batch(task, 1).tokens)
         torch.testing.assert_close(maps[k], w[0, best])

@@ -7,7 +7,13 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn import causal_mask, masked_softmax, scaled_dot_product_attention, softmax_with_fill
+from attn import (
+    attention_from_scores,
+    causal_mask,
+    masked_softmax,
+    scaled_dot_product_attention,
+    softmax_with_fill,
+)
 
 DTYPES = [torch.float32, torch.float64]
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
@@ -175,8 +181,25 @@ def test_error_not_a_tensor():
 
 
 def test_error_mixed_dtypes():
-    with pytest.raises(TypeError, match=r"query/key/value: expected one dtype"):
+    with pytest.raises(TypeError, match=r"query/key/value: expected one dtype, got query=torch.float32, "
+                                        r"key=torch.float64, value=torch.float64"):
         scaled_dot_product_attention(rand(2, 4, dtype=torch.float32), rand(5, 4), rand(5, 4))
+    with pytest.raises(TypeError, match=r"query/key/value: expected one dtype"):
+        scaled_dot_product_attention(rand(2, 4), rand(5, 4), rand(5, 4, dtype=torch.float32))
+
+
+def test_error_devices_differ():
+    # the meta device holds shapes only: enough to see the check fire before any computation
+    q = rand(2, 4)
+    with pytest.raises(ValueError, match=r"query/key/value: expected one device, got query=cpu, key=meta"):
+        scaled_dot_product_attention(q, torch.zeros(5, 4, dtype=q.dtype, device="meta"), rand(5, 4))
+    with pytest.raises(ValueError, match=r"mask: expected device cpu \(the inputs' device\), got meta"):
+        scaled_dot_product_attention(q, rand(5, 4), rand(5, 4), torch.ones(2, 5, dtype=torch.bool, device="meta"))
+
+
+def test_error_feature_size_zero():
+    with pytest.raises(ValueError, match=r"query: expected feature size E >= 1, got shape \(2, 0\)"):
+        scaled_dot_product_attention(rand(2, 0), rand(5, 0), rand(5, 3))
 
 
 def test_error_mask_not_bool():
@@ -195,6 +218,28 @@ def test_error_bad_scale(scale):
         scaled_dot_product_attention(rand(2, 4), rand(5, 4), rand(5, 4), scale=scale)
 
 
+def test_error_attention_from_scores_checks_its_scores_first():
+    with pytest.raises(TypeError, match=r"scores: expected a torch.Tensor, got list"):
+        attention_from_scores([[0.0, 1.0]], rand(2, 3))
+    with pytest.raises(ValueError, match=r"scores: expected at least 2 dims \(\.\.\., L, S\), got shape \(\)"):
+        attention_from_scores(torch.tensor(1.0, dtype=torch.float64), rand(2, 3))
+    with pytest.raises(ValueError, match=r"value: expected 4 rows \(S, the number of keys\), got shape \(3, 2\)"):
+        attention_from_scores(rand(2, 4), rand(3, 2))
+    with pytest.raises(TypeError, match=r"scores/value: expected one dtype"):
+        attention_from_scores(rand(2, 4), rand(4, 2, dtype=torch.float32))
+    with pytest.raises(TypeError, match=r"value: expected a floating-point tensor"):
+        attention_from_scores(rand(2, 4), torch.ones(4, 2, dtype=torch.long))
+
+
+def test_attention_from_scores_is_the_masked_softmax_then_the_weighted_sum():
+    scores, value = rand(2, 3, 4), rand(2, 4, 5, seed=1)
+    mask = causal_mask(3, 4)
+    out, w = attention_from_scores(scores, value, mask)
+    torch.testing.assert_close(w, masked_softmax(scores, mask), atol=0, rtol=0)
+    torch.testing.assert_close(out, w @ value, atol=0, rtol=0)
+    assert torch.equal(w[..., 0, 1:], torch.zeros(2, 3, dtype=w.dtype))
+
+
 def test_error_masked_softmax_scores_rank_and_dtype():
     with pytest.raises(ValueError, match=r"scores: expected at least 2 dims"):
         masked_softmax(rand(3))
@@ -202,3 +247,28 @@ def test_error_masked_softmax_scores_rank_and_dtype():
         masked_softmax(torch.ones(2, 3, dtype=torch.int32))
     with pytest.raises(TypeError, match=r"mask: expected a bool tensor .*got None"):
         softmax_with_fill(rand(2, 3), None, -1e9)
+
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection has been enabled")
+def test_masked_softmax_fully_masked_rows_have_no_nan_even_inside_the_backward():
+    # anomaly mode raises if any backward step produces NaN: zeros must come from finite
+    # arithmetic, not from a NaN replaced afterwards
+    scores = rand(2, 3, 4).requires_grad_()
+    mask = torch.tensor([[True, False, True, True], [False] * 4, [False, False, False, True]])
+    with torch.autograd.detect_anomaly():
+        w = masked_softmax(scores, mask)
+        (w * rand(2, 3, 4, seed=1)).sum().backward()
+    assert torch.equal(w[:, 1], torch.zeros(2, 4, dtype=w.dtype))
+    torch.testing.assert_close(w[:, 2], torch.tensor([[0.0, 0.0, 0.0, 1.0]] * 2, dtype=w.dtype))
+    assert torch.equal(scores.grad[:, 1], torch.zeros(2, 4, dtype=w.dtype))
+    assert torch.equal(scores.grad[~mask.expand(2, 3, 4)], torch.zeros(int((~mask).sum()) * 2, dtype=w.dtype))
+
+
+@pytest.mark.parametrize("mask_shape", [(4,), (3, 1), (2, 1, 4), ()])
+def test_masked_softmax_broadcast_masks_equal_the_expanded_mask(mask_shape):
+    scores = rand(2, 3, 4)
+    mask = torch.rand(mask_shape, generator=torch.Generator().manual_seed(1)) > 0.5
+    expanded = mask.expand(2, 3, 4)
+    torch.testing.assert_close(masked_softmax(scores, mask), masked_softmax(scores, expanded), atol=0, rtol=0)
+    ref = torch.softmax(scores.masked_fill(~expanded, float("-inf")), -1).nan_to_num(0.0)
+    torch.testing.assert_close(masked_softmax(scores, mask), ref, atol=1e-15, rtol=0)

@@ -16,6 +16,20 @@ def test_causal_mask_rectangular():
     assert m.tolist() == [[True, False, False, False], [True, True, False, False]]
 
 
+@pytest.mark.parametrize("L, T", [(1, 0), (1, 4), (3, 2), (4, 4)])
+def test_causal_mask_offset_lets_new_queries_see_the_past(L, T):
+    # L new queries at positions T..T+L-1 of S = T + L keys: query i sees keys 0..T+i
+    m = causal_mask(L, T + L, offset=T)
+    assert m.shape == (L, T + L)
+    for i in range(L):
+        assert m[i].tolist() == [j <= T + i for j in range(T + L)]
+    assert torch.equal(causal_mask(L + T)[T:], m)  # the last L rows of the full triangle
+
+
+def test_causal_mask_device():
+    assert causal_mask(2, device="meta").device.type == "meta"
+
+
 def test_padding_mask_shape_and_values():
     m = padding_mask(torch.tensor([3, 1]), 4)
     assert m.shape == (2, 1, 1, 4) and m.dtype == torch.bool
@@ -58,5 +72,11 @@ def test_mask_argument_errors():
         causal_mask(0)
     with pytest.raises(TypeError, match=r"S: expected a positive int, got str"):
         causal_mask(3, "4")
-    with pytest.raises(TypeError, match=r"mask: expected a bool tensor, got dtype torch.int64"):
+    with pytest.raises(TypeError, match=r"mask: expected a bool tensor \(True = may attend\), got dtype torch.int64"):
         to_torch_mha_mask(torch.ones(2, 2, dtype=torch.long))
+    with pytest.raises(TypeError, match=r"mask: expected a bool tensor \(True = blocked\), got dtype torch.float32"):
+        from_torch_mha_mask(torch.ones(2, 2))
+    with pytest.raises(ValueError, match=r"offset: expected an int in 0..inf, got -1"):
+        causal_mask(3, offset=-1)
+    with pytest.raises(TypeError, match=r"offset: expected an int, got float 1.0"):
+        causal_mask(3, offset=1.0)

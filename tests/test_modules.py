@@ -1,7 +1,9 @@
 """The course's modules against torch.nn.MultiheadAttention with copied weights."""
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attn import MultiHeadAttention, SelfAttention, causal_mask, padding_mask, to_torch_mha_mask
 
@@ -92,17 +94,48 @@ def test_to_torch_round_trip(bias):
     torch.testing.assert_close(w, ref_w, atol=TOL, rtol=0)
 
 
-def test_fast_path_equals_teaching_path_and_fully_masked_rows_are_zero():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("backend", [SDPBackend.MATH, SDPBackend.FLASH_ATTENTION])
+@pytest.mark.parametrize("L", [4, 130])
+def test_fast_path_fully_masked_rows_are_zero_like_the_teaching_path(dtype, backend, L):
+    # The fast path relies on SDPA's own rule for a query that may attend to no key (zeros,
+    # like the teaching path): checked here on each CPU backend, output and gradient.
     torch.manual_seed(0)
-    m = MultiHeadAttention(8, 2).double()
-    x = rand(2, 4, 8)
-    mask = causal_mask(4).clone()
-    mask[2] = False
-    slow, _ = m(x, mask=mask)
-    fast, none = m(x, mask=mask, need_weights=False)
-    assert none is None and not torch.isnan(fast).any()
-    torch.testing.assert_close(fast, slow, atol=TOL, rtol=0)
+    m = MultiHeadAttention(8, 2, bias=False).to(dtype)  # no bias: a zero head stays zero after W_o
+    x = rand(2, L, 8, dtype=dtype).requires_grad_()
+    mask = causal_mask(L).clone()
+    mask[2] = False  # query 2 may attend to nothing, in every batch entry and head
+    pad = padding_mask([L, 3], L)  # (B, 1, 1, S)
+    full = mask & pad
+    with sdpa_kernel(backend):
+        fast, none = m(x, mask=full, need_weights=False)
+    slow, w = m(x, mask=full)
+    assert none is None
+    assert torch.equal(fast[:, 2], torch.zeros(2, 8, dtype=dtype))
+    assert torch.equal(w[:, :, 2], torch.zeros_like(w[:, :, 2]))
+    torch.testing.assert_close(fast, slow, atol=TOL if dtype == torch.float64 else 1e-5, rtol=0)
+    with sdpa_kernel(backend):
+        (grad,) = torch.autograd.grad(m(x, mask=full, need_weights=False)[0].square().sum(), x)
+    (ref,) = torch.autograd.grad(slow.square().sum(), x)
+    assert torch.isfinite(grad).all()
+    torch.testing.assert_close(grad, ref, atol=1e-10 if dtype == torch.float64 else 1e-4, rtol=0)
 
+
+def test_fast_path_is_one_sdpa_call(monkeypatch):
+    calls = []
+    real = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    m = MultiHeadAttention(8, 2).double()
+    x = rand(1, 5, 8)
+    m(x, causal=True, need_weights=False)
+    assert len(calls) == 1 and calls[0]["is_causal"] is True and calls[0]["attn_mask"] is None
+    m(x, mask=causal_mask(5), need_weights=False)
+    assert len(calls) == 2 and calls[1]["is_causal"] is False and calls[1]["attn_mask"] is not None
 
 
 @pytest.mark.parametrize("L, S", [(5, 5), (3, 6), (6, 3)])
@@ -143,8 +176,12 @@ def test_causal_flag_matches_torch_is_causal():
 
 def test_error_causal_not_bool():
     m = MultiHeadAttention(8, 2)
-    with pytest.raises(TypeError, match=r"causal: expected a bool, got int 1"):
+    with pytest.raises(TypeError, match=r"causal: expected a bool \(True or False\), got int 1"):
         m(torch.randn(1, 3, 8), causal=1)
+    with pytest.raises(TypeError, match=r"need_weights: expected a bool \(True or False\), got str 'no'"):
+        m(torch.randn(1, 3, 8), need_weights="no")
+    with pytest.raises(TypeError, match=r"bias: expected a bool \(True or False\), got str 'yes'"):
+        MultiHeadAttention(8, 2, bias="yes")
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_dtype_is_kept(dtype):
@@ -199,3 +236,37 @@ def test_module_errors():
         s(rand(1, 3, 5))
     with pytest.raises(ValueError, match=r"x: expected 3 dims \(B, L, d_model\), got shape \(3, 4\)"):
         s(rand(3, 4))
+
+
+def test_error_input_dtype_or_device_unlike_the_parameters():
+    m = MultiHeadAttention(8, 2)  # float32
+    with pytest.raises(TypeError, match=r"query: expected dtype torch.float32 \(the dtype of the module's parameters\), got torch.float64"):
+        m(rand(1, 3, 8))
+    with pytest.raises(TypeError, match=r"query/key/value: expected one dtype, got query=torch.float32, key=torch.float64"):
+        m(rand(1, 3, 8, dtype=torch.float32), rand(1, 4, 8))
+    on_meta = MultiHeadAttention(8, 2).to("meta")
+    with pytest.raises(ValueError, match=r"query: expected device meta \(the device of the module's parameters\), got cpu"):
+        on_meta(rand(1, 3, 8, dtype=torch.float32))
+    with pytest.raises(ValueError, match=r"query/key/value: expected one device"):
+        m(rand(1, 3, 8, dtype=torch.float32), torch.zeros(1, 4, 8, device="meta"))
+    s = SelfAttention(4, 2, 2)
+    with pytest.raises(TypeError, match=r"x: expected dtype torch.float32 \(the dtype of the module's parameters\), got torch.float64"):
+        s(rand(1, 3, 4))
+
+
+def test_from_torch_rejects_what_it_cannot_copy():
+    with pytest.raises(ValueError, match=r"module: expected dropout=0.0 \(attn.MultiHeadAttention has no dropout\), got 0.1"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=True))
+    with pytest.raises(ValueError, match=r"module: expected kdim = vdim = embed_dim = 8, got kdim=6, vdim=8"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=6, batch_first=True))
+    with pytest.raises(ValueError, match=r"module: expected add_bias_kv=False and add_zero_attn=False"):
+        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, add_zero_attn=True, batch_first=True))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_from_torch_and_to_torch_copy_the_train_eval_mode(training):
+    ref = nn.MultiheadAttention(8, 2, batch_first=True).train(training)
+    ours = MultiHeadAttention.from_torch(ref)
+    assert ours.training is training
+    assert ours.to_torch().training is training
+    assert MultiHeadAttention(8, 2).train(training).to_torch().training is training

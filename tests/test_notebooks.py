@@ -7,7 +7,8 @@ import pytest
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = sorted(p for p in NB_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-LESSONS = [p for p in ALL if p.parent == NB_DIR and re.match(r"0[1-9]_", p.name)]
+TOP = sorted(NB_DIR.glob("*.ipynb"))  # 00_start_here, then the lessons 01_, 02_, ...
+LESSONS = [p for p in TOP if not p.name.startswith("00_")]
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
@@ -24,11 +25,11 @@ def code_cells(path):
 
 
 def test_the_course_has_its_notebooks():
-    names = {p.name for p in ALL}
-    for expected in ["00_start_here.ipynb", "01_intuition.ipynb", "02_qkv.ipynb",
-                     "03_worked_example.ipynb", "04_multi_head.ipynb",
-                     "05_pytorch_implementation.ipynb", "06_visualization.ipynb"]:
-        assert expected in names
+    """NN_topic.ipynb numbered 00, 01, ... with no gap; a solutions notebook per lesson, no other."""
+    assert TOP and all(re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name) for p in TOP), [p.name for p in TOP]
+    assert [int(p.name[:2]) for p in TOP] == list(range(len(TOP)))
+    solutions = {p.name for p in (NB_DIR / "solutions").glob("*.ipynb")}
+    assert solutions == {p.name.replace(".ipynb", "_solutions.ipynb") for p in LESSONS}
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))

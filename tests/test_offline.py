@@ -4,7 +4,11 @@
    namespace (``unshare -n``) that has only the loopback interface (the kernel talks to
    nbconvert over 127.0.0.1), and finishes with no error.
 2. Nothing in src/attn or in the notebooks' code fetches from the network at run time: no
-   HTTP client calls, no model/data hub downloads, no CDN scripts, no URL literals in code.
+   HTTP client calls, no model/data hub downloads, no CDN scripts, no URL literals in code;
+   and no notebook or module starts a process: no shell line (``!cmd``, ``x = !cmd``), no
+   magic outside a short allow-list (``ALLOWED_MAGICS``), no subprocess or ``os.system``.
+   Notebook cells are read the way the kernel runs them: IPython's own transformer turns
+   ``!`` and ``%`` lines into calls of ``get_ipython()`` methods first.
 
 (1) needs root (for unshare) and ``ip`` (iproute2): without them the tests are skipped,
 saying so; under CI (CI=true) they fail instead. ATTN_NOTEBOOKS_DIR=folder runs (1) on other
@@ -23,9 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from _lab import REPO, notebooks_folder, top_level_notebooks, unavailable
+from IPython.core.inputtransformer2 import TransformerManager
 
-NOTEBOOKS = top_level_notebooks()
+from _support import REPO, unavailable
+from benchmarks.lab import notebook_names, notebooks_folder
+
+NOTEBOOKS = notebook_names(notebooks_folder(), solutions=False)
 SRC = REPO / "src" / "attn"
 
 
@@ -116,10 +123,60 @@ REMOTE_LOAD = re.compile(r"""(src|href)\s*=\s*["']?(https?:)?//|import\s*\(?\s*[
                          re.IGNORECASE)
 
 
-def _code_only(source: str) -> str:
-    """Python source without IPython magics / shell lines (so ``ast`` can parse it)."""
-    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                     for line in source.splitlines())
+# Magics a notebook may use: (name, what may follow it, why it is safe). Every other magic
+# (``%pip``, ``%%bash``, ``%sx``, ``%load URL``, ``%run``, ...) fails the check.
+ALLOWED_MAGICS = [
+    ("matplotlib", r"inline", "picks the inline backend: figures become PNG outputs"),
+    ("config", r"InlineBackend\.\w+ *=.*", "a setting of that backend (e.g. no tight bbox)"),
+]
+# Calls that start a process, by their dotted name, and modules that exist to start them.
+PROCESS_CALL = re.compile(r"^(os\.(system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*)"
+                          r"|subprocess\.\w+|pty\.spawn|asyncio\.create_subprocess_\w+"
+                          r"|get_ipython\(\)\.(system\w*|getoutput))$")
+PROCESS_MODULES = {"subprocess", "pty"}
+
+
+def _as_the_kernel_runs_it(source: str) -> str:
+    """A cell's source as IPython runs it: ``!cmd`` -> ``get_ipython().system('cmd')``,
+    ``%magic args`` -> ``get_ipython().run_line_magic('magic', 'args')``, ``%%magic`` ->
+    ``run_cell_magic``."""
+    return TransformerManager().transform_cell(source)
+
+
+def _dotted(node: ast.AST) -> str:
+    """``os.system`` for the node of ``os.system``; ``get_ipython().system`` likewise."""
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return f"{_dotted(node.func)}()"
+    return node.id if isinstance(node, ast.Name) else "?"
+
+
+def _processes_started(source: str) -> list[str]:
+    """Shell lines, magics not in ``ALLOWED_MAGICS``, and process-starting calls or imports."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:  # nothing unparsed may slip through
+        return [f"not Python even after IPython's transformer: {e}"]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] in PROCESS_MODULES]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PROCESS_MODULES | {"os"}:
+            names = [a.name for a in node.names]
+            if node.module != "os" or any(PROCESS_CALL.match(f"os.{n}") for n in names):
+                found.append(f"from {node.module} import {', '.join(names)}")
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if PROCESS_CALL.match(name):
+                found.append(f"{name}({', '.join(map(repr, args))})")
+            elif name in ("get_ipython().run_line_magic", "get_ipython().run_cell_magic"):
+                magic, rest = (args + ["", ""])[:2]
+                if not any(magic == m and re.fullmatch(pattern, rest.strip())
+                           for m, pattern, _why in ALLOWED_MAGICS):
+                    found.append(f"magic %{magic} {rest}".strip())
+    return found
 
 
 def _urls_in_code(source: str) -> list[str]:
@@ -153,17 +210,37 @@ def _without_comments_and_docstrings(source: str) -> str:
     return ast.unparse(tree)
 
 
-def _runtime_code() -> dict[str, str]:
-    """Every piece of code that runs: src/attn/**/*.py and the notebooks' code cells."""
-    code = {str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in sorted(SRC.rglob("*.py"))}
-    for nb_path in sorted((REPO / "notebooks").rglob("*.ipynb")):
+def _notebook_code(folder: Path) -> dict[str, str]:
+    """The code cells of every notebook under ``folder``, as the kernel runs them."""
+    code = {}
+    for nb_path in sorted(folder.rglob("*.ipynb")):
         if ".ipynb_checkpoints" in nb_path.parts:
             continue
         cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
         for i, cell in enumerate(cells, 1):
             if cell["cell_type"] == "code":
-                code[f"{nb_path.relative_to(REPO)} cell {i}"] = _code_only("".join(cell["source"]))
+                code[f"{nb_path.relative_to(folder.parent)} cell {i}"] = _as_the_kernel_runs_it(
+                    "".join(cell["source"]))
     return code
+
+
+def _runtime_code() -> dict[str, str]:
+    """Every piece of code that runs: src/attn/**/*.py and the notebooks' code cells."""
+    code = {str(p.relative_to(REPO)): p.read_text(encoding="utf-8") for p in sorted(SRC.rglob("*.py"))}
+    return code | _notebook_code(REPO / "notebooks")
+
+
+def _network_or_process(code: dict[str, str]) -> list[str]:
+    """What in ``code`` (where -> source) may fetch from the network or start a process."""
+    problems = []
+    for where, source in code.items():
+        executable = _without_comments_and_docstrings(source)
+        for m in FETCH.finditer(executable):
+            line = executable[: m.start()].count("\n") + 1
+            problems.append(f"{where}: {m.group(0)!r} (line {line} of the code without comments)")
+        problems += [f"{where}: URL in code {u!r}" for u in _urls_in_code(source)]
+        problems += [f"{where}: starts a process: {p}" for p in _processes_started(source)]
+    return problems
 
 
 def test_there_is_code_to_check():
@@ -172,39 +249,53 @@ def test_there_is_code_to_check():
     assert (SRC / "__init__.py").exists()
 
 
-def test_no_code_fetches_from_the_network():
-    problems = []
-    for where, source in _runtime_code().items():
-        executable = _without_comments_and_docstrings(source)
-        for m in FETCH.finditer(executable):
-            line = executable[: m.start()].count("\n") + 1
-            problems.append(f"{where}: {m.group(0)!r} (line {line} of the code without comments)")
-        problems += [f"{where}: URL in code {u!r}" for u in _urls_in_code(source)]
-    assert problems == [], "code that may fetch from the network at run time:\n" + "\n".join(problems)
+def test_no_code_fetches_from_the_network_or_starts_a_process():
+    problems = _network_or_process(_runtime_code())
+    assert problems == [], ("code that may fetch from the network or start a process at run "
+                            "time:\n" + "\n".join(problems))
 
 
-def test_no_output_loads_from_the_network():
-    problems = []
-    for nb_path in sorted((REPO / "notebooks").rglob("*.ipynb")):
-        cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
-        for i, cell in enumerate(cells, 1):
-            for out in cell.get("outputs", []):
-                for mime in ("text/html", "application/javascript", "image/svg+xml"):
-                    text = "".join(out.get("data", {}).get(mime, ""))
-                    if REMOTE_LOAD.search(text):
-                        problems.append(f"{nb_path.relative_to(REPO)} cell {i} {mime}: "
-                                        f"{REMOTE_LOAD.search(text).group(0)!r}")
-    assert problems == [], "outputs that load from the network:\n" + "\n".join(problems)
+def test_a_shell_line_in_a_notebook_is_caught(tmp_path):
+    """A copy of a real notebook passes; with a ``!curl`` cell added, it fails on that cell."""
+    src = sorted((REPO / "notebooks").glob("*.ipynb"))[0]
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    copy = folder / src.name
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    copy.write_text(json.dumps(nb), encoding="utf-8")
+    assert _network_or_process(_notebook_code(folder)) == []
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "metadata": {},
+                        "outputs": [], "source": ["!curl https://example.com"]})
+    copy.write_text(json.dumps(nb), encoding="utf-8")
+    where = f"notebooks/{src.name} cell {len(nb['cells'])}"
+    assert _network_or_process(_notebook_code(folder)) == [
+        f"{where}: 'curl' (line 1 of the code without comments)",
+        f"{where}: URL in code 'curl https://example.com'",
+        f"{where}: starts a process: get_ipython().system('curl https://example.com')",
+    ]
 
 
-@pytest.mark.parametrize("snippet, fetches", [
+@pytest.mark.parametrize("snippet, caught", [
     ("import urllib.request\nurllib.request.urlopen('x')", True),
     ("from transformers import AutoModel\nAutoModel.from_pretrained('bert')", True),
     ("x = 'https://example.org/data.csv'", True),
     ("def f():\n    '''See https://arxiv.org/abs/1706.03762.'''\n    return 1  # https://x.org", False),
     ("import torch\ntorch.softmax(torch.zeros(3), 0)", False),
+    ("!ls", True),
+    ("files = !ls", True),
+    ("for i in range(2):\n    !echo {i}", True),
+    ("%%bash\necho hi", True),
+    ("%pip install requests", True),
+    ("%sx ls", True),
+    ("%run other.py", True),
+    ("import subprocess\nsubprocess.run(['ls'])", True),
+    ("import os\nos.system('ls')", True),
+    ("from os import popen", True),
+    ("from os import path", False),
+    ("%matplotlib inline", False),
+    ("%matplotlib widget", True),
+    ("%config InlineBackend.print_figure_kwargs = {'bbox_inches': None}", False),
+    ("%config Application.log_level = 10", True),
 ])
-def test_the_checks_see_fetching_code(snippet, fetches):
-    executable = _without_comments_and_docstrings(snippet)
-    found = bool(FETCH.search(executable)) or bool(_urls_in_code(snippet))
-    assert found == fetches
+def test_the_checks_see_fetching_and_process_starting_code(snippet, caught):
+    assert bool(_network_or_process({"cell": _as_the_kernel_runs_it(snippet)})) == caught

@@ -57,3 +57,19 @@ def test_scoring_errors():
         AdditiveAttention(3, 5, 0)
     with pytest.raises(TypeError, match=r"query: expected a floating-point tensor"):
         add.scores(torch.ones(2, 3, dtype=torch.long), rand(4, 5))
+
+
+def test_scoring_checks_sizes_dtypes_and_devices():
+    with pytest.raises(ValueError, match=r"query: expected feature size E >= 1, got shape \(2, 0\)"):
+        scaled_dot_product_scores(rand(2, 0), rand(4, 0))
+    with pytest.raises(TypeError, match=r"query/key: expected one dtype, got query=torch.float64, key=torch.float32"):
+        dot_product_scores(rand(2, 3), rand(4, 3).float())
+    with pytest.raises(ValueError, match=r"query/key: expected one device, got query=cpu, key=meta"):
+        dot_product_scores(rand(2, 3), torch.zeros(4, 3, dtype=torch.float64, device="meta"))
+    add = AdditiveAttention(3, 5, 4)  # float32 parameters
+    with pytest.raises(TypeError, match=r"query: expected dtype torch.float32 \(the dtype of the module's parameters\), got torch.float64"):
+        add(rand(2, 3), rand(4, 5), rand(4, 2))
+    with pytest.raises(TypeError, match=r"query/key: expected one dtype"):
+        add.scores(rand(2, 3).float(), rand(4, 5))
+    with pytest.raises(TypeError, match=r"scores/value: expected one dtype"):
+        add(rand(2, 3).float(), rand(4, 5).float(), rand(4, 2))

@@ -42,7 +42,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from _lab import REPO, unavailable
+from _support import REPO, unavailable
 
 
 sys.path.insert(0, str(REPO / "tools"))

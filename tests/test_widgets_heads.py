@@ -1,22 +1,24 @@
 """The heads explorer: the pure function behind it, then the widget driven through its controls."""
-import io
-
 import numpy as np
 import pytest
 import torch
-from PIL import Image
+from _pictures import box, cell, changed, near, pixels
+from matplotlib import colormaps
 
-from attn.cost import multi_head_cost, valid_num_heads
+from attn.cost.counts import multi_head_cost, valid_num_heads
 from attn.examples import SENTENCE
-from attn.widgets.heads import D_MODELS, MAX_HEADS, _cached_state, _inputs, heads_explorer, heads_state
+from attn.handbuilt.heads import diagonal_qk, vertical_qk
+from attn.widgets.heads import (D_MODELS, INPUTS, MAX_HEADS, _cached_state, _inputs, heads_explorer,
+                                heads_state)
 
 N = len(SENTENCE)
 
 
+@pytest.mark.parametrize("inputs", INPUTS)
 @pytest.mark.parametrize("d_model", D_MODELS)
-def test_state_shapes_and_maps(d_model):
+def test_state_shapes_and_maps(d_model, inputs):
     for h in valid_num_heads(d_model, max_heads=MAX_HEADS):
-        s = heads_state(d_model, h)
+        s = heads_state(d_model, h, inputs=inputs)
         D = d_model // h
         shapes = dict(s.shapes)
         assert shapes["X"] == (1, N, d_model)
@@ -27,6 +29,29 @@ def test_state_shapes_and_maps(d_model):
         np.testing.assert_allclose(s.weights.sum(-1), 1.0, atol=1e-12)
         assert s.params == 4 * d_model**2 and s.softmax_entries == h * N * N
         assert s.macs == multi_head_cost(N, d_model, h).macs
+
+
+def test_two_sources_two_heads_take_one_each_one_head_splits():
+    """The reason for heads: each word needs the word before it and 小明. Two heads take one
+    source each; one head, with the same Q and K, splits its weight between them."""
+    for d_model in D_MODELS[1:]:
+        two, one = heads_state(d_model, 2), heads_state(d_model, 1)
+        prev, subj = two.source_weights.T  # (H,) each
+        assert prev[0] > 0.85 and subj[1] > 0.85 and prev[1] < 0.1 and subj[0] < 0.1, d_model
+        a, b = one.source_weights[0]
+        assert 0.3 < min(a, b) and max(a, b) < 0.6 and a + b > 0.8, d_model  # split, not picked
+    s = heads_state(16, 2)
+    n = len(SENTENCE)
+    assert s.sources[0, 0] and s.sources[3, 2] and s.sources[3, 0] and s.sources.sum() == 2 * n - 2
+    assert heads_state(16, 2, inputs="random").sources is None
+
+
+def test_two_sources_projections_give_the_hand_built_queries_and_keys():
+    x, (w_q, w_k, _, _) = _inputs(16, "two sources", 0)
+    q_prev, _ = diagonal_qk(len(SENTENCE), 8, strength=4 / 8**0.5, offset=-1)
+    _, k_subj = vertical_qk(len(SENTENCE), 8, strength=4 / 8**0.5, key=0)
+    torch.testing.assert_close((x[0] @ w_q.T)[:, :8], q_prev)
+    torch.testing.assert_close((x[0] @ w_k.T)[:, 8:], k_subj)
 
 
 def test_one_head_is_full_size_attention():
@@ -41,13 +66,13 @@ def test_state_is_seeded_and_leaves_global_rng_alone():
     _inputs.cache_clear()
     torch.manual_seed(123)
     before = torch.get_rng_state()
-    a = heads_state(12, 3).weights.copy()
+    a = heads_state(12, 3, inputs="random").weights.copy()
     assert torch.equal(torch.get_rng_state(), before)
     _cached_state.cache_clear()
     _inputs.cache_clear()
     torch.manual_seed(7)
-    np.testing.assert_array_equal(heads_state(12, 3).weights, a)
-    assert not np.allclose(heads_state(12, 3, seed=1).weights, a)
+    np.testing.assert_array_equal(heads_state(12, 3, inputs="random").weights, a)
+    assert not np.allclose(heads_state(12, 3, inputs="random", seed=1).weights, a)
     with pytest.raises(ValueError):
         heads_state(12, 3).weights[0, 0, 0] = 1.0  # cached: read-only
 
@@ -57,24 +82,43 @@ def test_state_bad_inputs():
         heads_state(12, 5)
     with pytest.raises(TypeError, match="d_model"):
         heads_state(12.0, 3)
+    with pytest.raises(ValueError, match=r"d_model: expected one of \(6, 8"):
+        heads_state(4, 2)
+    with pytest.raises(ValueError, match="inputs: expected one of"):
+        heads_state(12, 3, inputs="trained")
     with pytest.raises(ValueError, match="d_model"):
         heads_explorer(d_model=10)
     with pytest.raises(ValueError, match="num_heads"):
         heads_explorer(d_model=16, num_heads=16)
 
 
-def _pixels(ex):
-    return np.asarray(Image.open(io.BytesIO(ex.image.value)).convert("RGB"))
-
-
 def _cell_is_blank(ex, h):
     """Is grid cell h (0-based) all background, as read from the picture?"""
-    px = _pixels(ex)
-    ax = ex.fig.axes[h]
-    (x0, y0), (x1, y1) = ax.get_window_extent().get_points()
-    H = px.shape[0]
-    region = px[int(H - y1) + 1:int(H - y0) - 1, int(x0) + 1:int(x1) - 1]
-    return bool((region == 255).all())
+    return bool((box(pixels(ex), ex.maps[h].ax, inset=1) == 255).all())
+
+
+def test_picture_shows_each_heads_weights_with_dots_on_the_sources():
+    ex = heads_explorer()
+    px, cmap, n = pixels(ex), colormaps["Blues"], len(SENTENCE)
+    for h in range(2):
+        w = ex.state.weights[h]
+        for i in range(n):
+            for j in range(n):
+                c = cell(px, ex.maps[h].ax, n, n, i, j)
+                want = np.array(cmap(w[i, j], bytes=True)[:3])
+                assert np.abs(c[2, 2] - want).max() <= 2, (h, i, j)  # a corner of the cell
+                dot = near(c, (255, 127, 14), tol=30).any()  # tab:orange, the source dots
+                assert dot == ex.state.sources[i, j], (h, i, j)
+    assert ex.fig.axes[-1].get_ylabel() == "weight"  # the colour bar
+
+
+def test_input_choice_redraws_every_head():
+    ex = heads_explorer(d_model=16, num_heads=4)
+    before = [box(pixels(ex), ex.maps[h].ax) for h in range(4)]
+    ex.controls["inputs"].value = "random"
+    after = [box(pixels(ex), ex.maps[h].ax) for h in range(4)]
+    assert all(changed(a, b) for a, b in zip(before, after))
+    assert ex.state.sources is None and "Each word needs two sources" not in ex.readout.value
 
 
 def test_explorer_every_d_model_and_head_count():
@@ -106,11 +150,12 @@ def test_explorer_every_d_model_and_head_count():
                 assert _cell_is_blank(ex, k) == (k >= h), (d, h, k)
             seen.add(ex.image.value)
     assert ex.full_redraws == full  # hiding heads never needs a full redraw
-    assert len(seen) > 30
+    assert len(seen) > 25
 
 
 def test_explorer_one_head_readout():
     ex = heads_explorer(d_model=512, num_heads=8)
+    assert "Each word needs two sources" in ex.readout.value
     ex.controls["num_heads"].value = 1
     assert ex.state.weights.shape == (1, N, N)
     assert "1 head of d_k = d_v = 512" in ex.readout.value

@@ -1,10 +1,9 @@
-import io
 import math
 
 import numpy as np
 import pytest
 import torch
-from PIL import Image
+from _pictures import box, cell, changed, pixels
 
 from attn.functional import masked_softmax
 from attn.masks import causal_mask
@@ -82,46 +81,55 @@ def test_explorer_every_control_across_its_range():
     ex = mask_explorer()
     assert set(ex.controls) == {"kind", "length", "fill"}
     assert bytes(ex.image.value[:4]) == b"\x89PNG"
-    seen_images, seen_readouts = {bytes(ex.image.value)}, {ex.readout.value}
-    for fill in FILLS:
+    panels = {name: view.ax for name, view in ex.maps.items()}
+
+    def both():
+        return {name: box(pixels(ex), ax) for name, ax in panels.items()}
+
+    previous = both()
+    for fill in FILLS[1:] + FILLS[:1]:  # the default is "-inf": move away, then back
         before = ex.full_redraws
         ex.controls["fill"].value = fill
         assert ex.full_redraws == before  # same labels: no full redraw
         assert ex.state == masked_map(ex.controls["kind"].value, ex.controls["length"].value, fill)
-        seen_images.add(bytes(ex.image.value))
-        seen_readouts.add(ex.readout.value)
-    assert len(seen_images) == 3 and len(seen_readouts) == 3
-    for kind in MASK_KINDS:
+        now = both()
+        # the fill is written in the blocked score cells, and the blocked rows' weights change
+        assert changed(previous["scores"], now["scores"]) and changed(previous["weights"], now["weights"])
+        previous = now
+    for kind in MASK_KINDS[::-1]:
+        if kind == ex.controls["kind"].value:
+            continue
         ex.controls["kind"].value = kind
         assert ex.state.kind == kind
-        seen_images.add(bytes(ex.image.value))
-    assert len(seen_images) >= 6
-    previous = bytes(ex.image.value)
+        now = both()
+        assert changed(previous["scores"], now["scores"]) and changed(previous["weights"], now["weights"])
+        previous = now
     for L in range(2, MAX_LEN + 1):
         before = ex.full_redraws
         ex.controls["length"].value = L
         assert ex.full_redraws == before  # new tick labels are live bitmaps: no full redraw
         assert ex.state.length == L and ex.state.weights.shape == (L, L)
         for name in ("scores", "weights"):
-            assert ex.tick_labels[name].x_strings == list(ex.state.tokens)
-            assert ex.tick_labels[name].y_strings == list(ex.state.tokens)
-            assert ex.cell_maps[name].values.shape == (L, L)
-        assert bytes(ex.image.value) != previous
-        previous = bytes(ex.image.value)
+            assert ex.maps[name].labels.x_strings == list(ex.state.tokens)
+            assert ex.maps[name].labels.y_strings == list(ex.state.tokens)
+            assert ex.maps[name].cells.values.shape == (L, L)
+        now = both()
+        assert changed(previous["scores"], now["scores"]) and changed(previous["weights"], now["weights"])
+        previous = now
 
 
 def test_explorer_shows_nan_and_the_fill_in_the_cells():
     ex = mask_explorer("causal + left padding", 6, "-inf")
-    scores, weights = ex.cell_labels["scores"], ex.cell_labels["weights"]
+    scores, weights = ex.maps["scores"].cells.text, ex.maps["weights"].cells.text
     assert weights.strings[0] == ["NaN"] * 6  # query 0 sees only padding
     assert scores.strings[0] == ["-inf"] * 6 and scores.strings[5][5] == f"{ex.state.scores[5, 5]:.1f}"
     assert "NaN" in ex.readout.value
-    assert np.isnan(ex.cell_maps["weights"].values[0]).all()
-    np.testing.assert_array_equal(ex.cell_maps["scores"].blocked, ~ex.state.mask.numpy())
-    # the NaN row is drawn in the colour map's "bad" colour (red), not as any weight
-    px = _png(ex)
-    assert tuple(_cell_pixel(ex, px, 1, 0, 0, 6)) == (0xf4, 0xa3, 0xa3)
-    assert tuple(_cell_pixel(ex, px, 0, 0, 0, 6)) == (128, 128, 128)  # blocked score: grey
+    assert np.isnan(ex.maps["weights"].cells.values[0]).all()
+    np.testing.assert_array_equal(ex.maps["scores"].cells.blocked, ~ex.state.mask.numpy())
+    # the NaN row is drawn in the colour map's "bad" colour (pink), not as any weight
+    px = pixels(ex)
+    assert tuple(cell(px, ex.maps["weights"].ax, 6, 6, 0, 0)[3, 3]) == (0xf4, 0xa3, 0xa3)
+    assert tuple(cell(px, ex.maps["scores"].ax, 6, 6, 0, 0)[3, 3]) == (128, 128, 128)  # blocked: grey
     ex.controls["fill"].value = "-1e9"
     assert weights.strings[0] == [f"{1 / 6:.2f}"] * 6 and scores.strings[0][0] == "-1e9"
     assert "uniform" in ex.readout.value
@@ -130,25 +138,11 @@ def test_explorer_shows_nan_and_the_fill_in_the_cells():
     assert "zeros" in ex.readout.value
     ex.controls["length"].value = 12
     assert len(weights.strings) == 12 and len(weights.strings[0]) == 12
-    assert ex.cell_maps["weights"].values.shape == (12, 12)
+    assert ex.maps["weights"].cells.values.shape == (12, 12)
     # every cell of the picture has its label's ink in it (dark or light text on the cell)
-    px = _png(ex).astype(int)
-    ax = ex.fig.axes[1]
-    x, y = ax.bbox.x0, ax.bbox.y1
-    w, h = ax.bbox.width / 12, ax.bbox.height / 12
+    px = pixels(ex)
     for i in range(12):
         for j in range(12):
-            cx, cy = int(x + (j + 0.5) * w), int(px.shape[0] - (y - (i + 0.5) * h))
-            assert px[cy - 2:cy + 3, cx - 6:cx + 7].std() > 20, (i, j)
-
-
-def _png(ex) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(ex.image.value)).convert("RGB"))
-
-
-def _cell_pixel(ex, px, axes: int, i: int, j: int, L: int) -> np.ndarray:
-    """The colour near the top-left corner of cell (i, j) of an L x L map (away from its text)."""
-    box = ex.fig.axes[axes].bbox
-    x = box.x0 + (j + 0.15) * box.width / L
-    y = box.y1 - (i + 0.15) * box.height / L
-    return px[int(px.shape[0] - y), int(x)]
+            c = cell(px, ex.maps["weights"].ax, 12, 12, i, j)
+            h, w = c.shape[:2]
+            assert c[h // 2 - 2:h // 2 + 3, w // 2 - 6:w // 2 + 7].std() > 20, (i, j)

@@ -1,13 +1,13 @@
-import io
 import math
 
 import numpy as np
 import pytest
 import torch
+from _pictures import box, cell, changed, pixels
 from matplotlib import colormaps
-from PIL import Image
 
-from attn import patterns as P
+from attn.examples import TWO_SENTENCE_TOKENS
+from attn.handbuilt import heads as P
 from attn.widgets.patterns import (
     D_K_CHOICES,
     PATTERN_CHOICES,
@@ -27,10 +27,10 @@ def test_pattern_heads_shapes_rows_and_mask(pattern, mask):
     if mask == "padding":
         assert s.tokens[-2:] == ("[PAD]", "[PAD]") and not s.mask[:, -2:].any()
     else:
-        assert s.tokens == P.TOKENS[:10]
+        assert s.tokens == TWO_SENTENCE_TOKENS[:10]
 
 
-def test_numpy_weights_match_the_package(recwarn):
+def test_weights_are_the_packages_head_weights(recwarn):
     for mask in PATTERN_MASKS:
         s = pattern_heads("mixed", 8, n_tokens=9, d_k=8, strength=1.3, scaled=mask != "none", mask=mask)
         for h, spec in enumerate(P.HEAD_VARIANTS["mixed"]):
@@ -90,19 +90,10 @@ def test_errors_name_the_argument():
         pattern_explorer(d_k=3)
 
 
-def _png(ex) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(ex.image.value)).convert("RGB")).astype(int)
-
-
 def _cells_drawn(ex) -> list[bool]:
     """For each of the 8 grid cells: is anything drawn in its axes box (else plain white)?"""
-    px = _png(ex)
-    out = []
-    for ax in ex.fig.axes:
-        b = ax.bbox
-        region = px[int(px.shape[0] - b.y1):int(px.shape[0] - b.y0), int(b.x0):int(b.x1)]
-        out.append(bool((region != 255).any()))
-    return out
+    px = pixels(ex)
+    return [bool((box(px, m.ax) != 255).any()) for m in ex.maps]
 
 
 def test_explorer_every_control_across_its_range():
@@ -110,15 +101,19 @@ def test_explorer_every_control_across_its_range():
     c = ex.controls
     assert set(c) == {"pattern", "n_heads", "mask", "d_k", "strength", "scaled", "n_tokens"}
     assert ex.state.n_tokens == 8 and ex.state.n_heads == 8
-    previous = bytes(ex.image.value)
+    previous = [box(pixels(ex), m.ax) for m in ex.maps]
 
     def moved(name, value):
         nonlocal previous
         before = ex.full_redraws
         c[name].value = value
         assert ex.full_redraws == before, (name, value)  # every part that changes is live
-        now = bytes(ex.image.value)
-        assert now != previous, (name, value)
+        now = [box(pixels(ex), m.ax) for m in ex.maps]
+        shown = ex.state.n_heads
+        if name != "n_heads":  # the maps drawn change (their cells, labels or both)
+            assert any(changed(a, b) for a, b in zip(previous[:shown], now[:shown])), (name, value)
+        else:
+            assert any(changed(a, b) for a, b in zip(previous, now)), (name, value)
         previous = now
 
     for pattern in ("diagonal", "vertical", "block", "random", "mixed"):
@@ -136,38 +131,37 @@ def test_explorer_every_control_across_its_range():
     for h in (1, 3, 8):
         moved("n_heads", h)
         assert _cells_drawn(ex) == [k < h for k in range(8)] and ex.state.weights.shape[0] == h
-        assert [t.text for t in ex.titles[:h]] == list(ex.state.titles)
+        assert [m.title.text for m in ex.maps[:h]] == list(ex.state.titles)
     for m in ("causal", "padding", "none"):
         moved("mask", m)
         assert ex.state.mask_kind == m
-        assert ex.tick_labels[0].x_strings == list(ex.state.tokens)
-        assert ("[PAD]" in ex.tick_labels[0].x_strings) == (m == "padding")
+        assert ex.maps[0].labels.x_strings == list(ex.state.tokens)
+        assert ("[PAD]" in ex.maps[0].labels.x_strings) == (m == "padding")
     for n in (3, 12, 8):
         moved("n_tokens", n)
         assert ex.state.weights.shape[1:] == (n, n)
         for h in range(8):
-            assert ex.tick_labels[h].x_strings == ex.tick_labels[h].y_strings == list(ex.state.tokens)
-            assert ex.cell_maps[h].values.shape == (n, n)
+            assert ex.maps[h].labels.x_strings == ex.maps[h].labels.y_strings == list(ex.state.tokens)
+            assert ex.maps[h].cells.values.shape == (n, n)
 
 
 def test_explorer_readout_and_image_data():
     ex = pattern_explorer("vertical", 2, d_k=64, strength=0.5)
     assert "0.50 · 8.00" in ex.readout.value and "[CLS]" in ex.readout.value
     for h in range(2):
-        np.testing.assert_allclose(ex.cell_maps[h].values, ex.state.weights[h])
+        np.testing.assert_allclose(ex.maps[h].cells.values, ex.state.weights[h])
     assert ex.state.titles[0] == "1: all → [CLS]"
-    assert [t.text for t in ex.titles[:2]] == list(ex.state.titles)
+    assert [m.title.text for m in ex.maps[:2]] == list(ex.state.titles)
     # the picture: each cell of head 1 has the colour of its weight
-    px, ax, n = _png(ex), ex.fig.axes[0], ex.state.n_tokens
+    px, ax, n = pixels(ex), ex.maps[0].ax, ex.state.n_tokens
     cmap = colormaps["Blues"]
     for i in range(n):
         for j in range(n):
-            x = ax.bbox.x0 + (j + 0.5) * ax.bbox.width / n
-            y = ax.bbox.y1 - (i + 0.5) * ax.bbox.height / n
+            c = cell(px, ax, n, n, i, j)
             want = np.array(cmap(ex.state.weights[0, i, j], bytes=True)[:3])
-            assert np.abs(px[int(px.shape[0] - y), int(x)] - want).max() <= 2, (i, j)
+            assert np.abs(c[c.shape[0] // 2, c.shape[1] // 2] - want).max() <= 2, (i, j)
     # the titles of the two heads are drawn above their axes, none above the others
-    for h, ax in enumerate(ex.fig.axes):
+    for h, ax in enumerate(m.ax for m in ex.maps):
         band = px[int(px.shape[0] - ax.bbox.y1) - 14:int(px.shape[0] - ax.bbox.y1) - 3,
                   int(ax.bbox.x0):int(ax.bbox.x1)]
         assert bool((band < 128).any()) == (h < 2), h

@@ -2,10 +2,13 @@
 import numpy as np
 import pytest
 import torch
+from _pictures import box, cell, changed, near, pixels
 
 from attn.examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
-from attn.toy import toy_attention
-from attn.widgets.sentence import SentenceRow, sentence_explorer, sentence_row
+from attn.handbuilt.sentence import toy_attention, toy_scores
+from attn.widgets.sentence import STEP_NAMES, SentenceRow, sentence_explorer, sentence_row
+
+ORANGE = (255, 127, 14)  # tab:orange, the frame of the picked row
 
 
 @pytest.mark.parametrize("i", range(len(SENTENCE)))
@@ -18,6 +21,11 @@ def test_row_matches_the_toy(i, scale):
     np.testing.assert_allclose(r.weights, w[i].numpy())
     np.testing.assert_allclose(r.matrix, w.numpy())
     np.testing.assert_allclose(r.output, out[i].numpy())
+    # the row's computation, step by step: scores, exp, weight = exp / sum, output = sum of parts
+    np.testing.assert_allclose(r.scores, toy_scores(score_scale=scale)[i].numpy())
+    np.testing.assert_allclose(r.exps, np.exp(r.scores))
+    np.testing.assert_allclose(np.array(r.exps) / r.exp_sum, r.weights)
+    np.testing.assert_allclose(np.sum(r.parts, axis=0), r.output, atol=1e-12)
     assert r.row_sum == pytest.approx(1.0)
     assert r.top_weight == pytest.approx(max(r.weights))
     assert r.top_word == SENTENCE[int(np.argmax(r.weights))]
@@ -51,36 +59,52 @@ def test_bad_scale():
         sentence_row("学习", score_scale=-0.5)
 
 
-def test_explorer_word_dropdown_moves_everything():
+def _framed_rows(ex) -> list[int]:
+    """Rows of the "all rows" map whose cells carry the orange frame, read from the picture."""
+    px, ax = pixels(ex), ex.maps["all rows"].ax
+    return [i for i in range(6) if near(cell(px, ax, 6, 6, i, 2), ORANGE, tol=30).mean() > 0.02]
+
+
+def test_explorer_word_dropdown_frames_the_picked_row_and_computes_it():
     ex = sentence_explorer()
     dropdown = ex.controls["word"]
     assert [v for _, v in dropdown.options] == list(SENTENCE)
-    seen_images, seen_readouts = set(), set()
-    for word in SENTENCE:
+    panels = {name: view.ax for name, view in ex.maps.items()}
+    before = {name: box(pixels(ex), ax) for name, ax in panels.items()}
+    for i, word in enumerate(SENTENCE):
         dropdown.value = word
         assert ex.state == sentence_row(word, score_scale=ex.controls["score_scale"].value)
+        assert _framed_rows(ex) == [i], word  # the frame sits on the picked word's row
         assert f"New vector of {word}" in ex.readout.value
-        assert ex.image.value[:8] == b"\x89PNG\r\n\x1a\n"
-        seen_images.add(ex.image.value)
-        seen_readouts.add(ex.readout.value)
-    assert len(seen_images) == len(SENTENCE) and len(seen_readouts) == len(SENTENCE)
+        row = ex.maps["row"]
+        assert row.labels.y_strings == list(STEP_NAMES)
+        assert row.cells.text.strings[2] == [f"{w:.2f}" for w in ex.state.weights]
+        now = {name: box(pixels(ex), ax) for name, ax in panels.items()}
+        if word != "学习":  # the default: nothing moved yet
+            for name in panels:  # the frame, the row's computation and the new vector all move
+                assert changed(before[name], now[name]), (word, name)
+        before = now
     dropdown.value = "学习"
     assert "chapter (illustrative)" in ex.readout.value
+    assert ex.maps["row"].cells.text.strings[3] == [f"{v:.2f}" for v in CHAPTER_XUEXI_ROW]
     dropdown.value = "在"
     assert "chapter (illustrative)" not in ex.readout.value
+    assert ex.maps["row"].cells.blocked[3].all()  # no chapter row for 在: grey
 
 
-def test_explorer_scale_slider_across_its_range():
+def test_explorer_scale_slider_changes_every_panel():
     ex = sentence_explorer("大学")
     slider = ex.controls["score_scale"]
     values = np.arange(slider.min, slider.max + slider.step / 2, slider.step)
-    images, tops = [], []
+    panels = [view.ax for view in ex.maps.values()]
+    seen, tops = [], []
     for v in values:
         slider.value = float(v)
         assert ex.state.score_scale == pytest.approx(v)
-        images.append(ex.image.value)
+        seen.append([box(pixels(ex), ax) for ax in panels])
         tops.append(ex.state.top_weight)
-    assert len(set(images)) == len(values)
+    for a, b in zip(seen, seen[1:]):
+        assert all(changed(x, y) for x, y in zip(a, b))  # every panel, at every notch
     # larger scores, more peaked rows: the largest weight never shrinks
     assert all(b >= a - 1e-12 for a, b in zip(tops, tops[1:]))
     slider.value = 0.0

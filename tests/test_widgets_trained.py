@@ -2,12 +2,13 @@
 import numpy as np
 import pytest
 import torch
+from _pictures import box, cell, changed, near, pixels
 
-from attn.plotting import new_figure
-from attn.tiny import IGNORE, TASKS, held_out_batch, load_run, pattern_mask, pattern_score, train_tiny
+from attn.pattern_scores import head_scores, pattern_mask, pattern_score
+from attn.trained.tasks import IGNORE, TASKS, held_out_batch
+from attn.trained.tiny import load_run, train_tiny
 from attn.widgets.trained import (
     N_EXAMPLES,
-    LiveMap,
     example_explorer,
     example_frame,
     example_frames,
@@ -60,14 +61,23 @@ def test_training_explorer_step_slider_changes_picture_readout_and_state(runs):
     ex = training_explorer(runs, task="cls")
     slider = ex.controls["step"]
     assert (slider.min, slider.max, slider.step) == (0, 200, 10)
-    seen_images, seen_steps = set(), []
-    for step in range(slider.min, slider.max + 1, slider.step):
+    curves = ex.fig.axes[-1]
+    before, maps_before = [box(pixels(ex), ax) for ax in ex.fig.axes], ex.state.maps
+    maps_moved = 0
+    for step in range(slider.min + slider.step, slider.max + 1, slider.step):
         slider.value = step
         assert ex.state.step == step and ex.state.task == "cls"
         assert f"Step {step}:" in ex.readout.value
-        seen_images.add(ex.image.value)
-        seen_steps.append(ex.state.step)
-    assert len(seen_images) > 10  # the maps change as training goes on
+        now = [box(pixels(ex), ax) for ax in ex.fig.axes]
+        assert changed(before[-1], now[-1]), step  # the step's marker on the curves moves
+        for h, m in enumerate(ex.maps):  # a head's map moves when its weights move visibly
+            np.testing.assert_allclose(m.cells.values, ex.state.maps[h])
+            if np.abs(ex.state.maps[h] - maps_before[h]).max() > 0.01:
+                assert changed(before[h], now[h]), (step, h)
+                maps_moved += 1
+        before, maps_before = now, ex.state.maps
+    assert curves is ex.fig.axes[-1]
+    assert maps_moved >= 8  # the heads form over the first 50 steps
     slider.value = 0
     early = ex.state.scores.max()
     slider.value = 200
@@ -76,13 +86,16 @@ def test_training_explorer_step_slider_changes_picture_readout_and_state(runs):
 
 def test_training_explorer_task_dropdown_covers_every_run(runs):
     ex = training_explorer(runs, step=200)
-    images = set()
-    for task in ex.controls["task"].options:
+    before = pixels(ex)
+    for task in list(ex.controls["task"].options)[1:]:
         ex.controls["task"].value = task
         assert ex.state.task == task and ex.state.pattern == TASKS[task].pattern
         assert f"<b>{task}</b>" in ex.readout.value and TASKS[task].pattern in ex.readout.value
-        images.add(ex.image.value)
-    assert len(images) == len(runs)
+        now = pixels(ex)
+        for m in ex.maps:  # each head's map (its cells and its pattern's dots) is the new task's
+            assert changed(box(before, m.ax), box(now, m.ax)), task
+            np.testing.assert_array_equal(m.cells.marks, ex.state.mask)
+        before = now
     assert ex.full_redraws == 1  # built once: a new task's labels and curves are live too
 
 
@@ -124,7 +137,7 @@ def test_example_frame_agrees_with_the_model_and_the_score(runs, task):
         assert list(f.predictions) == logits[0].argmax(-1).tolist()
         assert list(f.targets) == batch.targets[i].tolist()
         mask = pattern_mask(TASKS[task].pattern, 10, segments=batch.segments[i])
-        np.testing.assert_allclose(f.scores, pattern_score(w, mask).numpy(), atol=1e-6)
+        np.testing.assert_allclose(f.scores, pattern_score(w[0], mask).numpy(), atol=1e-6)
 
 
 def test_example_frame_errors(runs):
@@ -141,16 +154,17 @@ def test_example_explorer_every_control(runs):
     ex = example_explorer(models, task="phrases")
     slider = ex.controls["index"]
     assert (slider.min, slider.max) == (0, N_EXAMPLES - 1)
-    images = set()
-    for i in range(slider.min, slider.max + 1):
+    before = pixels(ex)
+    for i in range(slider.min + 1, slider.max + 1):
         slider.value = i
         assert ex.state.index == i
         n = sum(t != IGNORE for t in ex.state.targets)
         right = sum(p == t for p, t in zip(ex.state.predictions, ex.state.targets) if t != IGNORE)
         assert f"{right} of {n} right" in ex.readout.value
         assert "".join(f"<td>{t}</td>" for t in ex.state.tokens) in ex.readout.value
-        images.add(ex.image.value)
-    assert len(images) > N_EXAMPLES // 2
+        now = pixels(ex)
+        assert all(changed(box(before, m.ax), box(now, m.ax)) for m in ex.maps), i  # a new example
+        before = now
     for task in ex.controls["task"].options:
         ex.controls["task"].value = task
         assert ex.state.task == task
@@ -169,30 +183,37 @@ def test_example_explorer_errors(runs):
         example_explorer({"cls": runs["cls"].model}, index=-1)
 
 
-# --- LiveMap -------------------------------------------------------------------------------------------
+# --- the maps ---------------------------------------------------------------------------------------
 
-def test_live_map_resizes_to_a_smaller_map_and_blanks_unused_labels():
-    ax = new_figure(3, 3).add_subplot()
-    m = LiveMap(ax, 4)
-    assert m.set(np.eye(4), list("abcd"), None, "four") is False  # same size: no resize
-    assert m.set(np.eye(3), ["a", "b", "c"], np.eye(3, dtype=bool), "three") is True
-    assert m.cells.values.shape == (3, 3)
-    assert ax.get_xlim() == (-0.5, 2.5) and ax.get_ylim() == (2.5, -0.5)
-    assert m.labels.x_strings == ["a", "b", "c"] and m.labels.y_strings == ["a", "b", "c"]
-    assert m.dots.get_offsets().shape == (3, 2) and m.title.text == "three"
-    assert m.set(np.zeros((0, 0)), (), None, "") is True
-    assert m.dots.get_offsets().shape == (0, 2) and m.labels.x_strings == []
-    assert m.artists() == [m.cells, m.labels, m.dots, m.title]
-    assert all(a.get_animated() for a in m.artists() if a is not m.dots)  # never in the background
-    with pytest.raises(ValueError, match="weights: expected at most 4 x 4"):
-        m.set(np.eye(5), list("abcde"), None, "")
+def test_training_maps_show_the_weights_with_dots_on_the_pattern(runs):
+    ex = training_explorer(runs, task="reverse", step=200)
+    px, f = pixels(ex), ex.state
+    L = f.maps.shape[-1]
+    for h, m in enumerate(ex.maps):
+        for i in range(L):
+            for j in range(L):
+                c = cell(px, m.ax, L, L, i, j)
+                want = np.array(m.cells.cmap(f.maps[h, i, j], bytes=True)[:3])
+                assert np.abs(c[1, 1] - want).max() <= 2, (h, i, j)  # a corner: the cell's colour
+                assert near(c, (255, 127, 14), tol=30).any() == f.mask[i, j], (h, i, j)  # the dots
+    assert ex.maps[0].labels.y_strings == list(f.tokens) and ex.maps[1].labels.y_strings == []
 
 
 # --- the pretrained model's explorer ---------------------------------------------------------------
 
-from attn import pretrained  # noqa: E402
+from attn.trained import minilm as pretrained  # noqa: E402
 from attn.widgets.trained import (  # noqa: E402
     MAX_TOKENS, head_view, pretrained_explorer, score_grids, split_sentence)
+
+ORANGE = (255, 127, 14)  # the frame on the chosen head of the grid
+
+
+def _framed_heads(ex) -> list[tuple[int, int]]:
+    """(layer, head), from 1, of the grid cells that carry the orange frame, read from the picture."""
+    px, ax = pixels(ex), ex.maps["grid"].ax
+    N, H = ex.state.grid.shape
+    return [(n + 1, h + 1) for n in range(N) for h in range(H)
+            if near(cell(px, ax, N, H, n, h), ORANGE, tol=30).mean() > 0.1]
 
 
 def test_split_sentence():
@@ -206,12 +227,12 @@ def test_split_sentence():
 def test_head_view_agrees_with_the_scores():
     v = head_view("The quick brown fox | jumps over | the lazy dog", 2, 9, "next")
     maps = pretrained.attention_maps(("The quick brown fox", "jumps over", "the lazy dog"))
-    scores = pretrained.head_scores(maps)
+    scores = head_scores(maps.weights, pretrained.sentence_pattern_masks(maps.sentence))
     np.testing.assert_allclose(v.map, maps.weights[1, 8].numpy())
     np.testing.assert_allclose(v.grid, scores["next"].numpy())
     assert v.scores == {k: pytest.approx(float(s[1, 8])) for k, s in scores.items()}
     assert v.tokens == maps.sentence.tokens and v.cut == 0
-    assert (v.mask == pretrained.pattern_masks(maps.sentence)["next"].numpy()).all()
+    assert (v.mask == pretrained.sentence_pattern_masks(maps.sentence)["next"].numpy()).all()
 
 
 def test_head_view_cuts_long_sentences_and_handles_empty_text():
@@ -235,32 +256,48 @@ def test_pretrained_explorer_every_control():
     ex = pretrained_explorer()
     c = ex.controls
     assert (c["layer"].min, c["layer"].max, c["head"].min, c["head"].max) == (1, 6, 1, 12)
-    images = set()
-    for layer in range(1, 7):
+    head_map = ex.maps["head"].ax
+    assert "[UNK]" not in ex.state.tokens  # it opens on an English sentence (the model's vocabulary)
+    assert _framed_heads(ex) == [(1, 1)]
+    before = pixels(ex)
+    for layer in range(2, 7):
         c["layer"].value = layer
         assert ex.state.layer == layer and f"<b>Layer {layer}," in ex.readout.value
-        images.add(ex.image.value)
-    for head in range(1, 13):
+        assert _framed_heads(ex) == [(layer, 1)]  # the frame follows the chosen layer
+        now = pixels(ex)
+        assert changed(box(before, head_map), box(now, head_map)), layer  # and the map is that head's
+        before = now
+    for head in range(2, 13):
         c["head"].value = head
         assert ex.state.head == head
-        images.add(ex.image.value)
-    assert len(images) == 6 + 12 - 1  # every (layer, head) shown is a different picture
-    for pattern in pretrained.PATTERNS:
+        assert _framed_heads(ex) == [(6, head)]
+        now = pixels(ex)
+        assert changed(box(before, head_map), box(now, head_map)), head
+        before = now
+    grid = ex.maps["grid"].ax
+    for pattern in pretrained.SENTENCE_PATTERNS:
+        if pattern == c["pattern"].value:
+            continue
         c["pattern"].value = pattern
+        now = pixels(ex)
+        assert changed(box(before, grid), box(now, grid)), pattern  # that pattern's scores
+        np.testing.assert_array_equal(ex.maps["head"].cells.marks, ex.state.mask)  # its cells
+        before = now
         assert ex.state.pattern == pattern and f"Highest {pattern} score" in ex.readout.value
-    for text in list(c["text"].options) + ["my own words here"]:
+    for text in list(c["example"].options) + ["my own words here"]:
         c["text"].value = text
         assert ex.state.tokens[1:-1] == tuple(
             t for w in split_sentence(text) for t in pretrained.load_minilm()[1].tokenize(w))[:MAX_TOKENS - 2]
     assert "[UNK]" not in ex.readout.value
-    c["text"].value = c["text"].options[0]  # the chapter's sentence
+    c["example"].value = c["example"].options[0]  # the chapter's sentence, through the drop-down
     assert "are [UNK]" in ex.readout.value
     c["head"].value = 3
     c["layer"].value = 1
     c["pattern"].value = "previous"
     assert ex.full_redraws == 1  # built once: not even a new sentence redraws everything
-    assert ex.view.labels.x_strings == ex.view.labels.y_strings == list(ex.state.tokens)
-    assert ex.view.cells.values.shape == (len(ex.state.tokens),) * 2
+    view = ex.maps["head"]
+    assert view.labels.x_strings == view.labels.y_strings == list(ex.state.tokens)
+    assert view.cells.values.shape == (len(ex.state.tokens),) * 2
     assert ex.state.scores["previous"] > 0.95
 
 

@@ -5,11 +5,13 @@ Mask convention everywhere: bool, **True = may attend** (as in
 """
 from . import examples
 from .functional import (
+    attention_backward,
     attention_from_scores,
     masked_softmax,
     scaled_dot_product_attention,
     softmax_with_fill,
 )
+from .kv_cache import KVCache
 from .masks import causal_mask, from_torch_mha_mask, padding_mask, to_torch_mha_mask
 from .modules import MultiHeadAttention, SelfAttention
 from .scoring import AdditiveAttention, dot_product_scores, scaled_dot_product_scores
@@ -22,6 +24,7 @@ __all__ = [
     "masked_softmax",
     "softmax_with_fill",
     "attention_from_scores",
+    "attention_backward",
     "dot_product_scores",
     "scaled_dot_product_scores",
     "AdditiveAttention",
@@ -31,4 +34,5 @@ __all__ = [
     "from_torch_mha_mask",
     "SelfAttention",
     "MultiHeadAttention",
+    "KVCache",
 ]

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -11,20 +13,20 @@ def shape_str(t: Tensor) -> str:
     return str(tuple(t.shape))
 
 
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
-    """NumPy broadcasting of shapes, or None if they do not broadcast.
+def broadcast_or_none(*shapes: Sequence[int]) -> torch.Size | None:
+    """The shape that ``shapes`` broadcast to, or None if they do not broadcast.
 
-    (``torch.broadcast_shapes`` imports torch.fx and sympy on first use: seconds, not micro-
-    seconds, the first time a notebook calls attention.)
+    Computed by ``torch.broadcast_tensors`` on empty tensors on torch's meta device (shapes
+    only, no memory, no arithmetic). ``torch.broadcast_shapes`` gives the same answer, but
+    its first call in a process imports sympy and ``torch.fx``: 0.4 s of CPU on a quiet machine
+    here, 3-5 s under load, added to the first attention call of every notebook. On the meta
+    device the first call takes under a millisecond and each later one about 15 microseconds.
     """
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for dims in zip(*(((1,) * (ndim - len(s))) + tuple(s) for s in shapes)):
-        sizes = {d for d in dims if d != 1}
-        if len(sizes) > 1:
-            return None
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
+    try:
+        empties = [torch.empty(tuple(s), device="meta") for s in shapes]
+        return torch.broadcast_tensors(*empties)[0].shape if empties else torch.Size()
+    except RuntimeError:
+        return None
 
 
 def check_tensor(name: str, t: object) -> Tensor:
@@ -56,18 +58,28 @@ def check_min_rank(name: str, t: Tensor, rank: int, legend: str) -> Tensor:
     return t
 
 
-def check_bool_mask(name: str, mask: object, target: tuple[int, ...], legend: str) -> Tensor:
-    """A mask must be a bool tensor that broadcasts to `target` (True = may attend)."""
+def check_bool_tensor(name: str, mask: object, *, convention: str = "True = may attend") -> Tensor:
+    """A bool tensor; the message recalls which value means what."""
     mask = check_tensor(name, mask)
     if mask.dtype != torch.bool:
-        raise TypeError(
-            f"{name}: expected a bool tensor (True = may attend), got dtype {mask.dtype}"
-        )
-    if broadcast_shapes(tuple(mask.shape), tuple(target)) != tuple(target):
+        raise TypeError(f"{name}: expected a bool tensor ({convention}), got dtype {mask.dtype}")
+    return mask
+
+
+def check_bool_mask(name: str, mask: object, target: Sequence[int], legend: str,
+                    *, device: torch.device | None = None) -> Tensor:
+    """A mask must be a bool tensor that broadcasts to `target` (True = may attend), on
+    `device` if one is given."""
+    mask = check_bool_tensor(name, mask)
+    try:
+        mask.expand(tuple(target))  # a view: raises if the mask does not broadcast to target
+    except RuntimeError:
         raise ValueError(
             f"{name}: expected a shape broadcastable to {legend} = {tuple(target)}, "
             f"got shape {shape_str(mask)}"
-        )
+        ) from None
+    if device is not None and mask.device != device:
+        raise ValueError(f"{name}: expected device {device} (the inputs' device), got {mask.device}")
     return mask
 
 
@@ -79,39 +91,68 @@ def check_positive_int(name: str, value: object) -> int:
     return value
 
 
-def check_same_dtype(names: tuple[str, ...], tensors: tuple[Tensor, ...]) -> None:
-    dtypes = {t.dtype for t in tensors}
-    if len(dtypes) > 1:
+def check_same_dtype_and_device(names: Sequence[str], tensors: Sequence[Tensor]) -> None:
+    """Tensors computed together must share one dtype (TypeError) and one device (ValueError)."""
+    if len({t.dtype for t in tensors}) > 1:
         got = ", ".join(f"{n}={t.dtype}" for n, t in zip(names, tensors))
         raise TypeError(f"{'/'.join(names)}: expected one dtype, got {got}")
+    if len({t.device for t in tensors}) > 1:
+        got = ", ".join(f"{n}={t.device}" for n, t in zip(names, tensors))
+        raise ValueError(f"{'/'.join(names)}: expected one device, got {got}")
+
+
+def check_like_parameters(name: str, t: Tensor, module: torch.nn.Module) -> Tensor:
+    """An input must have the dtype (TypeError) and device (ValueError) of a module's parameters."""
+    p = next(module.parameters(), None)
+    if p is None:
+        return t
+    if t.dtype != p.dtype:
+        raise TypeError(
+            f"{name}: expected dtype {p.dtype} (the dtype of the module's parameters), got {t.dtype}"
+        )
+    if t.device != p.device:
+        raise ValueError(
+            f"{name}: expected device {p.device} (the device of the module's parameters), got {t.device}"
+        )
+    return t
+
+
+def check_query_key(query: object, key: object, *, hint: str = "") -> tuple[Tensor, Tensor]:
+    """query (..., L, E) and key (..., S, E): float tensors of one dtype and device, E >= 1."""
+    query = check_float("query", query)
+    key = check_float("key", key)
+    check_min_rank("query", query, 2, "(..., L, E)")
+    check_min_rank("key", key, 2, "(..., S, E)")
+    if query.shape[-1] == 0:
+        raise ValueError(f"query: expected feature size E >= 1, got shape {shape_str(query)}")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(
+            f"key: expected feature size E={query.shape[-1]} to match query {shape_str(query)}, "
+            f"got shape {shape_str(key)}{hint}"
+        )
+    check_same_dtype_and_device(("query", "key"), (query, key))
+    return query, key
 
 
 def check_qkv(query: object, key: object, value: object) -> torch.Size:
     """Check query (..., L, E), key (..., S, E), value (..., S, Ev); return the broadcast batch shape."""
-    query = check_float("query", query)
-    key = check_float("key", key)
-    value = check_float("value", value)
-    check_min_rank("query", query, 2, "(..., L, E)")
-    check_min_rank("key", key, 2, "(..., S, E)")
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_float(name, t)
+    check_same_dtype_and_device(("query", "key", "value"), (query, key, value))
+    query, key = check_query_key(query, key)
     check_min_rank("value", value, 2, "(..., S, Ev)")
-    check_same_dtype(("query", "key", "value"), (query, key, value))
-    if query.shape[-1] != key.shape[-1]:
-        raise ValueError(
-            f"key: expected feature size E={query.shape[-1]} to match query {shape_str(query)}, "
-            f"got shape {shape_str(key)}"
-        )
     if key.shape[-2] != value.shape[-2]:
         raise ValueError(
             f"value: expected S={key.shape[-2]} rows to match key {shape_str(key)}, "
             f"got shape {shape_str(value)}"
         )
-    batch = broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    batch = broadcast_or_none(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     if batch is None:
         raise ValueError(
             f"query/key/value: expected batch dims that broadcast, got shapes "
             f"{shape_str(query)}, {shape_str(key)}, {shape_str(value)}"
         )
-    return torch.Size(batch)
+    return batch
 
 
 def check_scale(scale: object, E: int) -> float:
@@ -123,3 +164,72 @@ def check_scale(scale: object, E: int) -> float:
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale: expected a positive finite float, got {scale}")
     return float(scale)
+
+
+# ---- scalars -------------------------------------------------------------------------------
+
+
+def check_bool(name: str, value: object) -> bool:
+    """A flag must be a real bool: ``bias="yes"`` or ``need_weights=0`` is a mistake."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: expected a bool (True or False), got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_int(name: str, value: object, *, low: int | None = None, high: int | None = None) -> int:
+    """An int (not a bool) in ``low..high`` (both ends included, either may be None)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        raise ValueError(f"{name}: expected an int in {lo}..{hi}, got {value}")
+    return value
+
+
+def check_number(name: str, value: object, *, positive: bool = False,
+                 non_negative: bool = False) -> float:
+    """A finite real number (int or float, not a bool), optionally > 0 or >= 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name}: expected a finite number, got {value}")
+    if positive and value <= 0:
+        raise ValueError(f"{name}: expected a positive number, got {value}")
+    if non_negative and value < 0:
+        raise ValueError(f"{name}: expected a number >= 0, got {value}")
+    return value
+
+
+def check_choice(name: str, value: object, choices: Sequence[object]) -> object:
+    """One of a fixed set of values (a task name, a pattern name, a method name)."""
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+# ---- tensors and arrays --------------------------------------------------------------------
+
+
+def to_numpy(name: str, t: object, *, ndim: int | tuple[int, ...] | None = None,
+             dtype: type | None = float, legend: str = "") -> np.ndarray:
+    """A tensor, array or nested list as a NumPy array (a copy for tensors: detached, on the
+    CPU), optionally checked for its number of dims (``legend`` names them in the message,
+    e.g. "(L, S)")."""
+    if isinstance(t, Tensor):
+        arr = t.detach().cpu().numpy()
+        arr = arr if dtype is None else arr.astype(dtype)
+    else:
+        try:
+            arr = np.asarray(t) if dtype is None else np.asarray(t, dtype=dtype)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name}: expected a tensor or array of numbers, got {type(t).__name__}") from err
+    if ndim is not None:
+        ndims = (ndim,) if isinstance(ndim, int) else ndim
+        if arr.ndim not in ndims:
+            want = " or ".join(str(d) for d in ndims)
+            legend = f" {legend}" if legend else ""
+            raise ValueError(f"{name}: expected {want} dims{legend}, got shape {tuple(arr.shape)}")
+    return arr

@@ -3,46 +3,83 @@
 The softmax of a row needs its maximum (for stability) and the sum of its exponentials
 (to normalise). Both can be kept *running* while the keys arrive block by block:
 
-    m_new   = max(m, max_j s_j)                                  running maximum
-    l_new   = l * exp(m - m_new) + sum_j exp(s_j - m_new)        running sum
-    acc_new = acc * exp(m - m_new) + sum_j exp(s_j - m_new) v_j  running output
+    m_new = max(m, max_j s_j)                                  running maximum
+    l_new = l * exp(m - m_new) + sum_j exp(s_j - m_new)        running sum
+    o_new = o * exp(m - m_new) + sum_j exp(s_j - m_new) v_j    running output
 
-and at the end ``output = acc / l``. When the maximum grows, everything summed so far is
+and at the end ``output = o / l``. When the maximum grows, everything summed so far is
 rescaled by ``exp(m - m_new)``, so the result equals ``softmax(s) @ V`` exactly (up to
-rounding). Only one block of scores, (L_block, S_block), exists at a time. This is the idea
-behind FlashAttention, which also walks the queries in blocks and keeps each block in fast
-on-chip memory.
+rounding). ``OnlineSoftmax`` is these three lines; ``blockwise_attention`` feeds it one
+block of scores, (L_block, S_block), at a time, and notebook 07's step-by-step trace
+(``attn.cost.measure.online_softmax_trace``) feeds it one query's blocks and prints each
+state. This is the idea behind FlashAttention, which also walks the queries in blocks and
+keeps each block in fast on-chip memory.
 
 Shape legend:
     ... : any batch dims (B, or B, H)
-    L   : number of queries;  S : number of keys and values
+    L   : number of queries;  S : number of keys and values;  Lq, Sb : one block of them
     E   : query/key size;     Ev: value size
 Mask convention (the package's only one): bool, **True = may attend**. A query row that may
 attend to no key gets an output of zeros (as ``attn.functional.masked_softmax``).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
-from ._checks import (
-    broadcast_shapes,
-    check_bool_mask,
-    check_float,
-    check_positive_int,
-    check_qkv,
-    check_rank,
-    check_scale,
-    shape_str,
-)
+from ._checks import check_bool, check_bool_mask, check_positive_int, check_qkv, check_scale
+from .modules import MultiHeadAttention
 
-__all__ = ["blockwise_attention", "blockwise_multi_head_attention", "causal_blocks"]
+__all__ = ["OnlineSoftmax", "blockwise_attention", "blockwise_multi_head_attention", "causal_blocks"]
 
 
-def _check_inputs(query: object, key: object, value: object) -> tuple[Tensor, Tensor, Tensor, torch.Size]:
-    batch = check_qkv(query, key, value)
-    return query, key, value, batch
+class OnlineSoftmax:
+    """softmax(s) @ V for rows of scores s that arrive block by block.
+
+    Args:
+        shape: (..., Lq), the rows (one per query).
+        value_size: Ev.
+        dtype, device: of the running quantities.
+
+    Attributes:
+        running_max: m, (..., Lq, 1); -inf until a row has seen an allowed key.
+        running_sum: l, (..., Lq, 1), the sum of exp(s - m) so far.
+        running_output: o, (..., Lq, Ev), the sum of exp(s - m) v so far (not yet divided by l).
+    """
+
+    def __init__(self, shape: Sequence[int], value_size: int, *, dtype: torch.dtype,
+                 device: torch.device | str | None = None) -> None:
+        self.running_max = torch.full((*shape, 1), float("-inf"), dtype=dtype, device=device)
+        self.running_sum = torch.zeros((*shape, 1), dtype=dtype, device=device)
+        self.running_output = torch.zeros((*shape, value_size), dtype=dtype, device=device)
+
+    def update(self, scores: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Take in one block of keys.
+
+        Args:
+            scores: (..., Lq, Sb), -inf where a key is blocked.
+            values: (..., Sb, Ev), the block's values.
+
+        Returns:
+            rescale: (..., Lq, 1), exp(m - m_new), what the old sums were multiplied by.
+            exps: (..., Lq, Sb), exp(s - m_new), the block's unnormalised weights.
+        """
+        new_max = torch.maximum(self.running_max, scores.amax(dim=-1, keepdim=True))  # (..., Lq, 1)
+        # A row that has seen no allowed key yet has new_max = -inf: subtract 0 instead,
+        # so that exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
+        shift = new_max.masked_fill(new_max == float("-inf"), 0.0)
+        rescale = torch.exp(self.running_max - shift)  # (..., Lq, 1); 0 on the first block
+        exps = torch.exp(scores - shift)  # (..., Lq, Sb); 0 where blocked
+        self.running_sum = self.running_sum * rescale + exps.sum(dim=-1, keepdim=True)
+        self.running_output = self.running_output * rescale + exps @ values  # (..., Lq, Sb) @ (..., Sb, Ev) -> (..., Lq, Ev)
+        self.running_max = new_max
+        return rescale, exps
+
+    def result(self) -> Tensor:
+        """output = o / l, (..., Lq, Ev); zeros for a row with no allowed key (l = 0, o = 0)."""
+        return self.running_output / self.running_sum.masked_fill(self.running_sum == 0, 1.0)
 
 
 def _mask_block(mask: Tensor, i0: int, i1: int, j0: int, j1: int) -> Tensor:
@@ -52,51 +89,35 @@ def _mask_block(mask: Tensor, i0: int, i1: int, j0: int, j1: int) -> Tensor:
     return mask[..., rows, cols]
 
 
-def _attend_rows(
-    q: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, causal: bool,
-    i0: int, block_size: int, scale: float,
+def _attend_query_block(
+    q: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, *, causal: bool,
+    first: int, block_size: int, scale: float, batch: Sequence[int],
 ) -> Tensor:
-    """Online softmax over key blocks for the queries i0 : i0 + q.shape[-2]."""
+    """The output of the queries first : first + Lq, walking the keys in blocks."""
     Lq, S = q.shape[-2], key.shape[-2]
-    i1 = i0 + Lq
-    stop = min(S, i1) if causal else S  # causal: keys after the last query are never seen
-    shapes = [q.shape[:-2], key.shape[:-2], value.shape[:-2]]
-    if mask is not None:
-        shapes.append(mask.shape[:-2])
-    batch = broadcast_shapes(*shapes)  # checked by the caller
-    m = q.new_full((*batch, Lq, 1), float("-inf"))  # running max        (..., Lq, 1)
-    l = q.new_zeros((*batch, Lq, 1))  # running sum of exp(s - m)           (..., Lq, 1)
-    acc = q.new_zeros((*batch, Lq, value.shape[-1]))  # running sum of exp(s - m) v  (..., Lq, Ev)
-    rows = torch.arange(i0, i1, device=q.device)[:, None]  # (Lq, 1) query positions
-    q = q * scale  # scale once here rather than every block of scores
-    # Without autograd, work on each block of scores in place (fewer passes over memory);
-    # only temporaries made in this loop are changed, never an argument.
-    in_place = not (torch.is_grad_enabled()
-                    and (q.requires_grad or key.requires_grad or value.requires_grad))
+    last = first + Lq  # one past the last query of the block
+    stop = min(S, last) if causal else S  # causal: the keys after the last query are never seen
+    state = OnlineSoftmax((*batch, Lq), value.shape[-1], dtype=q.dtype, device=q.device)
+    query_pos = torch.arange(first, last, device=q.device)[:, None]  # (Lq, 1)
     for j0 in range(0, stop, block_size):
         j1 = min(j0 + block_size, stop)
-        s = q @ key[..., j0:j1, :].transpose(-2, -1)  # (..., Lq, E) @ (..., E, Sb) -> (..., Lq, Sb)
-        if s.shape[:-1] != m.shape[:-1]:  # value or mask has more batch entries than q and k
-            s = s.expand(*m.shape[:-1], j1 - j0).clone()  # -> (..., Lq, Sb)
-        allowed = None
-        if mask is not None:
-            allowed = _mask_block(mask, i0, i1, j0, j1)  # broadcastable to (..., Lq, Sb)
-        if causal and j1 - 1 > i0:  # some key in this block comes after some query
-            below = torch.arange(j0, j1, device=q.device) <= rows  # (Lq, Sb)
+        scores = q @ key[..., j0:j1, :].transpose(-2, -1)  # (..., Lq, E) @ (..., E, Sb) -> (..., Lq, Sb)
+        scores = scores * scale
+        allowed = None if mask is None else _mask_block(mask, first, last, j0, j1)  # (..., Lq, Sb)
+        if causal:
+            below = torch.arange(j0, j1, device=q.device) <= query_pos  # (Lq, Sb): key j <= query i
             allowed = below if allowed is None else allowed & below
         if allowed is not None:
-            s = s.masked_fill_(~allowed, float("-inf")) if in_place else s.masked_fill(~allowed, float("-inf"))
-        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., Lq, 1)
-        # A row that has seen no allowed key yet has m_new = -inf: subtract 0 instead,
-        # so exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
-        m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)
-        p = s.sub_(m_safe).exp_() if in_place else torch.exp(s - m_safe)  # (..., Lq, Sb); 0 where blocked
-        rescale = torch.exp(m - m_safe)  # (..., Lq, 1); 0 on the first block seen
-        l = (l * rescale).add_(p.sum(dim=-1, keepdim=True))
-        acc = (acc * rescale).add_(p @ value[..., j0:j1, :])  # (..., Lq, Sb) @ (..., Sb, Ev) -> (..., Lq, Ev)
-        m = m_new
-    # A row with no allowed key has l = 0 and acc = 0: give it zeros, not 0 / 0.
-    return acc / l.masked_fill(l == 0, 1.0)
+            scores = torch.where(allowed, scores, float("-inf"))  # blocked keys get no weight
+        state.update(scores, value[..., j0:j1, :])
+    return state.result()  # (..., Lq, Ev)
+
+
+def _check_blocks(causal: object, block_size: object, query_block_size: object) -> None:
+    check_bool("causal", causal)
+    check_positive_int("block_size", block_size)
+    if query_block_size is not None:
+        check_positive_int("query_block_size", query_block_size)
 
 
 def blockwise_attention(
@@ -114,7 +135,7 @@ def blockwise_attention(
 
     Walks the keys (and, if ``query_block_size`` is given, the queries) in blocks and
     keeps a running maximum, a running sum and a running output per query (the online
-    softmax). Peak extra memory is one block of scores, (..., L_block, block_size), instead
+    softmax). Peak extra memory is a few blocks of scores, (..., L_block, block_size), instead
     of (..., L, S). The result equals ``torch.nn.functional.scaled_dot_product_attention``
     up to rounding.
 
@@ -138,30 +159,26 @@ def blockwise_attention(
     Raises:
         TypeError: non-tensor, integer or mixed dtypes, non-bool mask or causal, a
             non-int block size.
-        ValueError: fewer than 2 dims, E or S mismatch, batch dims that do not broadcast,
-            a mask of the wrong shape, a block size or scale that is not positive.
+        ValueError: fewer than 2 dims, E = 0, E or S mismatch, batch dims that do not
+            broadcast, inputs on different devices, a mask of the wrong shape, a block size
+            or scale that is not positive.
 
     Gradients flow through it (it is made of differentiable torch ops), but autograd keeps
     every block's intermediates; FlashAttention instead recomputes them in the backward pass.
     """
-    query, key, value, batch = _check_inputs(query, key, value)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal: expected a bool, got {type(causal).__name__}")
-    check_positive_int("block_size", block_size)
-    if query_block_size is not None:
-        check_positive_int("query_block_size", query_block_size)
+    batch = check_qkv(query, key, value)
+    _check_blocks(causal, block_size, query_block_size)
     scale = check_scale(scale, query.shape[-1])
     L, S = query.shape[-2], key.shape[-2]
     if mask is not None:
-        mask = check_bool_mask("mask", mask, (*batch, L, S), "(..., L, S)")
+        mask = check_bool_mask("mask", mask, (*batch, L, S), "(..., L, S)", device=query.device)
         if mask.dim() < 2:
             mask = mask.reshape((1,) * (2 - mask.dim()) + tuple(mask.shape))  # (S,) -> (1, S)
-    step = L if query_block_size is None else query_block_size
-    if step >= L:
-        return _attend_rows(query, key, value, mask, causal, 0, block_size, scale)
+    rows = max(L, 1) if query_block_size is None else query_block_size  # queries per block
     parts = [
-        _attend_rows(query[..., i0 : i0 + step, :], key, value, mask, causal, i0, block_size, scale)
-        for i0 in range(0, L, step)
+        _attend_query_block(query[..., i0 : i0 + rows, :], key, value, mask, causal=causal,
+                            first=i0, block_size=block_size, scale=scale, batch=batch)
+        for i0 in range(0, max(L, 1), rows)  # (one empty block when L = 0)
     ]
     return torch.cat(parts, dim=-2)  # blocks of (..., Lq, Ev) -> (..., L, Ev)
 
@@ -172,6 +189,13 @@ def causal_blocks(L: int, S: int | None = None, *, block_size: int, query_block_
     A key block is skipped when every key in it comes after the last query of the query
     block. Compare with ``ceil(L / query_block_size) * ceil(S / block_size)`` for the full
     grid.
+
+    Args:
+        L: queries; S: keys (defaults to L).
+        block_size: keys per block; query_block_size: queries per block.
+
+    Returns:
+        the number of pairs computed.
     """
     check_positive_int("L", L)
     S = L if S is None else check_positive_int("S", S)
@@ -185,7 +209,7 @@ def causal_blocks(L: int, S: int | None = None, *, block_size: int, query_block_
 
 
 def blockwise_multi_head_attention(
-    module: torch.nn.Module,
+    module: MultiHeadAttention,
     query: Tensor,
     key: Tensor | None = None,
     value: Tensor | None = None,
@@ -197,33 +221,27 @@ def blockwise_multi_head_attention(
 ) -> Tensor:
     """An ``attn.MultiHeadAttention`` forward pass with ``blockwise_attention`` inside.
 
-    Same projections, head split and output projection as ``module.forward``; only the
-    attention between them is computed block by block, so no (B, H, L, S) tensor exists.
+    The module's own ``project`` and ``combine`` around the attention, which is computed
+    block by block, so no (B, H, L, S) tensor exists.
 
     Args:
-        module: an ``attn.modules.MultiHeadAttention``.
+        module: an ``attn.MultiHeadAttention``.
         query: (B, L, E); key (B, S, E) defaults to ``query``; value (B, S, E) to ``key``.
         mask: optional bool, broadcastable to (B, H, L, S); **True = may attend**.
         causal, block_size, query_block_size: as in ``blockwise_attention``.
 
     Returns:
-        output: (B, L, E), equal to ``module(query, key, value, mask)[0]`` up to rounding.
+        output: (B, L, E), equal to ``module(query, key, value, mask, causal=causal)[0]`` up
+        to rounding.
     """
-    from .modules import MultiHeadAttention
-
     if not isinstance(module, MultiHeadAttention):
         raise TypeError(f"module: expected attn.MultiHeadAttention, got {type(module).__name__}")
-    key = query if key is None else key
-    value = key if value is None else value
-    for name, t, legend in (("query", query, "(B, L, E)"), ("key", key, "(B, S, E)"),
-                            ("value", value, "(B, S, E)")):
-        check_float(name, t)
-        check_rank(name, t, 3, legend)
-        if t.shape[-1] != module.d_model:
-            raise ValueError(f"{name}: expected last dim E={module.d_model}, got shape {shape_str(t)}")
-    q = module.split_heads(module.W_q(query))  # (B, L, E) -> (B, H, L, D)
-    k = module.split_heads(module.W_k(key))  # (B, S, E) -> (B, H, S, D)
-    v = module.split_heads(module.W_v(value))  # (B, S, E) -> (B, H, S, D)
+    query, key, value = module.check_inputs(query, key, value)
+    _check_blocks(causal, block_size, query_block_size)
+    if mask is not None:
+        target = (query.shape[0], module.num_heads, query.shape[1], key.shape[1])
+        check_bool_mask("mask", mask, target, "(B, H, L, S)", device=query.device)
+    q, k, v = module.project(query, key, value)  # (B, H, L, D), (B, H, S, D), (B, H, S, D)
     heads = blockwise_attention(q, k, v, mask, causal=causal, block_size=block_size,
                                 query_block_size=query_block_size)  # (B, H, L, D)
-    return module.W_o(module.merge_heads(heads))  # (B, H, L, D) -> (B, L, E)
+    return module.combine(heads)  # (B, H, L, D) -> (B, L, E)

@@ -1,4 +1,4 @@
-"""Attention as plain functions on tensors.
+"""Attention as plain functions on tensors: softmax(Q K^T / sqrt(d_k)) V, and its gradient.
 
 Shape legend used throughout:
     ... : any batch dims (B, or B, H)
@@ -10,20 +10,30 @@ Shape legend used throughout:
 Mask convention (the only one in this package): a **bool** tensor, broadcastable to
 (..., L, S), where **True = may attend** and False = blocked. This is the convention of
 ``torch.nn.functional.scaled_dot_product_attention``; ``torch.nn.MultiheadAttention`` uses
-the opposite one (see ``attn.masks.to_torch_mha_mask``).
+the opposite one (see ``attn.masks.to_torch_mha_mask``). A query whose mask allows no key
+gets weights and output of zeros, never NaN, and a zero gradient.
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from ._checks import check_bool_mask, check_float, check_min_rank, check_qkv, check_scale, shape_str
+from ._checks import (
+    check_bool_mask,
+    check_float,
+    check_min_rank,
+    check_qkv,
+    check_same_dtype_and_device,
+    check_scale,
+    shape_str,
+)
 
 __all__ = [
     "masked_softmax",
     "softmax_with_fill",
     "attention_from_scores",
     "scaled_dot_product_attention",
+    "attention_backward",
 ]
 
 
@@ -31,7 +41,7 @@ def _check_scores_and_mask(scores: object, mask: object | None) -> tuple[Tensor,
     scores = check_float("scores", scores)
     check_min_rank("scores", scores, 2, "(..., L, S)")
     if mask is not None:
-        mask = check_bool_mask("mask", mask, tuple(scores.shape), "(..., L, S)")
+        mask = check_bool_mask("mask", mask, scores.shape, "(..., L, S)", device=scores.device)
     return scores, mask
 
 
@@ -44,32 +54,19 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
 
     Returns:
         weights: (..., L, S). Each row sums to 1 over its allowed keys. A row whose mask
-        allows **no** key gets weights of **zeros** (not NaN, not uniform).
+        allows **no** key gets weights of **zeros** (not NaN, not uniform), and its
+        gradient is zero.
     """
     scores, mask = _check_scores_and_mask(scores, mask)
-    return _masked_softmax(scores, mask, own_scores=False)
-
-
-def _masked_softmax(scores: Tensor, mask: Tensor | None, *, own_scores: bool) -> Tensor:
-    """``masked_softmax`` without the checks. ``own_scores=True`` lets it write the blocked
-    positions into ``scores`` itself (the caller made that tensor and will not read it again),
-    which saves one (..., L, S) copy."""
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    blocked = ~mask  # (..., L, S) or any shape that broadcasts to it
-    if own_scores:
-        filled = scores.masked_fill_(blocked, float("-inf"))  # in place
-    else:
-        filled = scores.masked_fill(blocked, float("-inf"))  # a new (..., L, S) tensor
-    row_has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
-    if bool(row_has_key.all()):
-        return torch.softmax(filled, dim=-1)  # the common case: every query sees some key
-    # A row with no allowed key is all -inf, and softmax would give NaN: give it finite
-    # scores, then zero its weights. Its gradient is zero as well.
-    row_is_empty = ~row_has_key
-    filled = filled.masked_fill_(row_is_empty, 0.0)  # filled is ours in both branches
-    weights = torch.softmax(filled, dim=-1)
-    return weights.masked_fill(row_is_empty, 0.0)  # not in place: softmax's backward reads it
+    blocked = ~mask  # (..., L, S), or any shape that broadcasts to it
+    no_key = blocked.all(dim=-1, keepdim=True)  # (..., L, 1): a query that may attend to nothing
+    filled = scores.masked_fill(blocked, float("-inf"))  # exp(-inf) = 0: no weight on a blocked key
+    # A row of -inf only would give 0 / 0 = NaN: give it finite scores, then zero weights.
+    filled = filled.masked_fill(no_key, 0.0)
+    weights = torch.softmax(filled, dim=-1)  # (..., L, S)
+    return weights.masked_fill(no_key, 0.0)
 
 
 def softmax_with_fill(scores: Tensor, mask: Tensor, fill_value: float) -> Tensor:
@@ -107,21 +104,28 @@ def attention_from_scores(
         output: (..., L, Ev); zeros for a query row whose mask allows no key.
         weights: (..., L, S)
     """
+    scores, mask = _check_scores_and_mask(scores, mask)
     value = check_float("value", value)
     check_min_rank("value", value, 2, "(..., S, Ev)")
+    check_same_dtype_and_device(("scores", "value"), (scores, value))
     if scores.shape[-1] != value.shape[-2]:
         raise ValueError(
             f"value: expected {scores.shape[-1]} rows (S, the number of keys), "
             f"got shape {shape_str(value)}"
         )
     weights = masked_softmax(scores, mask)  # (..., L, S)
-    return weights @ value, weights  # (..., L, Ev), (..., L, S)
+    return weights @ value, weights  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
 
 
-def _attend(scores: Tensor, value: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
-    """``attention_from_scores`` for checked inputs and scores the caller owns."""
-    weights = _masked_softmax(scores, mask, own_scores=True)  # (..., L, S)
-    return weights @ value, weights  # (..., L, Ev), (..., L, S)
+def _check_attention_inputs(
+    query: object, key: object, value: object, mask: object | None, scale: object
+) -> tuple[torch.Size, float]:
+    batch = check_qkv(query, key, value)
+    scale = check_scale(scale, query.shape[-1])
+    if mask is not None:
+        target = (*batch, query.shape[-2], key.shape[-2])
+        check_bool_mask("mask", mask, target, "(..., L, S)", device=query.device)
+    return batch, scale
 
 
 def scaled_dot_product_attention(
@@ -149,15 +153,72 @@ def scaled_dot_product_attention(
 
     Raises:
         TypeError: non-tensor, integer or mixed dtypes, non-bool mask.
-        ValueError: fewer than 2 dims, E or S mismatch, batch dims that do not
-            broadcast, a mask of the wrong shape, a scale that is not positive.
+        ValueError: fewer than 2 dims, E = 0, E or S mismatch, batch dims that do not
+            broadcast, inputs on different devices, a mask of the wrong shape, a scale
+            that is not positive.
     """
-    batch = check_qkv(query, key, value)
-    scale = check_scale(scale, query.shape[-1])
-    if mask is not None:
-        target = (*batch, query.shape[-2], key.shape[-2])
-        check_bool_mask("mask", mask, target, "(..., L, S)")
-    # Scaling the queries (..., L, E) costs less than scaling the scores (..., L, S), and
-    # gives the same numbers up to rounding: (q * scale) . k = (q . k) * scale.
-    scores = (query * scale) @ key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
-    return _attend(scores, value, mask)
+    _, scale = _check_attention_inputs(query, key, value, mask, scale)
+    scores = query @ key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
+    scores = scores * scale
+    weights = masked_softmax(scores, mask)  # (..., L, S)
+    output = weights @ value  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
+    return output, weights
+
+
+def attention_backward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    grad_output: Tensor,
+    mask: Tensor | None = None,
+    *,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The gradient of ``scaled_dot_product_attention``'s output, derived by hand.
+
+    With S = scale * Q K^T, W = masked_softmax(S) and O = W V, for a loss with gradient
+    dO = d loss / d O:
+
+        dV = W^T dO                              (the weighted sum, backwards)
+        dW = dO V^T
+        dS = W * (dW - rowsum(dW * W))           (the softmax's backward, row by row)
+        dQ = scale * dS K,   dK = scale * dS^T Q (the scaled scores, backwards)
+
+    A blocked key has W = 0, hence dS = 0: no gradient flows through it, and a query that
+    may attend to no key gets dQ = 0 (never NaN).
+
+    Args:
+        query: (..., L, E)
+        key: (..., S, E)
+        value: (..., S, Ev)
+        grad_output: (..., L, Ev), the gradient of the loss with respect to the output.
+        mask: optional bool, broadcastable to (..., L, S); **True = may attend**.
+        scale: multiplies the scores; defaults to 1/sqrt(E).
+
+    Returns:
+        grad_query: (..., L, E), grad_key: (..., S, E), grad_value: (..., S, Ev), each of
+        the shape of its input (summed over the batch dims the input was broadcast along),
+        equal to what autograd gives through ``scaled_dot_product_attention``.
+
+    Raises:
+        TypeError / ValueError: as ``scaled_dot_product_attention``, and for a grad_output
+            that is not a float tensor of shape (..., L, Ev), dtype and device of query.
+    """
+    batch, scale = _check_attention_inputs(query, key, value, mask, scale)
+    grad_output = check_float("grad_output", grad_output)
+    expected = (*batch, query.shape[-2], value.shape[-1])
+    if tuple(grad_output.shape) != expected:
+        raise ValueError(
+            f"grad_output: expected shape (..., L, Ev) = {expected}, got shape {shape_str(grad_output)}"
+        )
+    check_same_dtype_and_device(("query", "grad_output"), (query, grad_output))
+    _, weights = scaled_dot_product_attention(query, key, value, mask, scale=scale)  # W (..., L, S)
+    grad_value = weights.transpose(-2, -1) @ grad_output  # (..., S, L) @ (..., L, Ev) -> (..., S, Ev)
+    grad_weights = grad_output @ value.transpose(-2, -1)  # (..., L, Ev) @ (..., Ev, S) -> (..., L, S)
+    row_sum = (grad_weights * weights).sum(dim=-1, keepdim=True)  # (..., L, 1)
+    grad_scores = weights * (grad_weights - row_sum)  # (..., L, S)
+    grad_query = scale * (grad_scores @ key)  # (..., L, S) @ (..., S, E) -> (..., L, E)
+    grad_key = scale * (grad_scores.transpose(-2, -1) @ query)  # (..., S, L) @ (..., L, E) -> (..., S, E)
+    # An input broadcast along a batch dim receives the sum of that dim's gradients.
+    return (grad_query.sum_to_size(query.shape), grad_key.sum_to_size(key.shape),
+            grad_value.sum_to_size(value.shape))

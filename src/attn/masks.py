@@ -10,25 +10,33 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import check_bool_tensor, check_int, check_positive_int, check_tensor, shape_str
 
 __all__ = ["causal_mask", "padding_mask", "to_torch_mha_mask", "from_torch_mha_mask"]
 
 
-def causal_mask(L: int, S: int | None = None, *, device: torch.device | str | None = None) -> Tensor:
-    """Query i may attend to keys 0..i (the lower triangle, diagonal included).
+def causal_mask(
+    L: int, S: int | None = None, *, offset: int = 0, device: torch.device | str | None = None
+) -> Tensor:
+    """Query i may attend to keys 0..offset+i (the lower triangle, diagonal included).
 
     Args:
         L: number of queries.
-        S: number of keys; defaults to L. With S > L the triangle is aligned to the top
-            left: query i still sees keys 0..i.
+        S: number of keys; defaults to L. With S > L and ``offset=0`` the triangle is aligned
+            to the top left: query i still sees keys 0..i.
+        offset: the position of the first query among the keys. Decoding with a cache of
+            T earlier positions, the L new queries sit at positions T..T+L-1 of the S = T + L
+            keys: ``causal_mask(L, T + L, offset=T)`` lets each see the cache and the new
+            positions up to its own.
+        device: where to build the mask.
 
     Returns:
         mask: bool (L, S); True = may attend.
     """
     check_positive_int("L", L)
     S = L if S is None else check_positive_int("S", S)
-    return torch.ones(L, S, dtype=torch.bool, device=device).tril()  # (L, S)
+    offset = check_int("offset", offset, low=0)
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril(diagonal=offset)  # (L, S)
 
 
 def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:
@@ -62,18 +70,11 @@ def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:
     return mask[:, None, None, :]  # (B, S) -> (B, 1, 1, S)
 
 
-def _check_bool(name: str, mask: object) -> Tensor:
-    mask = check_tensor(name, mask)
-    if mask.dtype != torch.bool:
-        raise TypeError(f"{name}: expected a bool tensor, got dtype {mask.dtype}")
-    return mask
-
-
 def to_torch_mha_mask(mask: Tensor) -> Tensor:
     """This package's mask (True = may attend) -> ``nn.MultiheadAttention``'s (True = blocked)."""
-    return ~_check_bool("mask", mask)
+    return ~check_bool_tensor("mask", mask)
 
 
 def from_torch_mha_mask(mask: Tensor) -> Tensor:
     """``nn.MultiheadAttention``'s mask (True = blocked) -> this package's (True = may attend)."""
-    return ~_check_bool("mask", mask)
+    return ~check_bool_tensor("mask", mask, convention="True = blocked")

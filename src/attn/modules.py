@@ -5,13 +5,22 @@ H heads, D = E // H per-head size. Masks are bool, True = may attend.
 """
 from __future__ import annotations
 
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_bool_mask, check_float, check_positive_int, check_rank, shape_str
+from ._checks import (
+    check_bool,
+    check_bool_mask,
+    check_float,
+    check_like_parameters,
+    check_positive_int,
+    check_rank,
+    check_same_dtype_and_device,
+    shape_str,
+)
 from .functional import scaled_dot_product_attention
+from .kv_cache import KVCache
 from .masks import causal_mask
 
 __all__ = ["SelfAttention", "MultiHeadAttention"]
@@ -36,12 +45,21 @@ class SelfAttention(nn.Module):
         self.W_v = nn.Linear(d_model, d_v, bias=False)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """x (B, L, d_model); mask bool broadcastable to (B, L, L), True = may attend
-        -> output (B, L, d_v), weights (B, L, L). A query row with no allowed key gets zeros."""
+        """Self-attention of one sequence batch.
+
+        Args:
+            x: (B, L, d_model), of the dtype and device of the module's parameters.
+            mask: optional bool, broadcastable to (B, L, L); True = may attend.
+
+        Returns:
+            output: (B, L, d_v); zeros for a query row with no allowed key.
+            weights: (B, L, L)
+        """
         check_float("x", x)
         check_rank("x", x, 3, "(B, L, d_model)")
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x: expected last dim d_model={self.d_model}, got shape {shape_str(x)}")
+        check_like_parameters("x", x, self)
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (B, L, d_k), (B, L, d_k), (B, L, d_v)
         return scaled_dot_product_attention(q, k, v, mask)
 
@@ -65,26 +83,76 @@ class MultiHeadAttention(nn.Module):
                 f"d_model: expected a positive multiple of num_heads={num_heads}, got {d_model}"
             )
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
-        self.bias = bool(bias)
+        self.bias = check_bool("bias", bias)
         self.W_q = nn.Linear(d_model, d_model, bias=bias)
         self.W_k = nn.Linear(d_model, d_model, bias=bias)
         self.W_v = nn.Linear(d_model, d_model, bias=bias)
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
 
-    def _check_input(self, name: str, t: Tensor, legend: str) -> Tensor:
-        check_float(name, t)
-        check_rank(name, t, 3, legend)
-        if t.shape[-1] != self.d_model:
-            raise ValueError(f"{name}: expected last dim E={self.d_model}, got shape {shape_str(t)}")
-        return t
+    # --- the steps of the forward pass, each written once ---------------------------------
 
     def split_heads(self, x: Tensor) -> Tensor:
+        """(B, T, E) -> (B, H, T, D): the last dim cut into H heads of D numbers."""
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, T, E) -> (B, H, T, D)
 
     def merge_heads(self, x: Tensor) -> Tensor:
+        """(B, H, T, D) -> (B, T, E): the heads side by side again (concatenated)."""
         B, _, T, _ = x.shape
         return x.transpose(1, 2).reshape(B, T, self.d_model)  # (B, H, T, D) -> (B, T, E)
+
+    def project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Q = query W^Q, K = key W^K, V = value W^V, each split into heads.
+
+        Args:
+            query: (B, L, E); key: (B, S, E); value: (B, S, E), checked by ``check_inputs``.
+
+        Returns:
+            q: (B, H, L, D), k: (B, H, S, D), v: (B, H, S, D)
+        """
+        q = self.split_heads(self.W_q(query))  # (B, L, E) -> (B, H, L, D)
+        k = self.split_heads(self.W_k(key))  # (B, S, E) -> (B, H, S, D)
+        v = self.split_heads(self.W_v(value))  # (B, S, E) -> (B, H, S, D)
+        return q, k, v
+
+    def combine(self, heads: Tensor) -> Tensor:
+        """Concat(head_1, ..., head_H) W^O.
+
+        Args:
+            heads: (B, H, L, D), each head's attention output.
+
+        Returns:
+            output: (B, L, E)
+        """
+        return self.W_o(self.merge_heads(heads))  # (B, H, L, D) -> (B, L, E) -> (B, L, E)
+
+    def check_inputs(
+        self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Check the inputs of a forward pass; key defaults to query, value to key.
+
+        Returns:
+            query (B, L, E), key (B, S, E), value (B, S, E), float, of the dtype and device
+            of the module's parameters.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, t, legend in (("query", query, "(B, L, E)"), ("key", key, "(B, S, E)"),
+                                ("value", value, "(B, S, E)")):
+            check_float(name, t)
+            check_rank(name, t, 3, legend)
+            if t.shape[-1] != self.d_model:
+                raise ValueError(f"{name}: expected last dim E={self.d_model}, got shape {shape_str(t)}")
+        check_same_dtype_and_device(("query", "key", "value"), (query, key, value))
+        check_like_parameters("query", query, self)
+        if key.shape[0] != query.shape[0] or value.shape[:2] != key.shape[:2]:
+            raise ValueError(
+                f"key/value: expected shapes (B={query.shape[0]}, S, E) with equal S, got key "
+                f"{shape_str(key)}, value {shape_str(value)}"
+            )
+        return query, key, value
+
+    # --- the forward pass ---------------------------------------------------------------------
 
     def forward(
         self,
@@ -95,6 +163,7 @@ class MultiHeadAttention(nn.Module):
         *,
         need_weights: bool = True,
         causal: bool = False,
+        cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Self-attention when key and value are omitted, cross-attention when given.
 
@@ -103,71 +172,86 @@ class MultiHeadAttention(nn.Module):
             key: (B, S, E); defaults to ``query``.
             value: (B, S, E); defaults to ``key``.
             mask: bool, broadcastable to (B, H, L, S); **True = may attend**.
-            need_weights: False takes the fast path, ``torch.nn.functional.
-                scaled_dot_product_attention``, and returns ``None`` for the weights.
+            need_weights: True (the teaching path) computes each head with
+                ``attn.scaled_dot_product_attention`` and returns the weights. False (the
+                fast path) is one call to ``torch.nn.functional.scaled_dot_product_attention``
+                and returns ``None`` for the weights.
             causal: True blocks the future: query i sees keys 0..i, as ``causal_mask(L, S)``
-                (combined with ``mask`` if both are given). Without a ``mask`` the fast path
-                then passes ``is_causal=True``, so SDPA can skip the blocked half.
+                (combined with ``mask`` if both are given). On the fast path without a
+                ``mask`` this is SDPA's ``is_causal=True``, which skips the blocked half.
+            cache: an ``attn.KVCache``, for decoding (self-attention only: no key or value).
+                The new positions' keys and values are appended to it; the L new queries
+                attend to the T cached positions and causally among themselves, so S = T + L
+                and the attention is causal whatever ``causal`` says.
 
         Returns:
             output: (B, L, E)
             weights: (B, H, L, S) per head (not averaged), or None. A query row whose mask
-            allows no key gets zero weights and a zero attention output (before W_o).
+            allows no key gets zero weights and a zero attention output (before W_o) on
+            both paths (on the fast path, SDPA's own rule, checked by the tests).
         """
-        key = query if key is None else key
-        value = key if value is None else value
-        self._check_input("query", query, "(B, L, E)")
-        self._check_input("key", key, "(B, S, E)")
-        self._check_input("value", value, "(B, S, E)")
+        check_bool("need_weights", need_weights)
+        check_bool("causal", causal)
+        if cache is not None:
+            if not isinstance(cache, KVCache):
+                raise TypeError(f"cache: expected an attn.KVCache or None, got {type(cache).__name__}")
+            if key is not None or value is not None:
+                raise ValueError("cache: expected self-attention (key and value None), got a key or value")
+        query, key, value = self.check_inputs(query, key, value)
         B, L, _ = query.shape
-        S = key.shape[1]
-        if key.shape[0] != B or value.shape[:2] != key.shape[:2]:
-            raise ValueError(
-                f"key/value: expected shapes (B={B}, S, E) with equal S, got key {shape_str(key)}, "
-                f"value {shape_str(value)}"
-            )
+        past = 0 if cache is None else len(cache)  # T positions already cached
+        if cache is not None:  # the new keys and values must fit after the cached ones
+            cache.check_fits("cache", B, self.num_heads, self.head_dim, dtype=query.dtype, device=query.device)
+        S = past + key.shape[1]
         if mask is not None:
-            check_bool_mask("mask", mask, (B, self.num_heads, L, S), "(B, H, L, S)")
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal: expected a bool, got {type(causal).__name__} {causal!r}")
-        q = self.split_heads(self.W_q(query))  # (B, L, E) -> (B, H, L, D)
-        k = self.split_heads(self.W_k(key))  # (B, S, E) -> (B, H, S, D)
-        v = self.split_heads(self.W_v(value))  # (B, S, E) -> (B, H, S, D)
-        if causal and (need_weights or mask is not None):
-            seen = causal_mask(L, S, device=q.device)  # (L, S): query i sees keys 0..i
+            check_bool_mask("mask", mask, (B, self.num_heads, L, S), "(B, H, L, S)", device=query.device)
+
+        q, k, v = self.project(query, key, value)  # (B, H, L, D), (B, H, S, D), (B, H, S, D)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, H, T + L, D): the cached positions, then the new ones
+            causal = True
+        # The fast path without a mask hands the causal rule to SDPA (is_causal, top-left
+        # aligned, so only without a cache); everywhere else it becomes part of the mask.
+        is_causal = causal and not need_weights and mask is None and past == 0
+        if causal and not is_causal:
+            seen = causal_mask(L, S, offset=past, device=query.device)  # (L, S): query i sees keys 0..past+i
             mask = seen if mask is None else mask & seen  # broadcasts to (B, H, L, S)
-            causal = False  # now carried by the mask
+
         if need_weights:
             heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, D), (B, H, L, S)
         else:
-            # (B, H, L, D); is_causal lets SDPA skip the upper triangle instead of reading a mask
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
-            if mask is not None:
-                row_has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
-                if not bool(row_has_key.all()):
-                    heads = heads.masked_fill(~row_has_key, 0.0)  # fully blocked rows: zeros, not NaN
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (B, H, L, D)
             weights = None
-        return self.W_o(self.merge_heads(heads)), weights  # (B, H, L, D) -> (B, L, E)
+        return self.combine(heads), weights  # (B, H, L, D) -> (B, L, E)
+
+    # --- weights to and from torch.nn.MultiheadAttention --------------------------------------
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy the weights of ``nn.MultiheadAttention(E, H, batch_first=True)``.
+        """Copy the weights and the train/eval mode of ``nn.MultiheadAttention(E, H, batch_first=True)``.
 
-        The packed ``in_proj_weight`` (3E, E) is split into W_q, W_k, W_v. Not supported:
-        ``kdim``/``vdim`` different from E, ``add_bias_kv``, ``add_zero_attn``.
+        The packed ``in_proj_weight`` (3E, E) is split into W_q, W_k, W_v. Not supported
+        (ValueError): ``kdim``/``vdim`` different from E, ``add_bias_kv``, ``add_zero_attn``,
+        and ``dropout > 0`` (this layer has no dropout, so the copy would differ in training).
         """
         if not isinstance(module, nn.MultiheadAttention):
             raise TypeError(f"module: expected nn.MultiheadAttention, got {type(module).__name__}")
+        E = module.embed_dim
         if not module.batch_first:
             raise ValueError("module: expected batch_first=True, got batch_first=False")
-        if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn:
+        if module.kdim != E or module.vdim != E:
             raise ValueError(
-                "module: expected kdim = vdim = embed_dim, add_bias_kv=False, add_zero_attn=False"
+                f"module: expected kdim = vdim = embed_dim = {E}, got kdim={module.kdim}, vdim={module.vdim}"
+            )
+        if module.bias_k is not None or module.add_zero_attn:
+            raise ValueError("module: expected add_bias_kv=False and add_zero_attn=False, got True")
+        if module.dropout != 0.0:
+            raise ValueError(
+                f"module: expected dropout=0.0 (attn.MultiHeadAttention has no dropout), got {module.dropout}"
             )
         has_bias = module.in_proj_bias is not None
         ref = module.in_proj_weight
-        out = cls(module.embed_dim, module.num_heads, bias=has_bias).to(ref.device, ref.dtype)
-        E = module.embed_dim
+        out = cls(E, module.num_heads, bias=has_bias).to(ref.device, ref.dtype)
         with torch.no_grad():
             for i, lin in enumerate((out.W_q, out.W_k, out.W_v)):
                 lin.weight.copy_(module.in_proj_weight[i * E : (i + 1) * E])  # rows of (3E, E)
@@ -176,10 +260,11 @@ class MultiHeadAttention(nn.Module):
             out.W_o.weight.copy_(module.out_proj.weight)
             if has_bias:
                 out.W_o.bias.copy_(module.out_proj.bias)
-        return out
+        return out.train(module.training)
 
     def to_torch(self) -> nn.MultiheadAttention:
-        """An ``nn.MultiheadAttention(E, H, bias=self.bias, batch_first=True)`` with these weights."""
+        """An ``nn.MultiheadAttention(E, H, bias=self.bias, batch_first=True)`` with these
+        weights, in this module's train/eval mode."""
         ref = self.W_q.weight
         mha = nn.MultiheadAttention(
             self.d_model, self.num_heads, bias=self.bias, batch_first=True,
@@ -193,4 +278,4 @@ class MultiHeadAttention(nn.Module):
             if self.bias:
                 mha.in_proj_bias.copy_(torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias]))
                 mha.out_proj.bias.copy_(self.W_o.bias)
-        return mha
+        return mha.train(self.training)

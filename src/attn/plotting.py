@@ -23,6 +23,8 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
+from ._checks import to_numpy
+
 __all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "Heatmap", "heatmap", "HeadGrid", "head_grid"]
 
 
@@ -66,16 +68,6 @@ def token_font(size: float = 10) -> FontProperties:
     return FontProperties(fname=_font_path(), size=size)
 
 
-def _as_matrix(name: str, weights: object, ndim: int) -> np.ndarray:
-    arr = weights.detach().cpu().numpy() if hasattr(weights, "detach") else np.asarray(weights)
-    if arr.ndim != ndim:
-        legend = "(L, S)" if ndim == 2 else "(H, L, S)"
-        raise ValueError(f"{name}: expected {ndim} dims {legend}, got shape {tuple(arr.shape)}")
-    if not np.issubdtype(arr.dtype, np.number):
-        raise TypeError(f"{name}: expected numbers, got dtype {arr.dtype}")
-    return arr.astype(float)
-
-
 @dataclass
 class Heatmap:
     """One attention map drawn with ``imshow``; ``update`` changes it in place."""
@@ -100,7 +92,7 @@ class Heatmap:
                y_tokens: Sequence[str] | None = None, *, title: str | None = None,
                font_size: float = 9) -> "Heatmap":
         """New data (L, S) into the existing image; labels are redone only if given."""
-        w = _as_matrix("weights", weights, 2)
+        w = to_numpy("weights", weights, ndim=2, legend="(L, S)")
         L, S = w.shape
         old = self.image.get_array().shape
         self.image.set_data(w)
@@ -161,7 +153,7 @@ def heatmap(
     Returns:
         A ``Heatmap``; call ``.update(new_weights)`` to redraw in place.
     """
-    w = _as_matrix("weights", weights, 2)
+    w = to_numpy("weights", weights, ndim=2, legend="(L, S)")
     if ax is None:
         ax = new_figure(4, 4, dpi=80).add_subplot()
     image = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
@@ -187,7 +179,7 @@ class HeadGrid:
     def update(self, weights: object, tokens: Sequence[str] | None = None,
                titles: Sequence[str] | None = None) -> "HeadGrid":
         """weights (H, L, S) with H <= the grid's size; unused cells are hidden."""
-        w = _as_matrix("weights", weights, 3)
+        w = to_numpy("weights", weights, ndim=3, legend="(H, L, S)")
         if w.shape[0] > len(self.heatmaps):
             raise ValueError(
                 f"weights: expected at most {len(self.heatmaps)} heads for this grid, "
@@ -244,7 +236,7 @@ def head_grid(
     Returns:
         A ``HeadGrid``; ``.update(new_weights)`` redraws in place and hides unused cells.
     """
-    w = _as_matrix("weights", weights, 3)
+    w = to_numpy("weights", weights, ndim=3, legend="(H, L, S)")
     if fig is None:
         fig = new_figure(*(figsize or (2.6 * ncols, 2.6 * nrows)), dpi=dpi)
     _grid_margins(fig, nrows, ncols, tokens, w.shape[1])

@@ -30,9 +30,8 @@ from matplotlib.ticker import FuncFormatter
 from torch import Tensor, nn
 
 from ._checks import check_float, check_positive_int, check_rank, shape_str
-from .plotting import power_of_ten_label
 from .modules import SelfAttention
-from .plotting import new_figure
+from .plotting import new_figure, power_of_ten_label
 
 __all__ = [
     "rnn_graph",

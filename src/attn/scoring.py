@@ -15,33 +15,44 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ._checks import check_float, check_min_rank, check_positive_int, shape_str
+from ._checks import (
+    check_float,
+    check_like_parameters,
+    check_min_rank,
+    check_positive_int,
+    check_query_key,
+    check_same_dtype_and_device,
+    shape_str,
+)
 from .functional import attention_from_scores
 
 __all__ = ["dot_product_scores", "scaled_dot_product_scores", "AdditiveAttention"]
 
 
-def _check_qk(query: Tensor, key: Tensor) -> None:
-    check_float("query", query)
-    check_float("key", key)
-    check_min_rank("query", query, 2, "(..., L, E)")
-    check_min_rank("key", key, 2, "(..., S, E)")
-    if query.shape[-1] != key.shape[-1]:
-        raise ValueError(
-            f"key: expected feature size E={query.shape[-1]} to match query {shape_str(query)}, "
-            f"got shape {shape_str(key)} (dot-product scores need equal sizes; "
-            f"AdditiveAttention does not)"
-        )
-
-
 def dot_product_scores(query: Tensor, key: Tensor) -> Tensor:
-    """e_ij = q_i . k_j.  query (..., L, E), key (..., S, E) -> scores (..., L, S)."""
-    _check_qk(query, key)
+    """e_ij = q_i . k_j: every query against every key, as one matrix product.
+
+    Args:
+        query: (..., L, E)
+        key: (..., S, E), the same E (AdditiveAttention allows different sizes).
+
+    Returns:
+        scores: (..., L, S)
+    """
+    check_query_key(query, key, hint=" (dot-product scores need equal sizes; AdditiveAttention does not)")
     return query @ key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
 
 
 def scaled_dot_product_scores(query: Tensor, key: Tensor) -> Tensor:
-    """e_ij = q_i . k_j / sqrt(E).  query (..., L, E), key (..., S, E) -> scores (..., L, S)."""
+    """e_ij = q_i . k_j / sqrt(E): dot products kept at unit variance as E grows.
+
+    Args:
+        query: (..., L, E)
+        key: (..., S, E)
+
+    Returns:
+        scores: (..., L, S)
+    """
     return dot_product_scores(query, key) / math.sqrt(query.shape[-1])
 
 
@@ -67,11 +78,21 @@ class AdditiveAttention(nn.Module):
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
     def scores(self, query: Tensor, key: Tensor) -> Tensor:
-        """query (..., L, Dq), key (..., S, Dk) -> scores (..., L, S)."""
+        """e_ij = v^T tanh(W1 q_i + W2 k_j) for every pair.
+
+        Args:
+            query: (..., L, Dq), of the dtype and device of the module's parameters.
+            key: (..., S, Dk)
+
+        Returns:
+            scores: (..., L, S)
+        """
         check_float("query", query)
         check_float("key", key)
         check_min_rank("query", query, 2, "(..., L, Dq)")
         check_min_rank("key", key, 2, "(..., S, Dk)")
+        check_same_dtype_and_device(("query", "key"), (query, key))
+        check_like_parameters("query", query, self)
         if query.shape[-1] != self.W1.in_features:
             raise ValueError(
                 f"query: expected last dim Dq={self.W1.in_features}, got shape {shape_str(query)}"
@@ -87,6 +108,16 @@ class AdditiveAttention(nn.Module):
     def forward(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        """query (..., L, Dq), key (..., S, Dk), value (..., S, Ev); mask bool (..., L, S),
-        True = may attend -> output (..., L, Ev), weights (..., L, S)."""
+        """Additive scores, masked softmax, weighted sum of the values.
+
+        Args:
+            query: (..., L, Dq)
+            key: (..., S, Dk)
+            value: (..., S, Ev)
+            mask: optional bool, broadcastable to (..., L, S); True = may attend.
+
+        Returns:
+            output: (..., L, Ev); zeros for a query whose mask allows no key.
+            weights: (..., L, S)
+        """
         return attention_from_scores(self.scores(query, key), value, mask)

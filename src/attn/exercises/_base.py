@@ -1,12 +1,16 @@
 """Feedback for exercises: right or wrong plus a hint, never the answer itself."""
 from __future__ import annotations
 
+import math
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
+from unittest import mock
 
 import numpy as np
+import torch
 
-__all__ = ["Feedback", "as_array", "close"]
+__all__ = ["Feedback", "as_array", "as_whole_number", "close", "SoftmaxCalled", "softmax_switched_off"]
 
 
 @dataclass(frozen=True)
@@ -42,5 +46,52 @@ def as_array(name: str, answer: Any, shape: tuple[int, ...] | None = None) -> np
     return arr
 
 
+def as_whole_number(name: str, answer: Any) -> int | Feedback:
+    """An answer that should be one whole number (an int, a float such as 4.0, a NumPy number or
+    a one-element tensor) as an int, or a ``Feedback`` that says why not."""
+    label = name[0].upper() + name[1:]
+    if answer is None or answer is ...:
+        return Feedback(False, f"Replace the placeholder with {name} (a whole number).")
+    if isinstance(answer, bool):
+        return Feedback(False, f"{label} should be a whole number, got {answer!r}.")
+    if hasattr(answer, "numel") and answer.numel() == 1:
+        answer = answer.item()
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return Feedback(False, f"{label} should be one whole number, got {type(answer).__name__}.")
+    if not math.isfinite(value) or not value.is_integer():
+        return Feedback(False, f"{label} should be a whole number, got {value:g}.")
+    return int(value)
+
+
 def close(answer: np.ndarray, expected: np.ndarray, atol: float) -> bool:
     return bool(np.allclose(answer, expected, atol=atol, rtol=0))
+
+
+class SoftmaxCalled(RuntimeError):
+    """Raised by ``softmax_switched_off`` when the learner's code calls a library softmax."""
+
+
+@contextmanager
+def softmax_switched_off(reason: str) -> Iterator[None]:
+    """Run a learner's function with every library softmax switched off.
+
+    ``torch.softmax``, ``Tensor.softmax``, ``torch.nn.functional.softmax`` and
+    ``torch.special.softmax`` raise ``SoftmaxCalled(reason)`` inside the block (so does every
+    function of the package that calls them, such as ``attn.masked_softmax``), which lets an
+    exercise that says "no softmax" check it instead of trusting it.
+    """
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise SoftmaxCalled(reason)
+
+    targets = [(torch, "softmax"), (torch.Tensor, "softmax"), (torch.nn.functional, "softmax"),
+               (torch.special, "softmax")]
+    patches = [mock.patch.object(owner, name, refuse) for owner, name in targets]
+    for p in patches:
+        p.start()
+    try:
+        yield
+    finally:
+        for p in patches:
+            p.stop()

@@ -1,6 +1,6 @@
 """Checkers for notebook 01 (intuition). Each returns a ``Feedback``; none reveals the answer.
 
-1. ``check_softmax_row``: 小明's row of weights, from its scores, by hand.
+1. ``check_softmax_row``: a learner's softmax of one row, run with torch.softmax switched off.
 2. ``check_path_counts``: sequential steps and longest path of an RNN and of self-attention.
 3. ``check_reversed_output``: the toy's output when the sentence is reversed.
 4. ``check_rnn_decay_distance``: where the RNN's gradient falls below 1 % of its start.
@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from ..rnn_vs_attention import gradient_profile, path_counts
-from ..toy import toy_attention, toy_embeddings, toy_scores
-from ._base import Feedback, as_array, close
+from ..handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
+from ._base import Feedback, SoftmaxCalled, as_array, close, softmax_switched_off
 
 __all__ = [
     "PATH_N",
@@ -34,25 +34,53 @@ def _not_yet(what: str) -> Feedback:
     return Feedback(False, f"Replace None with {what}.")
 
 
+def _softmax_cases() -> list[torch.Tensor]:
+    """小明's row first, then rows the function has not seen: 学习's, and one with negative scores."""
+    return [toy_scores()[0], toy_scores()[4], torch.tensor([-1.0, 0.5, 2.0, -3.0], dtype=torch.float64)]
+
+
 def check_softmax_row(answer: Any) -> Feedback:
-    """Exercise 1: ``answer`` = the weights of 小明 (row 0) from ``toy_scores()[0]``, shape (6,)."""
+    """Exercise 1: ``answer`` = a function ``softmax_row(s)`` that turns one row of scores (S,)
+    into weights (S,) with ``torch.exp``, a sum and a division.
+
+    It runs on 小明's row ``toy_scores()[0]`` and on two rows it has not seen, with every
+    library softmax switched off (``softmax_switched_off``), so a call to ``torch.softmax`` is
+    caught rather than trusted.
+    """
     if answer is None:
-        return _not_yet("six weights computed from scores = toy_scores()[0]")
-    arr = as_array("answer", answer, (6,))
-    if isinstance(arr, Feedback):
-        return arr
-    scores = toy_scores()[0]
-    expected = torch.softmax(scores, dim=-1).numpy()
-    if close(arr, expected, 1e-6):
-        return Feedback(True, "The six weights are positive, sum to 1, and follow the scores' order.")
-    if close(arr, torch.exp(scores).numpy(), 1e-6):
-        return Feedback(False, "You have exp(scores): now divide by their sum so the row sums to 1.")
-    if close(arr, scores.numpy(), 1e-6):
-        return Feedback(False, "These are the scores themselves: apply exp, then divide by the sum.")
-    if not np.isclose(arr.sum(), 1.0, atol=1e-6):
-        return Feedback(False, f"Weights must sum to 1; yours sum to {arr.sum():.4f}.")
-    return Feedback(False, "They sum to 1 but are not the softmax of the scores: "
-                           "exp each score, then divide each by the sum of the exps.")
+        return _not_yet("your function softmax_row(s) (define it above, pass it without calling it)")
+    if isinstance(answer, (torch.Tensor, np.ndarray, list, tuple)):
+        return Feedback(False, "Pass the function itself, softmax_row, not its result: the checker "
+                               "runs it on more rows, with torch.softmax switched off.")
+    if not callable(answer):
+        return Feedback(False, f"answer should be a function softmax_row(s), got {type(answer).__name__}.")
+    for k, scores in enumerate(_softmax_cases()):
+        try:
+            with softmax_switched_off("the exercise builds the softmax itself: no library softmax"):
+                got = answer(scores.clone())
+        except SoftmaxCalled:
+            return Feedback(False, "Your function calls a library softmax (torch.softmax, .softmax or "
+                                   "F.softmax): build it from torch.exp, .sum() and a division.")
+        except Exception as e:  # the learner's code: report, do not raise
+            return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
+        if got is None:
+            return Feedback(False, "Your function returns None: return the weights computed from s.")
+        arr = as_array("softmax_row(s)", got, tuple(scores.shape))
+        if isinstance(arr, Feedback):
+            return arr
+        if close(arr, torch.softmax(scores, dim=-1).numpy(), 1e-6):
+            continue
+        row = "小明's row" if k == 0 else "a row it had not seen"
+        if close(arr, torch.exp(scores).numpy(), 1e-6):
+            return Feedback(False, "You return exp(s): now divide by their sum so the row sums to 1.")
+        if close(arr, scores.numpy(), 1e-6):
+            return Feedback(False, "You return the scores themselves: apply exp, then divide by the sum.")
+        if not np.isclose(arr.sum(), 1.0, atol=1e-6):
+            return Feedback(False, f"On {row} your weights sum to {arr.sum():.4f}; weights must sum to 1.")
+        return Feedback(False, f"On {row} the weights sum to 1 but are not the softmax of the scores: "
+                               "exp each score of s (not of a fixed row), then divide by the sum of the exps.")
+    return Feedback(True, "On 小明's row and two rows it had not seen, without torch.softmax: every "
+                          "weight positive, each row summing to 1, larger scores getting larger weights.")
 
 
 def check_path_counts(answer: Any) -> Feedback:

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
-from ..widgets.scaling import D_K_GRID, scaling_stats
+from ..scaling import D_K_GRID, scaling_stats
 from ._base import Feedback, as_array, close
 
 __all__ = [

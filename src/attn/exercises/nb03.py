@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..worked import printed, row_softmax, worked_steps
+from ..worked_example import printed, row_softmax, worked_steps
 from ._base import Feedback, as_array, close
 
 __all__ = ["check_q_row", "check_softmax_row", "check_output_row"]
@@ -22,15 +22,15 @@ def _missing(answer: Any, what: str) -> Feedback | None:
 
 
 def check_q_row(answer: Any) -> Feedback:
-    """Row 2 of Q (index 1): X[1] @ W^Q, two numbers."""
+    """Row 1 of Q (the second row): X[1] @ W^Q, two numbers."""
     if (fb := _missing(answer, "the two numbers of X[1] @ W_Q")) is not None:
         return fb
-    arr = as_array("Q row 2", answer, (2,))
+    arr = as_array("Q row 1", answer, (2,))
     if isinstance(arr, Feedback):
         return arr
     right = worked_steps()["Q"][1].numpy()
     if close(arr, right, 1e-9):
-        return Feedback(True, "Row 2 of Q is X[1] @ W_Q, one dot product per column of W_Q.")
+        return Feedback(True, "Row 1 of Q is X[1] @ W_Q, one dot product per column of W_Q.")
     if close(arr, printed("Q")[1].numpy(), 1e-9):
         return Feedback(False, "That is the chapter's printed row, which is the one to check. "
                                "Multiply X[1] by each column of W_Q, term by term.")
@@ -42,10 +42,10 @@ def check_q_row(answer: Any) -> Feedback:
 
 
 def check_softmax_row(answer: Any) -> Feedback:
-    """Row 2 (index 1) of the attention weights, from the correctly computed scaled scores."""
+    """Row 1 (the second row) of the attention weights, from the correctly computed scaled scores."""
     if (fb := _missing(answer, "three weights, e.g. [0.2, 0.3, 0.5]")) is not None:
         return fb
-    arr = as_array("weights row 2", answer, (3,))
+    arr = as_array("weights row 1", answer, (3,))
     if isinstance(arr, Feedback):
         return arr
     steps = worked_steps()
@@ -61,19 +61,19 @@ def check_softmax_row(answer: Any) -> Feedback:
                                "to 1. Divide each exp by the sum of the three exps.")
     if close(arr, row_softmax(printed("scaled")[1:2]).numpy()[0], _HAND_ATOL):
         return Feedback(False, "You used the chapter's scaled row, which follows from its wrong Q. "
-                               "Recompute Q row 2 first, then Q K^T / sqrt(2).")
+                               "Recompute Q row 1 first, then Q K^T / sqrt(2).")
     if close(arr, row_softmax(steps["QK^T"][1:2]).numpy()[0], _HAND_ATOL):
         return Feedback(False, "Those are the weights of the unscaled scores: divide Q K^T "
                                "by sqrt(d_k) = sqrt(2) first.")
-    return Feedback(False, "Take the right row 2 of Q K^T, divide by sqrt(2), then "
+    return Feedback(False, "Take the right row 1 of Q K^T, divide by sqrt(2), then "
                            "exp(s_j) / (exp(s_0) + exp(s_1) + exp(s_2)).")
 
 
 def check_output_row(answer: Any) -> Feedback:
-    """Row 2 (index 1) of the output: the right weights of row 2 times V."""
-    if (fb := _missing(answer, "the two numbers of the output's row 2")) is not None:
+    """Row 1 (the second row) of the output: the right weights of row 1 times V."""
+    if (fb := _missing(answer, "the two numbers of the output's row 1")) is not None:
         return fb
-    arr = as_array("output row 2", answer, (2,))
+    arr = as_array("output row 1", answer, (2,))
     if isinstance(arr, Feedback):
         return arr
     steps = worked_steps()
@@ -86,6 +86,6 @@ def check_output_row(answer: Any) -> Feedback:
                                "the first entry be?")
     kept_q = worked_steps(overrides={"Q": printed("Q")})["output"][1].numpy()
     if close(arr, kept_q, _HAND_ATOL):
-        return Feedback(False, "Those weights come from the chapter's Q row 2; use the right one.")
-    return Feedback(False, "Multiply each weight of row 2 by its row of V and add the three rows "
-                           "(column 2: 0*w0 + 2*w1 + 1*w2).")
+        return Feedback(False, "Those weights come from the chapter's Q row 1; use the right one.")
+    return Feedback(False, "Multiply each weight of row 1 by its row of V and add the three rows "
+                           "(column 1: 0*w0 + 2*w1 + 1*w2).")

@@ -1,69 +1,113 @@
-"""Checkers for notebook 04, multi-head attention: sizes, parameters, valid head counts, cost.
+"""Checkers for notebook 04, multi-head attention: one head's queries, parameters, cost.
 
-Each takes the learner's answer and returns a ``Feedback`` (right/wrong and a hint). Expected
-values come from ``attn.cost`` and are never shown.
+1. ``check_head_queries``: a learner's ``head_queries(weight, x, i, num_heads)``, run against
+   real ``attn.MultiHeadAttention`` layers of several sizes, every head.
+2. ``check_param_count``: the article's layer (biases), counted by hand.
+3. ``check_layer_macs``: a learner's ``layer_macs(n, d_model, num_heads)``, compared with the
+   multiply-adds ``attn.cost.counts.count_ops`` counts on real layers.
+4. ``check_softmax_entries``: what grows with h.
+
+Each returns a ``Feedback`` (right/wrong and a hint). Expected values come from real layers or
+``attn.cost.counts`` and are never shown.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from ..cost import multi_head_cost, valid_num_heads
-from ._base import Feedback
+import torch
+
+from ..cost.counts import count_ops, multi_head_cost
+from ..modules import MultiHeadAttention
+from ._base import Feedback, as_whole_number
 
 __all__ = [
-    "HEAD_SIZE_QUESTION",
+    "HEAD_QUERY_SIZES",
     "PARAMS_QUESTION",
-    "VALID_HEADS_QUESTION",
+    "MACS_SIZES",
     "SOFTMAX_QUESTION",
-    "check_head_size",
+    "check_head_queries",
     "check_param_count",
-    "check_valid_heads",
+    "check_layer_macs",
     "check_softmax_entries",
 ]
 
-#: d_model and h for the per-head size question.
-HEAD_SIZE_QUESTION = {"d_model": 96, "num_heads": 6}
+#: (d_model, num_heads) of the layers ``check_head_queries`` runs the learner's function on.
+HEAD_QUERY_SIZES: tuple[tuple[int, int], ...] = ((8, 2), (12, 3), (16, 4), (6, 1))
 #: The article's layer (biases in all four projections).
 PARAMS_QUESTION = {"d_model": 96, "num_heads": 6, "bias": True}
-#: Which h in 1..max_heads split this d_model evenly?
-VALID_HEADS_QUESTION = {"d_model": 60, "max_heads": 12}
+#: (n, d_model, num_heads) at which ``check_layer_macs`` compares with real layers.
+MACS_SIZES: tuple[tuple[int, int, int], ...] = ((10, 512, 8), (1, 8, 2), (7, 12, 3), (64, 16, 4),
+                                                (100, 64, 1), (3, 24, 6))
 #: Softmax entries per sequence: h heads vs one full-size head.
 SOFTMAX_QUESTION = {"n": 10, "d_model": 512, "num_heads": 8}
 
 
-def _as_int(name: str, answer: Any) -> int | Feedback:
-    label = name[0].upper() + name[1:]
-    if answer is None or answer is ...:
-        return Feedback(False, f"Replace the placeholder with {name} (a whole number).")
-    if isinstance(answer, bool):
-        return Feedback(False, f"{label} should be a whole number, got {answer!r}.")
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run the learner's function; an exception becomes a ``Feedback``, not a traceback."""
     try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        return Feedback(False, f"{label} should be a whole number, got {type(answer).__name__}.")
-    if not value.is_integer():
-        return Feedback(False, f"{label} should be a whole number, got {value:g}.")
-    return int(value)
+        return fn(*args)
+    except Exception as e:  # the learner's code: report, do not raise
+        return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
 
 
-def check_head_size(answer: Any) -> Feedback:
-    """d_k (= d_v) per head for ``HEAD_SIZE_QUESTION``."""
-    got = _as_int("d_k", answer)
-    if isinstance(got, Feedback):
-        return got
-    q = HEAD_SIZE_QUESTION
-    if got == multi_head_cost(1, q["d_model"], q["num_heads"]).d_k:
-        return Feedback(True, "Each head works in d_model / h dimensions.")
-    if got == q["d_model"]:
-        return Feedback(False, "That is d_model, the size of the whole layer: the heads share it.")
-    if got == q["d_model"] * q["num_heads"]:
-        return Feedback(False, "The heads split d_model between them; they do not multiply it.")
-    return Feedback(False, "Concatenating the h heads must give back d_model columns.")
+def check_head_queries(answer: Any) -> Feedback:
+    """Exercise 1: ``answer(weight, x, i, num_heads) -> (B, n, d_k)``, head i's queries X W_i^Q.
+
+    ``weight`` is ``mha.W_q.weight``, (d_model, d_model) stored as nn.Linear stores it (W^Q
+    transposed); heads are numbered from 0. Compared, for every head of a seeded
+    ``MultiHeadAttention`` of each size in ``HEAD_QUERY_SIZES``, with the layer's own split
+    ``mha.split_heads(mha.W_q(x))[:, i]``; the classic slips are recognised by running them.
+    """
+    if answer is None:
+        return Feedback(False, "Replace None with your function head_queries(weight, x, i, num_heads).")
+    if not callable(answer):
+        return Feedback(False, f"answer should be a function head_queries(weight, x, i, num_heads), "
+                               f"got {type(answer).__name__}.")
+    g = torch.Generator().manual_seed(4)
+    for d_model, h in HEAD_QUERY_SIZES:
+        with torch.random.fork_rng():
+            torch.manual_seed(d_model * 10 + h)
+            mha = MultiHeadAttention(d_model, h).double()
+        x = torch.randn(2, 5, d_model, generator=g, dtype=torch.float64)  # (B, n, d_model)
+        weight = mha.W_q.weight.detach()  # (d_model out, d_model in): W^Q transposed
+        D = d_model // h
+        with torch.no_grad():
+            right = mha.split_heads(mha.W_q(x))  # (B, n, E) -> (B, h, n, D)
+        for i in range(h):
+            got = _call(answer, weight.clone(), x.clone(), i, h)
+            if isinstance(got, Feedback):
+                return got
+            if not isinstance(got, torch.Tensor):
+                return Feedback(False, f"Return a tensor, got {type(got).__name__}.")
+            if tuple(got.shape) != tuple(right[:, i].shape):
+                return Feedback(False, f"For d_model = {d_model}, {h} heads and x of shape {tuple(x.shape)}, "
+                                       f"return head i's queries only, shape (B, n, d_model // num_heads) = "
+                                       f"{tuple(right[:, i].shape)}; got {tuple(got.shape)}.")
+            got = got.detach().to(torch.float64)
+            if torch.allclose(got, right[:, i], atol=1e-10, rtol=0):
+                continue
+            block = slice(i * D, (i + 1) * D)
+            if torch.allclose(got, x @ weight[:, block], atol=1e-10, rtol=0):
+                return Feedback(False, "You took columns of weight. nn.Linear stores W^Q transposed "
+                                       "(out, in): head i's block of columns of W^Q is a block of rows of weight.")
+            if i + 1 < h and torch.allclose(got, right[:, i + 1], atol=1e-10, rtol=0):
+                return Feedback(False, "That is the next head's block: heads are numbered from 0, "
+                                       "head i takes columns i * d_k to (i + 1) * d_k - 1.")
+            no_transpose = (x @ weight.T).reshape(x.shape[0], h, x.shape[1], D)  # (B, n, E) -> (B, h, n, D)
+            if torch.allclose(got, no_transpose[:, i], atol=1e-10, rtol=0):
+                return Feedback(False, "You reshaped Q straight to (B, h, n, d_k): that mixes positions "
+                                       "into heads. Split the last dim into (h, d_k) first, then move h forward "
+                                       "(or take head i's block of columns).")
+            return Feedback(False, f"Head {i} of a layer with d_model = {d_model} and {h} heads differs from "
+                                   "the layer's own split: Q_i = X W_i^Q, with W_i^Q the columns "
+                                   "i * d_k .. (i + 1) * d_k - 1 of W^Q = weight.T.")
+    return Feedback(True, "Every head of every layer: head i's queries are X times its own block of "
+                          "columns of W^Q, and the split is nothing more.")
 
 
 def check_param_count(answer: Any) -> Feedback:
     """Parameters of the article's layer (biases) for ``PARAMS_QUESTION``."""
-    got = _as_int("the parameter count", answer)
+    got = as_whole_number("the parameter count", answer)
     if isinstance(got, Feedback):
         return got
     q = PARAMS_QUESTION
@@ -83,26 +127,54 @@ def check_param_count(answer: Any) -> Feedback:
                            "vector of length d_model per projection.")
 
 
-def check_valid_heads(answer: Any) -> Feedback:
-    """Every h in 1..max_heads that divides ``VALID_HEADS_QUESTION['d_model']``."""
-    if answer is None or answer is ...:
-        return Feedback(False, "Replace the placeholder with a list of head counts, e.g. [1, 2].")
-    try:
-        got = sorted({int(h) for h in answer})
-    except (TypeError, ValueError):
-        return Feedback(False, f"Give a list of whole numbers, got {type(answer).__name__}.")
-    q = VALID_HEADS_QUESTION
-    right = set(valid_num_heads(q["d_model"], max_heads=q["max_heads"]))
-    extra = [h for h in got if h not in right]
-    missing = right - set(got)
-    if not extra and not missing:
-        return Feedback(True, "h must divide d_model so that every head gets the same whole "
-                              "number of dimensions.")
-    if extra:
-        return Feedback(False, f"{extra[0]} does not split d_model = {q['d_model']} evenly "
-                               f"(d_model % h must be 0).")
-    return Feedback(False, f"{len(missing)} valid head count(s) missing: try every h from 1 "
-                           f"to {q['max_heads']}.")
+def _counted_macs(n: int, d_model: int, h: int) -> int:
+    """Multiply-adds of a real ``MultiHeadAttention(d_model, h)`` on one sequence of n tokens."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        layer = MultiHeadAttention(d_model, h)
+    x = torch.zeros(1, n, d_model)  # (B, n, d_model): the count depends on shapes only
+    return count_ops(lambda: layer(x)).macs
+
+
+def check_layer_macs(answer: Any) -> Feedback:
+    """Exercise 3: ``answer(n, d_model, num_heads)`` = multiply-adds of
+    ``attn.MultiHeadAttention(d_model, num_heads)`` on one sequence of n tokens.
+
+    Compared at every size of ``MACS_SIZES`` with what ``attn.cost.counts.count_ops`` counts
+    when the real layer runs; the classic slips are recognised by their formulas.
+    """
+    if answer is None:
+        return Feedback(False, "Replace None with your function layer_macs(n, d_model, num_heads).")
+    if not callable(answer):
+        return Feedback(False, f"answer should be a function layer_macs(n, d_model, num_heads), "
+                               f"got {type(answer).__name__}.")
+    for n, E, h in MACS_SIZES:
+        got = _call(answer, n, E, h)
+        if isinstance(got, Feedback):
+            return got
+        got = as_whole_number(f"layer_macs({n}, {E}, {h})", got)
+        if isinstance(got, Feedback):
+            return got
+        right = _counted_macs(n, E, h)
+        if got == right:
+            continue
+        slips = [
+            (3 * n * E * E + 2 * n * n * E, "The output projection W^O is a matrix product too: Concat(heads) W^O."),
+            (4 * n * E * E + n * n * E, "Q K^T is one product; the weights times V is another, as large."),
+            (h * 4 * n * E * E + 2 * n * n * E, "The projections run once for all heads (one d_model x d_model "
+                                                "matrix each), not once per head."),
+            (4 * n * E * E + h * 2 * n * n * E, "Each head's Q K^T and weights V use d_k = d_model / h, not "
+                                                "d_model: h heads cost what one full-size head costs."),
+            (4 * n * E * E, "Q K^T and weights V count too: they are the part that grows with n^2."),
+        ]
+        for wrong, hint in slips:
+            if got == wrong:
+                return Feedback(False, f"At n = {n}, d_model = {E}, h = {h}: {hint}")
+        return Feedback(False, f"At n = {n}, d_model = {E}, h = {h} your count differs from the layer's. "
+                               "Add the four parts of the table of section 6: X W^Q, X W^K, X W^V; "
+                               "Q K^T; weights V; Concat(heads) W^O. An (m, k) @ (k, p) product is m k p.")
+    return Feedback(True, "At every size, the count of the real layer: 4 n d_model^2 for the four "
+                          "projections and 2 n^2 d_model for the two products, whatever h.")
 
 
 def check_softmax_entries(answer: Any) -> Feedback:
@@ -113,7 +185,7 @@ def check_softmax_entries(answer: Any) -> Feedback:
         many, one = answer
     except (TypeError, ValueError):
         return Feedback(False, "Give two numbers: (entries with h heads, entries with one head).")
-    a, b = _as_int("the first number", many), _as_int("the second number", one)
+    a, b = as_whole_number("the first number", many), as_whole_number("the second number", one)
     for fb in (a, b):
         if isinstance(fb, Feedback):
             return fb

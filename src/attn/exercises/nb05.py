@@ -1,35 +1,280 @@
-"""Checkers for notebook 05 (attention in PyTorch: modules, nn.MultiheadAttention, masks).
+"""Checkers for notebook 05 (building attention in PyTorch, step by step).
 
-Each checker returns a ``Feedback`` (right or wrong, with a hint) and never states the
-expected answer. The expected values are computed here by running the real thing
-(``attn.causal_mask``, ``torch.nn.MultiheadAttention``, the three softmax fills).
+The guided build: ``check_self_attention`` (steps 1-2), ``check_split_merge`` (step 3),
+``check_multi_head_attention`` (steps 4-5), ``check_silent_case`` and
+``check_head_split_guard`` (step 6). The layer checkers take the learner's **class**, build it,
+write known weights into it and compare what it computes with the package's layer
+(``attn.exercises._layers`` does the work, by behaviour only). Then PyTorch's own layer:
+``check_weight_shapes``, ``check_mha_causal_mask``, and ``check_fully_masked_row``.
+
+Each checker returns a ``Feedback`` (right or wrong, with a hint) and never states the expected
+answer. Masks given to a learner's layer follow the chapter: ``mask == 0`` is blocked (for a
+bool mask: False is blocked, this package's True = may attend).
 """
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Callable
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from ..functional import masked_softmax, softmax_with_fill
 from ..masks import causal_mask, to_torch_mha_mask
+from . import _layers
 from ._base import Feedback
 
 __all__ = [
+    "SELF_ATTENTION_ARGS",
+    "MULTI_HEAD_ARGS",
+    "SPLIT_SETUP",
+    "SILENT_CASE",
     "MASK_LENGTH",
     "SHAPES_SETUP",
     "OUTCOMES",
+    "ArticleAsPrinted",
+    "check_self_attention",
+    "check_split_merge",
+    "check_multi_head_attention",
+    "check_silent_case",
+    "check_head_split_guard",
     "check_mha_causal_mask",
     "check_weight_shapes",
     "check_fully_masked_row",
 ]
 
-#: Exercise 1 asks for a causal mask over this many tokens.
+#: Steps 1-2 build SelfAttention(d_model, d_k, d_v) with these sizes (all different, so that a
+#: mix-up shows).
+SELF_ATTENTION_ARGS: dict[str, int] = {"d_model": 6, "d_k": 4, "d_v": 3}
+#: Steps 4-5 build MultiHeadAttention(d_model, n_heads) with these sizes (d_k = 4 per head).
+MULTI_HEAD_ARGS: dict[str, int] = {"d_model": 8, "n_heads": 2}
+#: Step 3 splits a (batch, length, d_model) tensor into n_heads heads.
+SPLIT_SETUP: dict[str, int] = {"batch": 2, "length": 3, "d_model": 8, "n_heads": 2}
+#: Step 6: the article's layer with these sizes, on x of shape (batch, length, d_model).
+SILENT_CASE: dict[str, int] = {"batch": 2, "length": 5, "d_model": 12, "num_heads": 5}
+
+_SELF = _layers.Spec("SelfAttention", tuple(SELF_ATTENTION_ARGS.values()), "d_model, d_k, d_v",
+                     d_model=SELF_ATTENTION_ARGS["d_model"], d_k=SELF_ATTENTION_ARGS["d_k"],
+                     d_v=SELF_ATTENTION_ARGS["d_v"], heads=None)
+_E, _H = MULTI_HEAD_ARGS["d_model"], MULTI_HEAD_ARGS["n_heads"]
+_MULTI = _layers.Spec("MultiHeadAttention", (_E, _H), "d_model, n_heads", d_model=_E,
+                      d_k=_E // _H, d_v=_E // _H, heads=_H)
+
+
+def check_self_attention(cls: Any, *, masks: bool = True) -> Feedback:
+    """Steps 1-2: the learner's single-head class, built as ``cls(d_model, d_k, d_v)``.
+
+    The projections are found by the chapter's names (``W_q, W_k, W_v``) or the article's
+    (``q_linear, k_linear, v_linear``), with or without bias; forward is ``forward(x, mask=None)``
+    or ``forward(q, k, v, mask=None)`` and returns ``(output, weights)`` or the output alone.
+    With the same float64 weights as the package's single head, the output (B, L, d_v) and
+    weights (B, L, L) must agree with no mask, a causal mask (L, L) and a padding mask
+    (B, 1, L); ``mask == 0`` is blocked.
+
+    Args:
+        cls: the class (not an instance).
+        masks: False checks only the case without a mask (step 1, before masks are taught).
+    """
+    return _layers.check_layer(cls, _SELF, masks=masks)
+
+
+def check_multi_head_attention(cls: Any) -> Feedback:
+    """Steps 4-5: the learner's multi-head class, built as ``cls(d_model, n_heads)``.
+
+    As ``check_self_attention``, with the output projection (``W_o`` or ``out_linear``) too.
+    Output (B, L, d_model), weights per head (B, H, L, L); the masks are (L, L) and
+    (B, 1, 1, L), ``mask == 0`` blocked.
+    """
+    return _layers.check_layer(cls, _MULTI)
+
+
+# ---- step 3: splitting into heads and merging back ---------------------------------------
+
+def _split_input() -> Tensor:
+    s = SPLIT_SETUP
+    n = s["batch"] * s["length"] * s["d_model"]
+    return torch.arange(n, dtype=torch.float64).reshape(s["batch"], s["length"], s["d_model"])
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args), or a message if it failed (the learner's code)."""
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        return f"{getattr(fn, '__name__', 'it')} is not written yet."
+    except Exception as err:  # the learner's code: any error becomes a hint
+        return f"{getattr(fn, '__name__', 'it')} raised {_layers.describe_error(err)}"
+
+
+def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
+    """Step 3: ``split_heads(x, n_heads)`` takes (B, L, E) to (B, H, L, D) and
+    ``merge_heads(x)`` takes (B, H, L, D) back to (B, L, E), for ``SPLIT_SETUP``."""
+    for name, fn in (("split_heads", split_heads), ("merge_heads", merge_heads)):
+        if not callable(fn):
+            return Feedback(False, f"{name}: expected a function, got {type(fn).__name__}.")
+    s = SPLIT_SETUP
+    B, L, E, H = s["batch"], s["length"], s["d_model"], s["n_heads"]
+    D = E // H
+    x = _split_input()  # (B, L, E): the numbers 0, 1, 2, ... in order
+    heads = _call(split_heads, x, H)
+    if isinstance(heads, str):
+        return Feedback(False, heads)
+    if not isinstance(heads, Tensor) or tuple(heads.shape) != (B, H, L, D):
+        got = tuple(heads.shape) if isinstance(heads, Tensor) else type(heads).__name__
+        return Feedback(False, f"split_heads should give shape (B, H, L, D) = {(B, H, L, D)}, got {got}.")
+    expected = x.view(B, L, H, D).transpose(1, 2)  # (B, L, E) -> (B, L, H, D) -> (B, H, L, D)
+    if not torch.equal(heads.double(), expected):
+        if torch.equal(heads.double(), x.view(B, H, L, D)):
+            return Feedback(False, "split_heads: " + _layers.BUGS["heads split without a transpose"])
+        return Feedback(False, "split_heads: the shape is right, not the numbers: head h of token l "
+                               "should hold D consecutive features of token l.")
+    merged = _call(merge_heads, expected.contiguous())  # as attention's output: contiguous
+    if isinstance(merged, str):
+        return Feedback(False, merged)
+    if not isinstance(merged, Tensor) or tuple(merged.shape) != (B, L, E):
+        got = tuple(merged.shape) if isinstance(merged, Tensor) else type(merged).__name__
+        return Feedback(False, f"merge_heads should give shape (B, L, E) = {(B, L, E)}, got {got}.")
+    if not torch.equal(merged.double(), x):
+        if torch.equal(merged.double(), expected.reshape(B, L, E)):
+            return Feedback(False, "merge_heads: " + _layers.BUGS["heads merged without a transpose"])
+        return Feedback(False, "merge_heads: the shape is right, not the numbers: merging the split "
+                               "should give back x exactly.")
+    return Feedback(True, "Each head gets D features of every token, and merging puts every "
+                          "token's heads side by side again: merge_heads(split_heads(x)) is x.")
+
+
+# ---- step 6: the article's silent case ---------------------------------------------------
+
+class ArticleAsPrinted(nn.Module):
+    """The article's multi-head layer as it prints it: biased projections, separate q, k, v,
+    blocked scores filled with -1e9, the output only, and **no check** that ``num_heads``
+    divides ``d_model``. One addition: the last weights are kept in ``attn_weights``, so that
+    a notebook can show their shape.
+
+    Shape legend: B batch, L tokens, E = d_model, H = num_heads, D = head_dim = E // H, and
+    L' = L * E / (H * D), which is L only when H * D = E.
+    """
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__()
+        self.d_model, self.num_heads = d_model, num_heads
+        self.head_dim = d_model // num_heads  # no check: 12 // 5 is 2, and 5 * 2 != 12
+        self.q_linear = nn.Linear(d_model, d_model)
+        self.k_linear = nn.Linear(d_model, d_model)
+        self.v_linear = nn.Linear(d_model, d_model)
+        self.out_linear = nn.Linear(d_model, d_model)
+        self.attn_weights: Tensor | None = None
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> Tensor:
+        """q, k, v (B, L, E); mask broadcastable to (B, H, L', L'), mask == 0 blocked
+        -> output (B, L, E)."""
+        B = q.size(0)
+        H, D = self.num_heads, self.head_dim
+        q = self.q_linear(q).view(B, -1, H, D).transpose(1, 2)  # (B, L, E) -> (B, L', H, D) -> (B, H, L', D)
+        k = self.k_linear(k).view(B, -1, H, D).transpose(1, 2)  # (B, L, E) -> (B, H, L', D)
+        v = self.v_linear(v).view(B, -1, H, D).transpose(1, 2)  # (B, L, E) -> (B, H, L', D)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, L', L')
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        weights = torch.softmax(scores, dim=-1)  # (B, H, L', L')
+        self.attn_weights = weights
+        out = (weights @ v).transpose(1, 2).contiguous()  # (B, H, L', D) -> (B, L', H, D)
+        return self.out_linear(out.view(B, -1, self.d_model))  # (B, L', H, D) -> (B, L, E)
+
+
+def _silent_case_shapes() -> dict[str, Any]:
+    s = SILENT_CASE
+    with torch.random.fork_rng(devices=[]):  # the layer's init must not move the learner's RNG
+        layer = ArticleAsPrinted(s["d_model"], s["num_heads"])
+        x = torch.zeros(s["batch"], s["length"], s["d_model"])
+        with torch.no_grad():
+            out = layer(x, x, x)
+    return {"head_dim": layer.head_dim, "weights": tuple(layer.attn_weights.shape),
+            "output": tuple(out.shape)}
+
+
+def check_silent_case(answer: Any) -> Feedback:
+    """Step 6: answer = {"head_dim": int, "weights": shape, "output": shape}, predicted for
+    ``ArticleAsPrinted(d_model, num_heads)`` of ``SILENT_CASE`` on x (batch, length, d_model)."""
+    keys = ("head_dim", "weights", "output")
+    if not isinstance(answer, dict) or set(answer) != set(keys):
+        return Feedback(False, 'Set `answer` to a dict {"head_dim": ..., "weights": (...), '
+                               '"output": (...)}: an int and two shapes.')
+    head_dim = answer["head_dim"]
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int):
+        return Feedback(False, f'answer["head_dim"] should be an int, got {head_dim!r}: the '
+                               "article computes it with //.")
+    shapes = {k: _as_shape(answer[k]) for k in ("weights", "output")}
+    for k, shape in shapes.items():
+        if shape is None:
+            return Feedback(False, f'answer["{k}"] should be a tuple of ints, got {answer[k]!r}: '
+                                   "the layer runs, it raises nothing.")
+    expected = _silent_case_shapes()
+    s = SILENT_CASE
+    B, L, E, H = s["batch"], s["length"], s["d_model"], s["num_heads"]
+    if head_dim != expected["head_dim"]:
+        return Feedback(False, "head_dim = d_model // num_heads: integer division rounds down.")
+    if shapes["weights"] == (B, H, L, L):
+        return Feedback(False, "That is the shape when num_heads × head_dim = d_model. Here it is "
+                               "not: count what the -1 of view(batch, -1, num_heads, head_dim) "
+                               "becomes when the tensor holds length × d_model numbers per sequence.")
+    if shapes["weights"] != expected["weights"]:
+        return Feedback(False, "The weights are (batch, heads, L', L'), where L' is what the -1 of "
+                               "the split's view becomes.")
+    if shapes["output"] != expected["output"]:
+        return Feedback(False, "The merge's view(batch, -1, d_model) has a -1 too: what does it "
+                               "give back?")
+    return Feedback(True, "No error anywhere: the two -1s absorb the mismatch, and the output "
+                          "has the right shape, yet every head attends over pieces that straddle the real tokens.")
+
+
+def check_head_split_guard(cls: Any) -> Feedback:
+    """Step 6: ``cls(d_model, num_heads)`` must raise a ValueError, naming both values, when
+    num_heads does not divide d_model (``SILENT_CASE``), and build when it does."""
+    if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        return Feedback(False, f"cls: expected the class you wrote (an nn.Module subclass), got "
+                               f"{type(cls).__name__}.")
+    E, H = SILENT_CASE["d_model"], SILENT_CASE["num_heads"]
+    with torch.random.fork_rng(devices=[]):  # the layers' init must not move the learner's RNG
+        for good in (3, 4):
+            try:
+                cls(E, good)
+            except NotImplementedError:
+                return Feedback(False, f"{cls.__name__}.__init__ is not written yet.")
+            except Exception as err:  # the learner's code: any error becomes a hint
+                return Feedback(False, f"{cls.__name__}({E}, {good}) raised "
+                                       f"{_layers.describe_error(err)} {good} heads split {E} "
+                                       "evenly, so it should build.")
+        try:
+            cls(E, H)
+        except ValueError as err:
+            message = str(err)
+            if str(E) in message and str(H) in message:
+                return Feedback(True, f"{cls.__name__}({E}, {H}) now stops at once, and says why: "
+                                      f"{message}")
+            return Feedback(False, "It raises a ValueError, but its message should say what was "
+                                   f"expected and what was given: name d_model and num_heads with "
+                                   f"their values. It says: {message!r}")
+        except AssertionError:
+            return Feedback(False, "A bare assert says nothing about what went wrong, and `python -O` "
+                                   "removes it: raise a ValueError with a message instead.")
+        except NotImplementedError:
+            return Feedback(False, f"{cls.__name__}.__init__ is not written yet.")
+        except Exception as err:  # the learner's code: any error becomes a hint
+            return Feedback(False, f"It raises {_layers.describe_error(err)} A value that does "
+                                   "not fit is a ValueError.")
+    return Feedback(False, f"{cls.__name__}({E}, {H}) still builds without complaint: check in "
+                           "__init__, before any weight is made, that the heads split d_model evenly.")
+
+
+# ---- PyTorch's own layer -----------------------------------------------------------------
+
+#: The nn.MultiheadAttention exercise asks for a causal mask over this many tokens.
 MASK_LENGTH = 5
-#: Exercise 2's layer and input: nn.MultiheadAttention(embed_dim, num_heads,
+#: The weight-shapes exercise's layer and input: nn.MultiheadAttention(embed_dim, num_heads,
 #: batch_first=True) applied to x of shape (batch, length, embed_dim) as self-attention.
 SHAPES_SETUP: dict[str, int] = {"batch": 3, "length": 7, "embed_dim": 64, "num_heads": 4}
-#: Exercise 3's vocabulary for what a fully masked row becomes.
+#: Step 5's vocabulary for what a fully masked row becomes.
 OUTCOMES: tuple[str, ...] = ("nan", "uniform", "zeros")
 
 

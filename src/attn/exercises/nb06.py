@@ -1,7 +1,7 @@
 """Checkers for notebook 06 (visualising attention: heatmaps and the three common patterns).
 
 Each checker returns a ``Feedback`` and never states the expected answer. Expected values
-come from the hand-built heads of ``attn.patterns``.
+come from the hand-built heads of ``attn.handbuilt.heads``.
 """
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..examples import SENTENCE
-from ..patterns import (
-    SENTENCE_PHRASES,
+from ..examples import SENTENCE, SENTENCE_PHRASES
+from ..handbuilt.heads import (
     block_qk,
     diagonal_qk,
     head_weights,

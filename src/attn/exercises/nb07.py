@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import math
 from typing import Any
-from unittest import mock
 
 import numpy as np
 import torch
 
 from ..blockwise import causal_blocks
-from ._base import Feedback
+from ._base import Feedback, as_whole_number, softmax_switched_off
 
 __all__ = [
     "WEIGHTS_B", "WEIGHTS_H", "WEIGHTS_L",
@@ -28,22 +27,11 @@ WEIGHTS_B, WEIGHTS_H, WEIGHTS_L = 8, 12, 2048
 CAUSAL_L, CAUSAL_QUERY_BLOCK, CAUSAL_KEY_BLOCK = 1024, 256, 128
 
 
-def _as_count(name: str, answer: Any) -> int | Feedback:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
-        if hasattr(answer, "item") and getattr(answer, "numel", lambda: 0)() == 1:
-            answer = answer.item()
-        else:
-            return Feedback(False, f"{name} should be one number, got {type(answer).__name__}.")
-    if not math.isfinite(answer) or answer != int(answer):
-        return Feedback(False, f"{name} should be a whole number, got {answer}.")
-    return int(answer)
-
-
 def check_weights_bytes(answer: Any) -> Feedback:
     """Exercise 1: bytes of the (B, H, L, L) float32 weights, B=WEIGHTS_B, H=WEIGHTS_H, L=WEIGHTS_L."""
     if answer is None:
         return Feedback(False, "Replace None with a number of bytes.")
-    n = _as_count("answer", answer)
+    n = as_whole_number("answer", answer)
     if isinstance(n, Feedback):
         return n
     B, H, L = WEIGHTS_B, WEIGHTS_H, WEIGHTS_L
@@ -68,10 +56,6 @@ def _cases() -> list[tuple[torch.Tensor, int]]:
     return cases + [(rising, b) for b in (1, 2, 3, 5)] + [(huge, b) for b in (1, 2, 3)]
 
 
-def _no_full_softmax(*args: Any, **kwargs: Any) -> None:
-    raise RuntimeError("the online softmax must not call softmax on all the scores")
-
-
 def check_online_softmax(fn: Any) -> Feedback:
     """Exercise 2: ``fn(scores (S,), block_size) -> weights (S,)`` by the online rule.
 
@@ -86,18 +70,11 @@ def check_online_softmax(fn: Any) -> Feedback:
         return Feedback(False, f"answer should be a function, got {type(fn).__name__}.")
     fails: list[tuple[int, int]] = []
     for scores, b in _cases():
-        patches = [mock.patch.object(torch, "softmax", _no_full_softmax),
-                   mock.patch.object(torch.Tensor, "softmax", _no_full_softmax),
-                   mock.patch.object(torch.nn.functional, "softmax", _no_full_softmax)]
         try:
-            for p in patches:
-                p.start()
-            got = fn(scores.clone(), b)
+            with softmax_switched_off("the online softmax must not call softmax on all the scores"):
+                got = fn(scores.clone(), b)
         except Exception as e:  # the learner's code: report, do not raise
             return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
-        finally:
-            for p in patches:
-                p.stop()
         try:
             arr = np.asarray(got.detach().cpu().numpy() if hasattr(got, "detach") else got, dtype=float)
         except (TypeError, ValueError):
@@ -125,7 +102,7 @@ def check_causal_pairs(answer: Any) -> Feedback:
     """Exercise 3: (query block, key block) pairs of a causal pass over L = S = CAUSAL_L."""
     if answer is None:
         return Feedback(False, "Replace None with a number of block pairs.")
-    n = _as_count("answer", answer)
+    n = as_whole_number("answer", answer)
     if isinstance(n, Feedback):
         return n
     L, bq, bk = CAUSAL_L, CAUSAL_QUERY_BLOCK, CAUSAL_KEY_BLOCK

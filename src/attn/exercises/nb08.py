@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..tiny import TASKS, held_out_batch, load_run, load_trained, pattern_mask, pattern_score
+from ..pattern_scores import pattern_mask, pattern_score
+from ..trained.tasks import TASKS, held_out_batch
+from ..trained.tiny import load_run, load_trained
 from ._base import Feedback, as_array, close
 
 __all__ = [
@@ -103,7 +105,7 @@ def check_vertical_score(answer: Any) -> Feedback:
     arr = as_array("answer", answer, (H,))
     if isinstance(arr, Feedback):
         return arr
-    expected = pattern_score(w, pattern_mask("vertical", w.shape[-1])).numpy()
+    expected = pattern_score(w, pattern_mask("vertical", w.shape[-1])).mean(0).numpy()  # (B, H) -> (H,)
     if close(arr, expected, atol=1e-4):
         return Feedback(True, "the share of each head's attention that lands on the first token.")
     if close(arr, w[..., 0].sum(-1).mean(0).numpy(), atol=1e-4):

@@ -14,23 +14,43 @@ from .efficiency import efficiency_explorer
 from .heads import heads_explorer
 from .masks import mask_explorer
 from .patterns import pattern_explorer
-from .scaling import scaling_explorer, scaling_stats
+from .scaling import scaling_explorer
 from .sentence import sentence_explorer
 from .worked import worked_explorer
 
 
 def _training() -> Explorer:
-    from ..tiny import TASKS, load_run
+    from ..trained.tasks import TASKS
+    from ..trained.tiny import load_run
     from .trained import training_explorer
 
     return training_explorer({task: load_run(task) for task in TASKS})
 
 
 def _examples() -> Explorer:
-    from ..tiny import TASKS, load_trained
+    from ..trained.tasks import TASKS
+    from ..trained.tiny import load_trained
     from .trained import example_explorer
 
     return example_explorer({task: load_trained(task) for task in TASKS})
+
+
+def _positions() -> Explorer:
+    from .positions import positions_explorer
+
+    return positions_explorer()
+
+
+def _decoding() -> Explorer:
+    from .decoding import decoding_explorer
+
+    return decoding_explorer()
+
+
+def _backward() -> Explorer:
+    from .backward import backward_explorer
+
+    return backward_explorer()
 
 
 def _pretrained() -> Explorer:
@@ -50,13 +70,15 @@ EXPLORERS: dict[str, Callable[[], Explorer]] = {
     "training (08)": _training,
     "examples (08)": _examples,
     "pretrained (08)": _pretrained,
+    "positions (09)": _positions,
+    "decoding (10)": _decoding,
+    "backward (11)": _backward,
 }
 
 __all__ = [
     "Explorer",
     "EXPLORERS",
     "scaling_explorer",
-    "scaling_stats",
     "sentence_explorer",
     "worked_explorer",
     "heads_explorer",

@@ -2,9 +2,14 @@
 
 Two controls: the sequence length n and the block size b of the blockwise method. Three
 panels: measured time and measured peak memory against n on log-log axes (a line of slope
-2 for reference), and the n x n score matrix with the n x b block that the blockwise method
-holds at once. The curves are measured once, when the explorer is built (or passed in);
-moving a control only looks numbers up (``efficiency_view``) and moves markers.
+2 for reference), with the blockwise method's curve for the chosen b; and the n x n weight
+matrix beside the n x b block of scores that the blockwise method holds at once.
+
+Measured once, not per move: a live measurement at n = 1024 takes 10-30 ms for the time and
+40-200 ms for the memory meter, over the 30 ms a move may take. So the naive and SDPA curves
+come in (or are measured when the explorer is built), and the blockwise method is measured at
+build time for every (n, b) of the sliders (``measure_block_sizes``, about a second). Moving
+b then shows the measurements for that b (``efficiency_view`` looks them up).
 """
 from __future__ import annotations
 
@@ -16,22 +21,48 @@ import ipywidgets as widgets
 from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
-from ..efficiency import (STYLE, AttentionCost, attention_cost, fit_slope, format_bytes, loglog_curves,
-                          memory_curve, time_curve)
+from ..cost.counts import AttentionCost, attention_cost
+from ..cost.measure import STYLE, fit_slope, format_bytes, loglog_curves, memory_curve, time_curve
 from ..plotting import new_figure
 from ._base import Explorer
 
-__all__ = ["LENGTHS", "BLOCK_SIZES", "EfficiencyView", "efficiency_view", "efficiency_explorer"]
+__all__ = ["LENGTHS", "BLOCK_SIZES", "BlockMeasurements", "measure_block_sizes", "EfficiencyView",
+           "efficiency_view", "efficiency_explorer"]
 
 LENGTHS: tuple[int, ...] = (64, 128, 256, 512, 1024)
 BLOCK_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256, 512)
 _METHODS = ("naive", "blockwise", "sdpa")
-_LABELS = {**{m: STYLE[m][0] for m in _METHODS}, "blockwise": "blockwise (measured with b = 128)"}
+_WHOLE = ("naive", "sdpa")  # the methods that do not depend on b
+# Each method's own marker and line style, so that no line is told apart by its colour alone.
+_LINES = {m: fmt for m, (_label, _colour, fmt) in STYLE.items()}  # marker and line style
+
+
+@dataclass(frozen=True)
+class BlockMeasurements:
+    """The blockwise method measured at every (b, n): b -> one value per length."""
+
+    lengths: tuple[int, ...]
+    seconds: dict[int, tuple[float, ...]]
+    peak_bytes: dict[int, tuple[int, ...]]
+
+
+def measure_block_sizes(lengths: Sequence[int] = LENGTHS, block_sizes: Sequence[int] = BLOCK_SIZES,
+                        *, repeats: int = 2) -> BlockMeasurements:
+    """Time (fastest of ``repeats``) and peak tensor memory of the blockwise method for every
+    block size b and length n (one head, d_k = 64; ``time_curve`` and ``memory_curve``)."""
+    lengths = tuple(check_positive_int("lengths", n) for n in lengths)
+    seconds, peak = {}, {}
+    for b in block_sizes:
+        check_positive_int("block_sizes", b)
+        seconds[b] = tuple(time_curve(list(lengths), methods=["blockwise"], block_size=b,
+                                      repeats=repeats)["blockwise"])
+        peak[b] = tuple(memory_curve(list(lengths), methods=["blockwise"], block_size=b)["blockwise"])
+    return BlockMeasurements(lengths=lengths, seconds=seconds, peak_bytes=peak)
 
 
 @dataclass(frozen=True)
 class EfficiencyView:
-    """The numbers shown for one (n, b)."""
+    """The numbers shown for one (n, b); "blockwise" is measured with this b."""
 
     n: int
     block_size: int
@@ -45,9 +76,9 @@ class EfficiencyView:
 
 
 def _check_curves(name: str, curves: object, lengths: Sequence[int]) -> Mapping[str, Sequence[float]]:
-    if not isinstance(curves, Mapping) or any(m not in curves for m in _METHODS):
-        raise TypeError(f"{name}: expected a dict with keys {list(_METHODS)}, got {curves!r}")
-    for m in _METHODS:
+    if not isinstance(curves, Mapping) or any(m not in curves for m in _WHOLE):
+        raise TypeError(f"{name}: expected a dict with keys {list(_WHOLE)}, got {curves!r}")
+    for m in _WHOLE:
         if len(curves[m]) != len(lengths):
             raise ValueError(f"{name}: expected {len(lengths)} values per method (one per length), "
                              f"got {len(curves[m])} for {m!r}")
@@ -56,14 +87,18 @@ def _check_curves(name: str, curves: object, lengths: Sequence[int]) -> Mapping[
 
 def efficiency_view(
     n: int, block_size: int, *, seconds: Mapping[str, Sequence[float]],
-    peak_bytes: Mapping[str, Sequence[int]], lengths: Sequence[int] = LENGTHS, d_k: int = 64,
+    peak_bytes: Mapping[str, Sequence[int]], blocks: BlockMeasurements,
+    lengths: Sequence[int] = LENGTHS, d_k: int = 64,
 ) -> EfficiencyView:
-    """Look up the measured curves at length n and count what a block of size b holds.
+    """Look up the measured curves at length n, the blockwise ones for block size b, and
+    count what a block of size b holds.
 
     Args:
         n: a length from ``lengths``.
-        block_size: keys per block, b >= 1.
-        seconds, peak_bytes: method -> one value per length (``time_curve``, ``memory_curve``).
+        block_size: keys per block, one of the block sizes ``blocks`` was measured with.
+        seconds, peak_bytes: "naive" and "sdpa" -> one value per length (``time_curve``,
+            ``memory_curve``).
+        blocks: the blockwise method per block size (``measure_block_sizes``).
         lengths: the lengths the curves were measured at.
     """
     check_positive_int("n", n)
@@ -73,11 +108,18 @@ def efficiency_view(
         raise ValueError(f"n: expected one of the measured lengths {lengths}, got {n}")
     _check_curves("seconds", seconds, lengths)
     _check_curves("peak_bytes", peak_bytes, lengths)
+    if not isinstance(blocks, BlockMeasurements) or list(blocks.lengths) != lengths:
+        raise TypeError(f"blocks: expected BlockMeasurements at the lengths {lengths}, got {blocks!r}")
+    if block_size not in blocks.seconds:
+        raise ValueError(f"block_size: expected one of the measured {sorted(blocks.seconds)}, "
+                         f"got {block_size}")
     i = lengths.index(n)
     return EfficiencyView(
-        n=n, block_size=block_size, cost=attention_cost(n, d_k=d_k),
-        seconds={m: float(seconds[m][i]) for m in _METHODS},
-        peak_bytes={m: int(peak_bytes[m][i]) for m in _METHODS},
+        n=n, block_size=block_size, cost=attention_cost(n, d_k),  # one head, d_model = d_k
+        seconds={"naive": float(seconds["naive"][i]), "blockwise": blocks.seconds[block_size][i],
+                 "sdpa": float(seconds["sdpa"][i])},
+        peak_bytes={"naive": int(peak_bytes["naive"][i]), "blockwise": blocks.peak_bytes[block_size][i],
+                    "sdpa": int(peak_bytes["sdpa"][i])},
         blocks=math.ceil(n / block_size),
         block_bytes=n * min(block_size, n) * 4,
         time_slope=fit_slope(lengths, seconds["naive"]),
@@ -86,13 +128,14 @@ def efficiency_view(
 
 
 def _readout(v: EfficiencyView) -> str:
+    label = {**{m: STYLE[m][0] for m in _METHODS}, "blockwise": f"blockwise, b = {v.block_size}"}
     rows = "".join(
-        f"<tr><td>{_LABELS[m]}</td><td>{v.seconds[m] * 1e3:.2f} ms</td>"
+        f"<tr><td>{label[m]}</td><td>{v.seconds[m] * 1e3:.2f} ms</td>"
         f"<td>{v.seconds[m] / v.seconds['sdpa']:.1f}×</td><td>{format_bytes(v.peak_bytes[m])}</td></tr>"
         for m in _METHODS
     )
     return (
-        f"<p>n = {v.n}: Q Kᵀ and weights·V take {v.cost.multiply_adds:,} multiply-adds; "
+        f"<p>n = {v.n}: Q Kᵀ and weights·V take {v.cost.macs_attention:,} multiply-adds; "
         f"the n×n float32 weights take {format_bytes(v.cost.score_bytes)}. "
         f"Blockwise with b = {v.block_size}: {v.blocks} block(s) of {format_bytes(v.block_bytes)} "
         f"each, one at a time.</p>"
@@ -106,31 +149,46 @@ def efficiency_explorer(
     n: int = 512, block_size: int = 128, *,
     seconds: Mapping[str, Sequence[float]] | None = None,
     peak_bytes: Mapping[str, Sequence[int]] | None = None,
+    blocks: BlockMeasurements | None = None,
     lengths: Sequence[int] = LENGTHS,
 ) -> Explorer:
     """Sliders for n and the block size b; time and memory against n; the block held at once.
 
     Args:
         n, block_size: the controls' starting values.
-        seconds, peak_bytes: curves from ``time_curve(lengths)`` / ``memory_curve(lengths)``
-            (one head, d_k = 64); measured here when None (about a second).
+        seconds, peak_bytes: "naive" and "sdpa" curves from ``time_curve(lengths)`` /
+            ``memory_curve(lengths)`` (one head, d_k = 64); measured here when None.
+        blocks: the blockwise method for every b of the slider (``measure_block_sizes``);
+            measured here when None (about a second).
         lengths: the lengths of the curves and of the n slider.
     """
     lengths = list(lengths)
     if seconds is None:
-        seconds = time_curve(lengths, methods=_METHODS, repeats=3)
+        seconds = time_curve(lengths, methods=_WHOLE, repeats=3)
     if peak_bytes is None:
-        peak_bytes = memory_curve(lengths, methods=_METHODS)
-    efficiency_view(lengths[0], block_size, seconds=seconds, peak_bytes=peak_bytes, lengths=lengths)
+        peak_bytes = memory_curve(lengths, methods=_WHOLE)
+    if blocks is None:
+        blocks = measure_block_sizes(lengths, BLOCK_SIZES)
+    efficiency_view(lengths[0], block_size, seconds=seconds, peak_bytes=peak_bytes, blocks=blocks,
+                    lengths=lengths)  # validates every argument
 
     fig = new_figure(10, 3, dpi=72)
     ax_t, ax_m, ax_b = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 0.8]})
-    markers = []
-    for ax, curves, unit, title in ((ax_t, seconds, 1e3, "time per call (ms)"),
-                                    (ax_m, peak_bytes, 2.0**-20, "peak tensor memory (MiB)")):
-        loglog_curves(ax, lengths, {m: curves[m] for m in _METHODS}, unit=unit, title=title)
-        row = [ax.plot([lengths[0]], [1], "s", ms=8, mfc="none", color=STYLE[m][1])[0] for m in _METHODS]
-        markers.append((curves, unit, row))
+    panels = []  # (measured curves, blockwise per b, unit, markers, the blockwise line)
+    for ax, curves, per_b, unit, title in (
+            (ax_t, seconds, blocks.seconds, 1e3, "time per call (ms)"),
+            (ax_m, peak_bytes, blocks.peak_bytes, 2.0**-20, "peak tensor memory (MiB)")):
+        lines = loglog_curves(ax, lengths, {m: curves[m] for m in _WHOLE}, unit=unit, title=title)
+        for line, m in zip(lines, _WHOLE):
+            line.set_marker(_LINES[m][0])
+            line.set_linestyle(_LINES[m][1:])
+        (live_line,) = ax.plot(lengths, [y * unit for y in per_b[block_size]], _LINES["blockwise"],
+                               ms=3, color=STYLE["blockwise"][1], label="blockwise, chosen b")
+        every = [y * unit for m in _WHOLE for y in curves[m]] + [y * unit for ys in per_b.values() for y in ys]
+        ax.set_ylim(min(every) / 1.5, max(every) * 1.5)  # every b's curve stays in view
+        row = [ax.plot([lengths[0]], [1], _LINES[m][0], ms=9, mfc="none", color=STYLE[m][1])[0]
+               for m in _METHODS]
+        panels.append((curves, per_b, unit, row, live_line))
     ax_t.legend(fontsize=7, loc="upper left")
     ax_b.set_xlim(0, 1)
     ax_b.set_ylim(1, 0)
@@ -139,24 +197,27 @@ def efficiency_explorer(
     ax_b.set_yticks([])
     ax_b.set_xlabel("keys →")
     ax_b.set_ylabel("← queries")
-    ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:red", alpha=0.25))
-    strip = ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:green", alpha=0.9))
-    ax_b.set_title("held at once: n×n weights (red)\nor one n×b block (green)", fontsize=10)
+    ax_b.add_patch(Rectangle((0, 0), 1, 1, color="0.85"))
+    strip = ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:blue"))
+    ax_b.set_title("held at once: n×n weights (grey)\nor one n×b block (blue)", fontsize=10)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.86, wspace=0.28)  # fixed: quick
 
     def update(n: int, block_size: int) -> tuple[EfficiencyView, str]:
-        v = efficiency_view(n, block_size, seconds=seconds, peak_bytes=peak_bytes, lengths=lengths)
-        for curves, unit, row in markers:
-            i = lengths.index(n)
+        v = efficiency_view(n, block_size, seconds=seconds, peak_bytes=peak_bytes, blocks=blocks,
+                            lengths=lengths)
+        i = lengths.index(n)
+        for curves, per_b, unit, row, live_line in panels:
+            live_line.set_ydata([y * unit for y in per_b[block_size]])
             for m, marker in zip(_METHODS, row):
-                marker.set_data([n], [curves[m][i] * unit])
+                y = per_b[block_size][i] if m == "blockwise" else curves[m][i]
+                marker.set_data([n], [y * unit])
         width = min(block_size, n) / n
         strip.set_width(width)
         strip.set_x(min(1 - width, width))  # the second block, or the only one
         return v, _readout(v)
 
     def live() -> list:
-        return [mk for _, _, row in markers for mk in row] + [strip]
+        return [a for _, _, _, row, line in panels for a in (line, *row)] + [strip]
 
     n_slider = widgets.SelectionSlider(options=lengths, value=n if n in lengths else lengths[0],
                                        description="n", continuous_update=True)
@@ -164,4 +225,4 @@ def efficiency_explorer(
                                        value=block_size if block_size in BLOCK_SIZES else 128,
                                        description="block b", continuous_update=True)
     return Explorer({"n": n_slider, "block_size": b_slider}, fig, update, live,
-                    title="Attention cost: time and memory against n")
+                    title="Attention cost: time and memory against n, and the block size b")

@@ -1,13 +1,18 @@
-"""The heads explorer: pick d_model and the number of heads, see every shape and every head.
+"""The heads explorer: why several heads. One head against two when each word needs two sources.
 
 The input is the chapter's sentence (``attn.examples.SENTENCE``, 6 tokens) with seeded random
-embeddings, fed to a seeded ``attn.MultiHeadAttention``. The projection matrices depend on
-d_model only, so changing the number of heads cuts the *same* Q, K, V into a different number
-of column blocks: what changes is how the columns are grouped before the softmax.
+embeddings X, fed to one ``attn.MultiHeadAttention`` per d_model. Two choices of its W^Q, W^K:
 
-Speed: the 2 x 4 grid is drawn once with all eight cells; the cells of heads that do not exist
-are covered by background-coloured rectangles (live artists), so changing the head count never
-needs a full redraw, and the maps are drawn as blown-up colour lookups (``attn.plotting_text.CellMap``).
+* "two sources": they are set so that X W^Q and X W^K are the hand-built queries and keys of
+  two patterns side by side (``attn.handbuilt.heads``): the first half of the columns aims
+  each word at the word before it, the second half aims every word at 小明 (the subject).
+  Each word needs both. Cut into 2 heads, each head takes one source and puts most of its
+  weight there. Kept as 1 head, the two halves' scores add up in one softmax: the word's
+  weight is split between the two sources, and its output is their average.
+* "random": seeded random weights (an untrained layer): maps without structure.
+
+For a given d_model and input the projections do not depend on the number of heads: changing
+it cuts the *same* Q, K, V into a different number of column blocks.
 """
 from __future__ import annotations
 
@@ -17,24 +22,28 @@ from functools import lru_cache
 import ipywidgets as widgets
 import numpy as np
 import torch
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
-from ..cost import multi_head_cost, trace_multi_head, valid_num_heads
-from ..examples import SENTENCE
+from ..cost.counts import multi_head_cost, trace_multi_head, valid_num_heads
+from ..examples import SENTENCE, SENTENCE_GLOSS
+from ..handbuilt.heads import diagonal_qk, vertical_qk
 from ..modules import MultiHeadAttention
-from ..plotting import head_grid
-from ..plotting_text import CellMap
+from ..plotting import new_figure, token_font
 from ._base import Explorer
+from ._mapview import MapView
 
-__all__ = ["D_MODELS", "MAX_HEADS", "HeadsState", "heads_state", "heads_explorer"]
+__all__ = ["D_MODELS", "MAX_HEADS", "INPUTS", "HeadsState", "heads_state", "heads_explorer"]
 
-#: d_model choices of the explorer (the chapter's 512 included).
-D_MODELS: tuple[int, ...] = (4, 6, 8, 12, 16, 24, 32, 64, 128, 512)
+#: d_model choices of the explorer (the chapter's 512 included); each is at least the 6 tokens,
+#: so X W^Q can be any (6, d_model) matrix.
+D_MODELS: tuple[int, ...] = (6, 8, 12, 16, 24, 32, 64, 128, 512)
 #: The grid holds 2 x 4 maps, like the chapter's figure.
 MAX_HEADS: int = 8
+#: The choices of W^Q and W^K (see the module docstring).
+INPUTS: tuple[str, ...] = ("two sources", "random")
+#: The scaled score of a word and its source when each pattern has a head of its own.
+SOURCE_SCORE: float = 4.0
+_SUBJECT = 0  # 小明, the second source of every word
 
 _NOTATION = {
     "X": "X (n, d_model)",
@@ -53,43 +62,67 @@ _NOTATION = {
 
 @dataclass(frozen=True)
 class HeadsState:
-    """What the explorer shows for one (d_model, num_heads).
+    """What the explorer shows for one (d_model, num_heads, inputs).
 
     Attributes:
-        d_model, num_heads, head_dim: E, H and D = E // H.
+        d_model, num_heads, head_dim: E, H and D = E // H; inputs: one of ``INPUTS``.
         tokens: the n token labels.
         shapes: [(step, shape)] of every intermediate tensor, batch dim included (B = 1).
         weights: (H, n, n) attention maps, one per head.
-        params, macs, softmax_entries: the layer's counts (``attn.cost.multi_head_cost``).
+        sources: (n, n) bool, the two cells each word needs ("two sources"; else None).
+        source_weights: (H, 2) mean weight of each head on the previous word and on 小明,
+            over the words whose two sources differ (3rd to last); None for "random".
+        params, macs, softmax_entries: the layer's counts (``attn.cost.counts.multi_head_cost``).
     """
 
     d_model: int
     num_heads: int
     head_dim: int
+    inputs: str
     tokens: tuple[str, ...]
     shapes: tuple[tuple[str, tuple[int, ...]], ...]
     weights: np.ndarray
+    sources: np.ndarray | None
+    source_weights: np.ndarray | None
     params: int
     macs: int
     softmax_entries: int
 
 
-@lru_cache(maxsize=16)
-def _inputs(d_model: int, seed: int) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-    """Seeded embeddings (1, n, E) and the four (E, E) projection weights for this d_model.
+def _two_source_qk(n: int, d_model: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Hand-built Q, K (n, E): columns 0..E/2-1 aim at the previous word, the rest at 小明.
 
-    Weights are N(0, 1/E), so each entry of Q and K has variance about 1 and the maps are
-    neither flat nor one-hot. A private generator: the global random state is untouched.
+    The strength makes a word's score for its source SOURCE_SCORE after scaling by
+    sqrt(E / 2), the size of one half (``attn.handbuilt.heads``' size convention)."""
+    half = d_model // 2
+    strength = SOURCE_SCORE / half**0.5
+    q_prev, k_prev = diagonal_qk(n, half, strength=strength, offset=-1)  # (n, E/2) each
+    q_subj, k_subj = vertical_qk(n, half, strength=strength, key=_SUBJECT)
+    return torch.cat([q_prev, q_subj], -1), torch.cat([k_prev, k_subj], -1)  # (n, E/2) x 2 -> (n, E)
+
+
+@lru_cache(maxsize=32)
+def _inputs(d_model: int, inputs: str, seed: int) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    """Seeded embeddings (1, n, E) and the four (E, E) projection weights (nn.Linear layout).
+
+    Random weights are N(0, 1/E), so each entry of Q and K has variance about 1. For "two
+    sources", W^Q and W^K solve X W = the hand-built Q, K exactly (pinv: X has n <= E
+    independent rows). A private generator: the global random state is untouched.
     """
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(1, len(SENTENCE), d_model, generator=g, dtype=torch.float64)  # (1, n, E)
-    ws = tuple(torch.randn(d_model, d_model, generator=g, dtype=torch.float64) / d_model**0.5
-               for _ in range(4))  # W_q, W_k, W_v, W_o as nn.Linear weights (out, in)
-    return x, ws
+    n = len(SENTENCE)
+    x = torch.randn(1, n, d_model, generator=g, dtype=torch.float64)  # (1, n, E)
+    ws = [torch.randn(d_model, d_model, generator=g, dtype=torch.float64) / d_model**0.5
+          for _ in range(4)]  # W_q, W_k, W_v, W_o as nn.Linear weights (out, in)
+    if inputs == "two sources":
+        q, k = _two_source_qk(n, d_model)  # (n, E) each
+        x_pinv = torch.linalg.pinv(x[0])  # (n, E) -> (E, n)
+        ws[0], ws[1] = (x_pinv @ q).T, (x_pinv @ k).T  # x @ W.T = q: (E, E) as (out, in)
+    return x, tuple(ws)
 
 
-def _module(d_model: int, num_heads: int, seed: int) -> MultiHeadAttention:
-    _, ws = _inputs(d_model, seed)
+def _module(d_model: int, num_heads: int, inputs: str, seed: int) -> MultiHeadAttention:
+    _, ws = _inputs(d_model, inputs, seed)
     with torch.random.fork_rng(devices=[]):  # nn.Linear's own init draws from the global RNG
         mha = MultiHeadAttention(d_model, num_heads).to(torch.float64)
     with torch.no_grad():
@@ -98,85 +131,106 @@ def _module(d_model: int, num_heads: int, seed: int) -> MultiHeadAttention:
     return mha
 
 
-def heads_state(d_model: int, num_heads: int, *, seed: int = 0) -> HeadsState:
+def heads_state(d_model: int, num_heads: int, *, inputs: str = "two sources",
+                seed: int = 0) -> HeadsState:
     """Run a seeded multi-head layer on the chapter's sentence and record shapes and maps.
 
     Args:
-        d_model: E, a positive int.
+        d_model: E, one of ``D_MODELS``.
         num_heads: H, a divisor of E.
-        seed: seeds the embeddings and the projections (same seed, same numbers).
+        inputs: "two sources" (hand-set W^Q, W^K) or "random" (``INPUTS``).
+        seed: seeds the embeddings and the random projections (same seed, same numbers).
 
     Returns:
         A ``HeadsState``; ``weights`` has shape (H, n, n) with n = len(SENTENCE).
     """
     check_positive_int("d_model", d_model)
     check_positive_int("num_heads", num_heads)
+    if d_model not in D_MODELS:
+        raise ValueError(f"d_model: expected one of {D_MODELS}, got {d_model}")
     if d_model % num_heads:
         raise ValueError(f"num_heads: expected a divisor of d_model={d_model} "
                          f"(one of {valid_num_heads(d_model)}), got {num_heads}")
+    if inputs not in INPUTS:
+        raise ValueError(f"inputs: expected one of {INPUTS}, got {inputs!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed: expected an int, got {type(seed).__name__}")
-    return _cached_state(d_model, num_heads, seed)
+    return _cached_state(d_model, num_heads, inputs, seed)
+
+
+def _sources(n: int) -> np.ndarray:
+    """(n, n) bool: each word's previous word and 小明 (row 0: 小明 itself)."""
+    cells = np.zeros((n, n), dtype=bool)
+    cells[np.arange(1, n), np.arange(n - 1)] = True  # the previous word
+    cells[:, _SUBJECT] = True
+    cells.setflags(write=False)
+    return cells
 
 
 @lru_cache(maxsize=64)
-def _cached_state(d_model: int, num_heads: int, seed: int) -> HeadsState:
-    x, _ = _inputs(d_model, seed)
-    mha = _module(d_model, num_heads, seed)
+def _cached_state(d_model: int, num_heads: int, inputs: str, seed: int) -> HeadsState:
+    x, _ = _inputs(d_model, inputs, seed)
+    mha = _module(d_model, num_heads, inputs, seed)
     with torch.no_grad():
         steps = trace_multi_head(mha, x)
     shapes = tuple((name, tuple(t.shape)) for name, t in steps)
     weights = dict(steps)["weights per head"][0].numpy().copy()  # (1, H, n, n) -> (H, n, n)
     weights.setflags(write=False)  # cached and shared: read-only
-    cost = multi_head_cost(len(SENTENCE), d_model, num_heads)
+    n = len(SENTENCE)
+    sources = source_weights = None
+    if inputs == "two sources":
+        sources = _sources(n)
+        rows = np.arange(2, n)  # words whose previous word is not 小明
+        source_weights = np.stack([weights[:, rows, rows - 1].mean(-1),
+                                   weights[:, rows, _SUBJECT].mean(-1)], -1)  # (H, 2)
+        source_weights.setflags(write=False)
+    cost = multi_head_cost(n, d_model, num_heads)
     return HeadsState(d_model=d_model, num_heads=num_heads, head_dim=d_model // num_heads,
-                      tokens=SENTENCE, shapes=shapes, weights=weights, params=cost.params,
+                      inputs=inputs, tokens=SENTENCE, shapes=shapes, weights=weights,
+                      sources=sources, source_weights=source_weights, params=cost.params,
                       macs=cost.macs, softmax_entries=cost.softmax_entries)
 
 
 def _readout(s: HeadsState) -> str:
-    rows = "".join(f"<tr><td>{name}</td><td>{_NOTATION[name]}</td><td><code>{shape}</code></td></tr>"
-                   for name, shape in s.shapes)
     n = len(s.tokens)
     heads = "1 head" if s.num_heads == 1 else f"{s.num_heads} heads"
-    return (
-        f"<p>d_model = {s.d_model}, {heads} of d_k = d_v = {s.d_model} / {s.num_heads} = "
-        f"{s.head_dim}; n = {n} tokens, batch B = 1.</p>"
-        f"<table><tr><th>step</th><th>the chapter's notation</th><th>shape (B, …)</th></tr>{rows}</table>"
+    out = [f"<p>d_model = {s.d_model}, {heads} of d_k = d_v = {s.d_model} / {s.num_heads} = "
+           f"{s.head_dim}; n = {n} tokens, batch B = 1.</p>"]
+    if s.source_weights is not None:
+        rows = "".join(f"<tr><td>head {h + 1}</td><td>{a:.2f}</td><td>{b:.2f}</td></tr>"
+                       for h, (a, b) in enumerate(s.source_weights))
+        out.append(
+            f"<p>Each word needs two sources (dots): the word before it and {s.tokens[_SUBJECT]} "
+            f"({SENTENCE_GLOSS[_SUBJECT]}). Mean weight on each, over {s.tokens[2]} … "
+            f"{s.tokens[-1]}:</p><table><tr><th></th><th>previous word</th>"
+            f"<th>{s.tokens[_SUBJECT]}</th></tr>{rows}</table>")
+    steps = "".join(f"<tr><td>{name}</td><td>{_NOTATION[name]}</td><td><code>{shape}</code></td></tr>"
+                    for name, shape in s.shapes)
+    out.append(
+        f"<table><tr><th>step</th><th>the chapter's notation</th><th>shape (B, …)</th></tr>{steps}</table>"
         f"<p>parameters 4·d_model² = {s.params:,} (the same for every h); multiply-adds "
-        f"{s.macs:,} (the same for every h); softmax entries h·n² = {s.softmax_entries:,}.</p>"
-    )
+        f"{s.macs:,} (the same for every h); softmax entries h·n² = {s.softmax_entries:,}.</p>")
+    return "".join(out)
 
 
-def _cell_covers(fig: Figure, axes: list[Axes]) -> list[Rectangle]:
-    """One rectangle per grid cell, the figure's colour, over the axes with its title and tick
-    labels. Drawn over the cells of the heads that do not exist, it hides them without
-    changing the kept background (hiding the axes would force a full redraw, ~120 ms)."""
-    renderer = fig.canvas.get_renderer()
-    to_fig = fig.transFigure.inverted()
-    covers = []
-    for ax in axes:
-        (x0, y0), (x1, y1) = to_fig.transform(ax.get_tightbbox(renderer).padded(2).get_points())
-        rect = Rectangle((x0, y0), x1 - x0, y1 - y0, transform=fig.transFigure,
-                         facecolor=fig.get_facecolor(), edgecolor="none")
-        rect.set_animated(True)  # drawn only when listed as live
-        fig.add_artist(rect)
-        covers.append(rect)
-    return covers
-
-
-def heads_explorer(d_model: int = 16, num_heads: int = 4, *, seed: int = 0) -> Explorer:
-    """Drop-downs for d_model and the number of heads (divisors of d_model, at most 8).
+def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two sources",
+                   seed: int = 0) -> Explorer:
+    """Drop-downs for the input (``INPUTS``), d_model and the number of heads (divisors of
+    d_model, at most 8): one map per head with a colour bar, dots on the two sources.
 
     Changing d_model refreshes the heads drop-down to that d_model's divisors, keeping the
     current count when it still divides, else the largest valid count below it.
+
+    Returns:
+        An ``Explorer``; ``.maps`` are the 8 ``MapView``s (the first ``num_heads`` drawn).
     """
-    check_positive_int("d_model", d_model)
-    if d_model not in D_MODELS:
-        raise ValueError(f"d_model: expected one of {D_MODELS}, got {d_model}")
+    heads_state(d_model, num_heads, inputs=inputs, seed=seed)  # validates every argument
     valid = valid_num_heads(d_model, max_heads=MAX_HEADS)
     if num_heads not in valid:
         raise ValueError(f"num_heads: expected one of {valid} for d_model={d_model}, got {num_heads!r}")
+    in_box = widgets.Dropdown(options=[("two sources (W^Q, W^K set by hand)", "two sources"),
+                                       ("random (untrained)", "random")],
+                              value=inputs, description="input", layout=widgets.Layout(width="320px"))
     d_box = widgets.Dropdown(options=D_MODELS, value=d_model, description="d_model",
                              layout=widgets.Layout(width="180px"))
     h_box = widgets.Dropdown(options=valid, value=num_heads, description="heads",
@@ -200,36 +254,26 @@ def heads_explorer(d_model: int = 16, num_heads: int = 4, *, seed: int = 0) -> E
 
     d_box.observe(retarget, names="value")
 
-    first = heads_state(d_model, num_heads, seed=seed)
-    padded = np.zeros((MAX_HEADS, *first.weights.shape[1:]))
-    grid = head_grid(padded, list(SENTENCE), nrows=2, ncols=4, figsize=(10, 5), dpi=72)
-    grid.fig.suptitle("Attention weights per head (rows: queries, columns: keys)", fontsize=11)
-    for hm in grid.heatmaps:  # six Chinese labels side by side overlap: stand them up
-        for label in hm.ax.get_xticklabels():
-            label.set_rotation(90)
-    # Fixed margins (what constrained layout found for this figure, without its cost):
-    # room for the rotated Chinese labels below each map and for the suptitle.
-    grid.fig.subplots_adjust(left=0.064, right=0.996, bottom=0.128, top=0.898,
-                             wspace=0.374, hspace=0.612)
-    covers = _cell_covers(grid.fig, [hm.ax for hm in grid.heatmaps])
-    cells = []
-    for hm in grid.heatmaps:  # the grid's images only set the axes up; CellMap draws the maps
-        hm.image.set_visible(False)
-        cells.append(CellMap(hm.ax, "Blues", hm.image.get_clim()))
+    fig = new_figure(10, 5, dpi=72)
+    fig.suptitle("Attention weights per head (rows: queries, columns: keys)", fontsize=11)
+    # Fixed margins: room for the stood-up Chinese labels under each map and the colour bar.
+    fig.subplots_adjust(left=0.07, right=0.9, bottom=0.13, top=0.88, wspace=0.45, hspace=0.6)
+    maps = [MapView(ax, font=token_font(8), rotate=True, title_size=10) for ax in fig.subplots(2, 4).ravel()]
+    maps[0].colorbar(fig.add_axes((0.925, 0.13, 0.015, 0.75)), label="weight")
     shown = {"heads": num_heads}
 
-    def update(d_model: int, num_heads: int) -> tuple[HeadsState, str]:
-        s = heads_state(d_model, num_heads, seed=seed)
-        for c, w in zip(cells, s.weights):
-            c.set_values(w)
+    def update(inputs: str, d_model: int, num_heads: int) -> tuple[HeadsState, str]:
+        s = heads_state(d_model, num_heads, inputs=inputs, seed=seed)
+        for h in range(s.num_heads):
+            maps[h].set(s.weights[h], x_tokens=s.tokens, marks=s.sources, title=f"head {h + 1}")
         shown["heads"] = s.num_heads
         return s, _readout(s)
 
     def live() -> list:
-        h = shown["heads"]
-        return cells[:h] + covers[h:]
+        return [a for m in maps[:shown["heads"]] for a in m.artists()]
 
-    explorer = Explorer({"d_model": d_box, "num_heads": h_box}, grid.fig, update, live,
-                        title="Multi-head attention: shapes and per-head maps")
+    explorer = Explorer({"inputs": in_box, "d_model": d_box, "num_heads": h_box}, fig, update, live,
+                        title="Multi-head attention: one head or several, shapes and maps")
+    explorer.maps = maps
     holder["explorer"] = explorer
     return explorer

@@ -21,8 +21,8 @@ from .._checks import check_positive_int
 from ..functional import masked_softmax, softmax_with_fill
 from ..masks import causal_mask, padding_mask
 from ..plotting import new_figure
-from ..plotting_text import AxesTitle, CellMap, CellText, TickLabels
 from ._base import Explorer
+from ._mapview import MapView
 
 __all__ = ["MASK_KINDS", "FILLS", "MAX_LEN", "MaskedMap", "mask_and_tokens", "masked_map",
            "mask_explorer"]
@@ -184,15 +184,14 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
                   fill: str = "-inf") -> Explorer:
     """Mask kind, length 2..12 and fill: the scores and the softmaxed map, annotated.
 
-    Every part a control changes is a live artist drawn from cached bitmaps
-    (``attn.plotting_text``): the maps, the numbers in the cells, the token labels and the
-    right-hand title. Only the frames, the axis names and the left title are kept in the
-    background, so no move redraws the whole figure.
+    Both maps are ``MapView``s: cells, the text in each cell, the token labels and the
+    titles are live bitmap artists, so no move redraws the whole figure.
 
     Returns:
-        An ``Explorer``; ``.cell_labels["scores"|"weights"].strings`` holds the text of
-        every cell (rows = queries), e.g. "NaN", "-inf" or "0.25"; ``.cell_maps[...]`` the
-        maps drawn (``.values``, ``.blocked``); ``.tick_labels[...]`` the token labels.
+        An ``Explorer``; ``.maps["scores"|"weights"]`` are the two ``MapView``s:
+        ``.cells.values`` / ``.cells.blocked`` what the cells show, ``.cells.text.strings``
+        the text of every cell (rows = queries), e.g. "NaN", "-inf" or "0.25", and
+        ``.labels`` the token labels.
     """
     masked_map(kind, length, fill)  # validates the arguments
     if length < 2:
@@ -206,44 +205,29 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
     }
     fig = new_figure(10, 4.6, dpi=72)
     # A fixed layout with room for 12 rotated labels: no layout engine to run per redraw.
-    fig.subplots_adjust(left=0.075, right=0.99, bottom=0.16, top=0.93, wspace=0.16)
+    fig.subplots_adjust(left=0.075, right=0.99, bottom=0.12, top=0.93, wspace=0.16)
     ax_s, ax_w = fig.subplots(1, 2)
-    for ax in (ax_s, ax_w):  # the frame and the axis names stay; everything else is live
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.set_xlabel("key", labelpad=30)
-        ax.set_ylabel("query", labelpad=30)
-    ax_s.set_title("scores (blocked cells: the fill)")
-    map_s = CellMap(ax_s, "RdBu_r", (-3.0, 3.0))
-    map_w = CellMap(ax_w, matplotlib.colormaps["Blues"].with_extremes(bad="#f4a3a3"))  # NaN: red
-    text_s, text_w = CellText(ax_s), CellText(ax_w)
-    ticks = [TickLabels(ax, size=9) for ax in (ax_s, ax_w)]
-    title_w = AxesTitle(ax_w, size=12, pad=6)
+    # Scores: a diverging map (blue below 0, red above), blocked cells grey with the fill
+    # written in them. Weights: light to dark blue; NaN is pink and says "NaN".
+    map_s = MapView(ax_s, cmap="RdBu_r", clim=(-3.0, 3.0), numbers=True, label_size=9, title_size=12)
+    map_w = MapView(ax_w, cmap=matplotlib.colormaps["Blues"].with_extremes(bad="#f4a3a3"),
+                    numbers=True, label_size=9, title_size=12)
 
     def update(kind: str, length: int, fill: str) -> tuple[MaskedMap, str]:
         m = masked_map(kind, length, fill)
-        map_s.set_values(m.scores, blocked=~m.mask.numpy())  # blocked: the fill replaces the score
-        map_w.set_values(m.weights)
-        for t in ticks:
-            t.set_tokens(m.tokens, rotate=m.length > 8)
-        blocked, scores, weights = (~m.mask).tolist(), m.scores.tolist(), m.weights.tolist()
-        text_s.set_strings(
-            [[_BLOCKED_TEXT[fill] if b else _fmt_score(v) for b, v in zip(brow, srow)]
-             for brow, srow in zip(blocked, scores)],
-            [["white" if (b or abs(v) > 2) else "black" for b, v in zip(brow, srow)]
-             for brow, srow in zip(blocked, scores)])
-        text_w.set_strings(
-            [["NaN" if math.isnan(v) else f"{v:.2f}" for v in row] for row in weights],
-            [["white" if v > 0.5 else "black" for v in row] for row in weights])
+        blocked = ~m.mask.numpy()  # blocked: the fill replaces the score
+        scores = [[_BLOCKED_TEXT[fill] if b else _fmt_score(v) for b, v in zip(brow, srow)]
+                  for brow, srow in zip(blocked.tolist(), m.scores.tolist())]
+        rotate = m.length > 8
+        map_s.set(m.scores, blocked=blocked, strings=scores, x_tokens=m.tokens, rotate=rotate,
+                  title="scores (query ↓, key →; blocked: the fill)")
         how = "attn.masked_softmax" if fill == "package" else f"fill {fill}"
-        title_w.set_text(f"weights, {how}")
+        map_w.set(m.weights, x_tokens=m.tokens, rotate=rotate, title=f"weights, {how}")
         return m, _readout(m)
 
     def live() -> list:
-        return [map_s, map_w, text_s, text_w, *ticks, title_w]
+        return [*map_s.artists(), *map_w.artists()]
 
     explorer = Explorer(controls, fig, update, live, title="Masks and what a blocked row becomes")
-    explorer.cell_maps = {"scores": map_s, "weights": map_w}  # what each map's cells show
-    explorer.cell_labels = {"scores": text_s, "weights": text_w}  # what each cell says
-    explorer.tick_labels = {"scores": ticks[0], "weights": ticks[1]}
+    explorer.maps = {"scores": map_s, "weights": map_w}
     return explorer

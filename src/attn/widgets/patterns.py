@@ -1,11 +1,11 @@
-"""The pattern explorer: hand-built heads (``attn.patterns``) drawn as a grid of maps.
+"""The pattern explorer: hand-built heads (``attn.handbuilt.heads``) drawn as a grid of maps.
 
 Controls: which pattern (diagonal, vertical, block, mixed, random), how many heads (1..8,
 each a variant: another offset, key or segmentation), the mask (none, causal, padding),
 d_k, the strength, whether scores are divided by sqrt(d_k), and how many tokens of
-``attn.patterns.TOKENS`` to use (3..12).
+``attn.handbuilt.heads.TOKENS`` to use (3..12).
 
-The d_k control follows ``attn.patterns``' size convention: coordinates of RMS size
+The d_k control follows ``attn.handbuilt.heads``' size convention: coordinates of RMS size
 sqrt(strength), so an aligned pair scores strength * sqrt(d_k) after scaling
 (strength * d_k without it) and an orthogonal pair scores 0.
 """
@@ -21,18 +21,18 @@ import torch
 
 from .._checks import check_positive_int
 from ..masks import causal_mask
-from ..patterns import (
-    TOKENS,
+from ..examples import TWO_SENTENCE_TOKENS as TOKENS
+from ..handbuilt.heads import (
     HeadSpec,
-    PatternProfile,
     head_qk,
     head_specs,
-    pattern_profile,
+    head_weights,
     segments_for,
 )
+from ..pattern_scores import PatternProfile, pattern_profile
 from ..plotting import new_figure, token_font
-from ..plotting_text import AxesTitle, CellMap, TickLabels
 from ._base import Explorer
+from ._mapview import MapView
 
 __all__ = [
     "PATTERN_CHOICES",
@@ -127,23 +127,6 @@ def _notes(specs: tuple[HeadSpec, ...], n: int, d_k: int, strength: float,
     return tuple(notes)
 
 
-def _weights(q: np.ndarray, k: np.ndarray, mask: np.ndarray, scaled: bool) -> np.ndarray:
-    """softmax(q k^T * scale) over allowed keys, as ``attn.patterns.head_weights`` computes it.
-
-    numpy, not torch: for maps this small, torch's intra-op thread pool costs more than the
-    arithmetic when the machine is busy (the tests check both give the same weights).
-    """
-    scale = 1 / math.sqrt(q.shape[-1]) if scaled else 1.0
-    scores = q @ k.transpose(0, 2, 1) * scale  # (H, n, d_k) @ (H, d_k, n) -> (H, n, n)
-    scores = np.where(mask, scores, -np.inf)
-    has_key = mask.any(-1, keepdims=True)  # (n, 1)
-    scores = np.where(has_key, scores, 0.0)
-    e = np.exp(scores - scores.max(-1, keepdims=True))
-    e = np.where(mask, e, 0.0)
-    total = e.sum(-1, keepdims=True)  # (H, n, 1); 0 only for rows with no allowed key
-    return np.where(has_key, e / np.where(total > 0, total, 1.0), 0.0)
-
-
 @lru_cache(maxsize=256)
 def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8, d_k: int = 16,
                   strength: float = 1.0, scaled: bool = True, mask: str = "none") -> PatternHeads:
@@ -151,8 +134,8 @@ def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8
 
     Args:
         pattern: one of ``PATTERN_CHOICES``.
-        n_heads: 1..8; head h is the pattern's h-th variant (``attn.patterns.HEAD_VARIANTS``).
-        n_tokens: 3..12, the first n of ``attn.patterns.TOKENS``.
+        n_heads: 1..8; head h is the pattern's h-th variant (``attn.handbuilt.heads.HEAD_VARIANTS``).
+        n_tokens: 3..12, the first n of ``attn.handbuilt.heads.TOKENS``.
         d_k: query/key size, >= 1.
         strength: squared RMS size of a coordinate, >= 0.
         scaled: divide scores by sqrt(d_k).
@@ -173,13 +156,13 @@ def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8
     n = n_tokens
     m, tokens, n_pad = _mask(mask, n)
     pairs = [head_qk(s, n, d_k, strength) for s in specs]
-    q = torch.stack([p[0] for p in pairs]).numpy()  # H x (n, d_k) -> (H, n, d_k)
-    k = torch.stack([p[1] for p in pairs]).numpy()  # (H, n, d_k)
-    weights = _weights(q, k, m.numpy(), scaled)  # (H, n, n)
-    weights.setflags(write=False)  # cached and shared: read-only
+    q = torch.stack([p[0] for p in pairs])  # H x (n, d_k) -> (H, n, d_k)
+    k = torch.stack([p[1] for p in pairs])  # (H, n, d_k)
+    weights = head_weights(q, k, m, scaled=scaled).numpy()  # (H, n, n)
     profiles = tuple(pattern_profile(w, segments_for(s, n))
                      for w, s in zip(weights, specs))
     mask_np = m.numpy()
+    weights.setflags(write=False)  # cached and shared: read-only
     mask_np.setflags(write=False)
     return PatternHeads(
         pattern=pattern, n_heads=n_heads, n_tokens=n, d_k=d_k, strength=float(strength),
@@ -213,15 +196,13 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
                      mask: str = "none") -> Explorer:
     """A grid of up to 8 hand-built heads (rows = queries, columns = keys), redrawn in place.
 
-    The 2 x 4 grid is laid out once, for 8 heads. Every part that a control changes is a live
-    artist drawn from cached bitmaps (``attn.plotting_text``): the maps (``CellMap``, which
-    fill their axes whatever the number of tokens), the token labels (``TickLabels``) and the
-    titles (``AxesTitle``). The heads that do not exist are simply not drawn. So no move, not
-    even one of the head count, the tokens or the mask, redraws the figure.
+    The 2 x 4 grid is laid out once, for 8 heads, as eight ``MapView``s (cells, token labels
+    and title, all live bitmap artists that fill their axes whatever the number of tokens).
+    The heads that do not exist are simply not drawn. So no move, not even one of the head
+    count, the tokens or the mask, redraws the figure.
 
     Returns:
-        An ``Explorer`` with ``.cell_maps``, ``.tick_labels`` and ``.titles`` (8 of each, the
-        first ``n_heads`` drawn).
+        An ``Explorer`` with ``.maps`` (8 ``MapView``s, the first ``n_heads`` drawn).
     """
     first = pattern_heads(pattern, n_heads, n_tokens=n_tokens, d_k=d_k, strength=strength,
                           scaled=scaled, mask=mask)  # validates every argument
@@ -246,13 +227,8 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
     # A fixed layout with room for 12 rotated labels: no layout engine to run.
     fig.subplots_adjust(left=0.075, right=0.99, bottom=0.12, top=0.95, wspace=0.42, hspace=0.6)
     axes = fig.subplots(2, 4).ravel()
-    font = token_font(8)
-    maps, labels, titles = [], [], []
-    for ax in axes:
-        ax.set_axis_off()  # the frame, labels and title are live artists below
-        maps.append(CellMap(ax, "Blues", (0.0, 1.0), frame=True))
-        labels.append(TickLabels(ax, font=font, rotate=True))  # Chinese labels side by side overlap
-        titles.append(AxesTitle(ax, size=9, font=token_font(9)))
+    # Chinese labels side by side overlap: stand them up (rotate).
+    maps = [MapView(ax, font=token_font(8), rotate=True, title_font=token_font(9)) for ax in axes]
     shown = {"heads": first.n_heads}
 
     def update(pattern: str, n_heads: int, mask: str, d_k: int, strength: float, scaled: bool,
@@ -260,17 +236,14 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
         s = pattern_heads(pattern, n_heads, n_tokens=n_tokens, d_k=d_k, strength=float(strength),
                           scaled=bool(scaled), mask=mask)
         for h in range(s.n_heads):
-            maps[h].set_values(s.weights[h])
-            labels[h].set_tokens(s.tokens)
-            titles[h].set_text(s.titles[h])
+            maps[h].set(s.weights[h], x_tokens=s.tokens, title=s.titles[h])
         shown["heads"] = s.n_heads
         return s, _readout(s)
 
     def live() -> list:
-        n = shown["heads"]
-        return [a for h in range(n) for a in (maps[h], labels[h], titles[h])]
+        return [a for m in maps[:shown["heads"]] for a in m.artists()]
 
     explorer = Explorer(controls, fig, update, live,
                         title="Attention patterns from hand-built queries and keys")
-    explorer.cell_maps, explorer.tick_labels, explorer.titles = maps, labels, titles
+    explorer.maps = maps
     return explorer

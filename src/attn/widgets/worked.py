@@ -1,8 +1,12 @@
-"""The worked-example explorer: nudge one entry of X, or change the scale, and watch every step.
+"""The worked-example explorer: nudge one entry of X, or change the scale, and watch every step
+beside what the chapter printed.
 
-Starts from the chapter's 3-token example (``attn.examples.worked_example``). One entry of X
+Starts from the chapter's 3-token example (``attn.examples.worked_example_inputs``). One entry of X
 gets ``delta`` added to it; Q, K, V, the scaled scores, the weights and the output are
-recomputed (``attn.worked.worked_steps``) and written into the same annotated heatmaps.
+recomputed (``attn.worked_example.worked_steps``). Each cell shows the recomputed number and,
+under it, the chapter's printed one (``attn.worked_example.printed``); a frame and a * mark the
+cells where the two differ by more than the chapter's rounding (the typo test of notebook 03,
+live: nudge X[1,1] by +1 and Q's wrong entry is fixed while K's row 2 breaks).
 """
 from __future__ import annotations
 
@@ -12,26 +16,29 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 import numpy as np
 
-from ..examples import worked_example
-from ..plotting import heatmap, new_figure
-from ..plotting_text import AxesTitle, CellMap
-from ..worked import SCALES, SanityReport, sanity_checks, worked_steps
+from ..examples import worked_example_inputs
+from ..plotting import new_figure
+from ..worked_example import SCALES, SanityReport, printed, sanity_checks, worked_steps
+from ..worked_example_check import ROUNDING_ATOL
 from ._base import Explorer
+from ._mapview import MapView
 
 __all__ = ["WorkedState", "worked_state", "worked_explorer", "DELTAS", "SCALE_LABELS"]
 
 #: Values the delta slider can take.
 DELTAS: tuple[float, ...] = tuple(float(d) for d in np.arange(-2.0, 2.01, 0.5))
 
-#: Drop-down labels for the keys of ``attn.worked.SCALES``.
+#: Drop-down labels for the keys of ``attn.worked_example.SCALES``.
 SCALE_LABELS: dict[str, str] = {
     "1/sqrt(d_k)": "÷ √d_k (the chapter)",
     "1/d_k": "÷ d_k",
     "none": "none (÷ 1)",
 }
 
-# (step, title, colour map, colour range): what each panel shows.
+# (step, title, colour map, colour range): what each panel shows. Single-hue maps: the
+# lightness alone carries the value.
 _PANELS = (
+    ("X", "X (nudged: orange)", "Greys", (-3.0, 4.0)),
     ("Q", "Q = X W^Q", "Oranges", (-3.0, 6.0)),
     ("K", "K = X W^K", "Oranges", (-3.0, 6.0)),
     ("V", "V = X W^V", "Oranges", (-3.0, 6.0)),
@@ -39,6 +46,8 @@ _PANELS = (
     ("weights", "weights", "Blues", (0.0, 1.0)),
     ("output", "output", "Greens", (-3.0, 6.0)),
 )
+#: The steps the chapter prints that the panels show (all but X).
+PRINTED_STEPS: tuple[str, ...] = ("Q", "K", "V", "scaled", "weights", "output")
 
 
 @dataclass(frozen=True)
@@ -47,9 +56,12 @@ class WorkedState:
 
     Attributes:
         entry: (row, col) of X that was nudged; delta: what was added to it.
-        scale: key of ``attn.worked.SCALES``; factor: the number the scores were multiplied by.
+        scale: key of ``attn.worked_example.SCALES``; factor: the number the scores were multiplied by.
         X: (3, 4) the nudged input.
-        steps: step name -> (rows, cols) array, as ``attn.worked.worked_steps`` returns.
+        steps: step name -> (rows, cols) array, as ``attn.worked_example.worked_steps`` returns.
+        printed: step -> the chapter's printed matrix, for ``PRINTED_STEPS``.
+        differs: step -> (rows, cols) bool, True where the recomputed number and the printed
+            one differ by more than the rounding (``attn.worked_example_check.ROUNDING_ATOL``).
         sanity: the checks every attention result passes (row sums, output within V's range).
         is_chapter: True when nothing was changed (the chapter's own setting).
     """
@@ -60,6 +72,8 @@ class WorkedState:
     factor: float
     X: np.ndarray
     steps: dict[str, np.ndarray]
+    printed: dict[str, np.ndarray]
+    differs: dict[str, np.ndarray]
     sanity: SanityReport
     is_chapter: bool
 
@@ -81,15 +95,20 @@ def worked_state(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
         raise TypeError(f"delta: expected a finite number, got {delta!r}")
     if scale not in SCALES:
         raise ValueError(f"scale: expected one of {tuple(SCALES)}, got {scale!r}")
-    ex = worked_example()
+    ex = worked_example_inputs()
     X = ex["X"].clone()
     X[entry] += float(delta)
     steps = worked_steps(X, ex["W_Q"], ex["W_K"], ex["W_V"], scale=scale)
     arrays = {k: v.numpy() for k, v in steps.items()}
+    arrays["X"] = X.numpy()
+    chapter = {step: printed(step).numpy() for step in PRINTED_STEPS}
+    differs = {step: np.abs(arrays[step] - chapter[step]) > ROUNDING_ATOL + 1e-12
+               for step in PRINTED_STEPS}
     sanity = sanity_checks(steps["weights"], steps["V"], steps["output"])
     return WorkedState(entry=entry, delta=float(delta), scale=scale,
                        factor=float(steps["scale"].item()), X=X.numpy(), steps=arrays,
-                       sanity=sanity, is_chapter=(delta == 0 and scale == "1/sqrt(d_k)"))
+                       printed=chapter, differs=differs, sanity=sanity,
+                       is_chapter=(delta == 0 and scale == "1/sqrt(d_k)"))
 
 
 def _readout(s: WorkedState) -> str:
@@ -110,41 +129,62 @@ def _readout(s: WorkedState) -> str:
     if np.allclose(col0, col0[0]):
         extra = (f" Every row of V starts with {col0[0]:g}, so the output's first column is "
                  f"{col0[0]:g} for any weights that sum to 1.")
+    counts = ", ".join(f"{step} {int(s.differs[step].sum())} of {s.differs[step].size}"
+                       for step in PRINTED_STEPS)
+    where = ", ".join(f"{step} {_cells(s.differs[step])}" for step in PRINTED_STEPS
+                      if s.differs[step].any())
     return (
         f"<p>{note}</p><table>{''.join(cells)}</table>"
+        f"<p>In each cell: the number recomputed here, and under it the chapter's printed one; "
+        f"* and a frame mark a difference larger than the rounding ({ROUNDING_ATOL}). "
+        f"Printed numbers that differ: {counts}"
+        f"{' (row, col): ' + where if where else ''}.</p>"
         f"<p>Row sums of the weights: {sums}. Each output entry inside its V column's "
         f"[min, max]: {within}.{extra}</p>"
     )
 
 
+def _cells(bad: np.ndarray) -> str:
+    return " ".join(f"({i},{j})" for i, j in zip(*np.nonzero(bad)))
+
+
 def worked_explorer(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
                     scale: str = "1/sqrt(d_k)") -> Explorer:
-    """Drop-downs for which X entry to nudge and for the scale, a slider for the nudge."""
-    first = worked_state(entry, delta, scale)
-    fig = new_figure(10, 2.5, dpi=72)
+    """Drop-downs for which X entry to nudge and for the scale, a slider for the nudge.
+
+    Returns:
+        An ``Explorer``; ``.maps`` is step -> ``MapView`` (X, then the printed steps).
+    """
+    first = worked_state(entry, delta, scale)  # validates every argument
+    fig = new_figure(10.5, 3.0, dpi=72)
     widths = [first.steps[name].shape[1] for name, *_ in _PANELS]
+    fig.subplots_adjust(left=0.025, right=0.995, bottom=0.09, top=0.86, wspace=0.3)
     axes = fig.subplots(1, len(_PANELS), gridspec_kw={"width_ratios": widths})
-    maps, cells = {}, {}
-    for ax, (name, title, cmap, (lo, hi)) in zip(axes, _PANELS):
-        a = first.steps[name]
-        maps[name] = heatmap(a, [str(j) for j in range(a.shape[1])], [str(i) for i in range(a.shape[0])],
-                             ax=ax, cmap=cmap, vmin=lo, vmax=hi, title=title, font_size=8)
-        ax.title.set_fontsize(10)
-        maps[name].image.set_visible(False)  # kept for the axes' layout; CellMap draws instead
-        cells[name] = CellMap(ax, cmap, (lo, hi), numbers=True)
-    fig.set_layout_engine("constrained")
-    maps["scaled"].ax.title.set_alpha(0)  # keeps its room in the layout; the live title below
-    scaled_title = AxesTitle(maps["scaled"].ax, size=10)  # a cached bitmap, not a Text per move
+    maps = {name: MapView(ax, cmap=cmap, clim=clim, notes=name != "X", numbers=True, title_size=10,
+                          box_color="tab:orange" if name == "X" else "black")
+            for ax, (name, _, cmap, clim) in zip(axes, _PANELS)}
+    titles = {name: title for name, title, *_ in _PANELS}
 
     def update(entry: tuple[int, int], delta: float, scale: str) -> tuple[WorkedState, str]:
         s = worked_state(entry, delta, scale)
-        for name, c in cells.items():
-            c.set_values(s.steps[name])
-        scaled_title.set_text(f"scores × {s.factor:.2f}")
+        for name, view in maps.items():
+            a = s.steps[name]
+            labels = dict(x_tokens=[str(j) for j in range(a.shape[1])],
+                          y_tokens=[str(i) for i in range(a.shape[0])])
+            if name == "X":
+                i, j = s.entry
+                view.set(a, boxes=[(i, i + 1, j, j + 1)], title=titles[name], **labels)
+                continue
+            bad = s.differs[name]
+            notes = [[f"{p:.2f}{'*' if b else ''}" for p, b in zip(prow, brow)]
+                     for prow, brow in zip(s.printed[name], bad)]
+            boxes = [(i, i + 1, j, j + 1) for i, j in zip(*np.nonzero(bad))]
+            title = f"scores × {s.factor:.2f}" if name == "scaled" else titles[name]
+            view.set(a, notes=notes, boxes=boxes, title=title, **labels)
         return s, _readout(s)
 
     def live() -> list:
-        return [*cells.values(), scaled_title]
+        return [a for view in maps.values() for a in view.artists()]
 
     entry_box = widgets.Dropdown(
         options=[(f"X[{i},{j}]", (i, j)) for i in range(3) for j in range(4)], value=entry,
@@ -153,5 +193,7 @@ def worked_explorer(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
                                            description="by", continuous_update=True)
     scale_box = widgets.Dropdown(options=[(label, key) for key, label in SCALE_LABELS.items()],
                                  value=scale, description="scale", layout=widgets.Layout(width="240px"))
-    return Explorer({"entry": entry_box, "delta": delta_slider, "scale": scale_box}, fig, update,
-                    live, title="The worked example, live")
+    explorer = Explorer({"entry": entry_box, "delta": delta_slider, "scale": scale_box}, fig,
+                        update, live, title="The worked example, live, beside the printed numbers")
+    explorer.maps = maps
+    return explorer

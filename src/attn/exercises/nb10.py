@@ -1,0 +1,109 @@
+"""Checkers for notebook 10 (cross-attention and decoding). Each returns a ``Feedback``; none
+reveals the answer.
+
+1. ``check_cache_bytes``: the bytes of a KV cache (LAYERS, D_MODEL, BATCH, TOKENS, float16).
+2. ``check_cached_step``: a learner's ``cached_step(x_new, keys, values, W_q, W_k, W_v)``, run
+   step by step and compared with a full causal pass of one head.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from ..functional import scaled_dot_product_attention
+from ..masks import causal_mask
+from ._base import Feedback, as_whole_number
+
+__all__ = ["LAYERS", "D_MODEL", "BATCH", "TOKENS", "check_cache_bytes", "check_cached_step"]
+
+#: Exercise 1: the model and the load it serves.
+LAYERS, D_MODEL, BATCH, TOKENS = 32, 4096, 8, 4096
+
+
+def check_cache_bytes(answer: Any) -> Feedback:
+    """Exercise 1: 2 (key and value) x layers x sequences x tokens x d_model x 2 bytes."""
+    answer = as_whole_number("a number of bytes", answer)
+    if isinstance(answer, Feedback):
+        return answer
+    numbers = 2 * LAYERS * BATCH * TOKENS * D_MODEL  # a key and a value per layer, sequence, token
+    if answer == 2 * numbers:
+        return Feedback(True, f"That is {2 * numbers / 2**30:.0f} GiB: more than the weights of many models.")
+    if answer == numbers:
+        return Feedback(False, "That is half: either it counts numbers (each float16 takes 2 bytes) or only "
+                               "the keys (the cache holds a value for every position too).")
+    if answer in (2 * 2 * LAYERS * TOKENS * D_MODEL, 2 * 2 * BATCH * TOKENS * D_MODEL,
+                  2 * 2 * LAYERS * BATCH * D_MODEL):
+        return Feedback(False, "Multiply over every layer, every sequence and every token.")
+    if answer == 4 * numbers:
+        return Feedback(False, "float16 takes 2 bytes a number, not 4.")
+    return Feedback(False, "Count: (key and value) x layers x sequences x tokens x d_model, then bytes.")
+
+
+def _reference(x: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) -> Tensor:
+    """One head's causal self-attention over x (T, E): the full pass the steps must equal."""
+    out, _ = scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v, causal_mask(x.shape[0]))
+    return out
+
+
+def _steps(fn: Callable[..., Any], x: Tensor, W: tuple[Tensor, Tensor, Tensor]) -> Tensor | Feedback:
+    E = x.shape[1]
+    keys = x.new_zeros(0, E)
+    values = x.new_zeros(0, E)
+    rows = []
+    for t in range(x.shape[0]):
+        try:
+            got = fn(x[t : t + 1].clone(), keys, values, *W)
+        except NotImplementedError:
+            return Feedback(False, "Not implemented yet: replace the `raise NotImplementedError` line.")
+        except Exception as err:  # the learner's code raised: say what, not where
+            return Feedback(False, f"At step {t}, your function raised {type(err).__name__}: {err}")
+        if not (isinstance(got, tuple) and len(got) == 3):
+            return Feedback(False, "Return three things: (output, keys, values).")
+        out, keys, values = got
+        if not all(isinstance(t_, Tensor) for t_ in got):
+            return Feedback(False, "output, keys and values should all be tensors.")
+        if out.shape != (1, E):
+            return Feedback(False, f"The output of one step is (1, E) = (1, {E}), got {tuple(out.shape)}.")
+        if keys.shape != (t + 1, E) or values.shape != (t + 1, E):
+            return Feedback(False, f"After step {t} the caches should hold {t + 1} positions: (T + 1, E) = "
+                                   f"({t + 1}, {E}); got keys {tuple(keys.shape)}, values {tuple(values.shape)}.")
+        rows.append(out)
+    return torch.cat(rows)
+
+
+def check_cached_step(fn: Callable[..., Any]) -> Feedback:
+    """Exercise 2: the cached steps must reproduce one head's full causal pass."""
+    if not callable(fn):
+        return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
+    g = torch.Generator().manual_seed(10)
+    T, E = 8, 4
+    x = torch.randn(T, E, dtype=torch.float64, generator=g)
+    W = tuple(torch.randn(E, E, dtype=torch.float64, generator=g) / math.sqrt(E) for _ in range(3))
+    got = _steps(fn, x, W)
+    if isinstance(got, Feedback):
+        return got
+    want = _reference(x, *W)
+    if torch.allclose(got, want, atol=1e-9):
+        return Feedback(True, "Your 8 cached steps equal the full causal pass.")
+    q, k, v = x @ W[0], x @ W[1], x @ W[2]
+    # the usual mistakes, each computed
+    before = [torch.zeros(1, E, dtype=x.dtype)] + [
+        torch.softmax(q[t:t + 1] @ k[:t].T / math.sqrt(E), -1) @ v[:t] for t in range(1, T)]
+    if torch.allclose(got, torch.cat(before), atol=1e-9):
+        return Feedback(False, "Close: the new query attends to the cache before its own key and value "
+                               "are in it. A position may attend to itself: append first.")
+    unscaled = torch.cat([torch.softmax(q[t:t + 1] @ k[: t + 1].T, -1) @ v[: t + 1] for t in range(T)])
+    if torch.allclose(got, unscaled, atol=1e-9):
+        return Feedback(False, "Close: the scores are not divided by sqrt(d_k).")
+    by_dk = torch.cat([torch.softmax(q[t:t + 1] @ k[: t + 1].T / E, -1) @ v[: t + 1] for t in range(T)])
+    if torch.allclose(got, by_dk, atol=1e-9):
+        return Feedback(False, "Close: the scores are divided by d_k; divide by sqrt(d_k).")
+    keys_as_values = torch.cat([torch.softmax(q[t:t + 1] @ k[: t + 1].T / math.sqrt(E), -1) @ k[: t + 1]
+                                for t in range(T)])
+    if torch.allclose(got, keys_as_values, atol=1e-9):
+        return Feedback(False, "Close: the weighted sum runs over the keys; it should run over the values.")
+    return Feedback(False, "The steps differ from the full causal pass. Check each step: q from the new "
+                           "position, k and v appended, softmax of q K^T / sqrt(d_k) over all cached keys.")

@@ -1,0 +1,119 @@
+"""Where a token is: positional encodings (位置编码), which give self-attention a sense of order.
+
+Self-attention by itself ignores order: permute the tokens and the outputs are permuted the
+same way (notebook 01). Models recover order in one of two places:
+
+* **added to the input**: a code per position is added to each token's vector before the first
+  layer. The Transformer's **sinusoidal** codes (Vaswani et al. 2017) are fixed,
+
+      PE[p, 2i]   = sin(p / 10000^(2i / d))
+      PE[p, 2i+1] = cos(p / 10000^(2i / d)),
+
+  so each pair (2i, 2i+1) is a point on a circle turning at its own frequency
+  w_i = 10000^(-2i/d). BERT-style models (MiniLM in notebook 08) *learn* one vector per position
+  instead.
+* **inside the score**: the **rotary position embedding** (RoPE, Su et al. 2021) rotates each
+  pair (2i, 2i+1) of a query or key at position p by the angle p * w_i, with
+  w_i = base^(-2i/E). A rotation by a and a rotation by b leave a dot product depending on
+  b - a only, so the score of query m and key n depends on the offset n - m, never on m alone.
+
+Shape legend: L positions, d = d_model (even), E the rotated feature size (even),
+... any batch dims.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ._checks import check_float, check_int, check_min_rank, check_number, shape_str
+
+__all__ = ["frequencies", "sinusoidal", "apply_rope"]
+
+
+def _check_even(name: str, value: object) -> int:
+    value = check_int(name, value)
+    if value <= 0 or value % 2:
+        raise ValueError(f"{name}: expected a positive even int (features come in pairs), got {value}")
+    return value
+
+
+def frequencies(size: int, *, base: float = 10000.0, dtype: torch.dtype = torch.float64) -> Tensor:
+    """The angular frequency of each feature pair: w_i = base^(-2i / size), i = 0 .. size/2 - 1.
+
+    Pair 0 turns by one radian per position; the last pair turns slowest, about base^(-1).
+
+    Args:
+        size: d (sinusoidal) or E (RoPE), a positive even int.
+        base: the wavelength scale, 10000 in the Transformer and in RoPE.
+
+    Returns:
+        (size // 2,) tensor of frequencies, largest first.
+    """
+    size = _check_even("size", size)
+    base = check_number("base", base, positive=True)
+    i = torch.arange(size // 2, dtype=dtype)  # (size/2,)
+    return base ** (-2 * i / size)
+
+
+def sinusoidal(length: int, d_model: int, *, base: float = 10000.0,
+               dtype: torch.dtype = torch.float64) -> Tensor:
+    """The Transformer's fixed positional codes.
+
+    PE[p, 2i] = sin(p * w_i) and PE[p, 2i+1] = cos(p * w_i), with w_i = base^(-2i / d_model).
+
+    Args:
+        length: L, the number of positions (0 gives an empty table).
+        d_model: d, a positive even int.
+        base: 10000 in the Transformer.
+
+    Returns:
+        (L, d) table; row p is the code added to the token at position p.
+    """
+    length = check_int("length", length, low=0)
+    d_model = _check_even("d_model", d_model)
+    w = frequencies(d_model, base=base, dtype=dtype)  # (d/2,)
+    p = torch.arange(length, dtype=dtype)  # (L,)
+    angle = p[:, None] * w[None, :]  # (L, 1) * (1, d/2) -> (L, d/2)
+    pe = torch.empty(length, d_model, dtype=dtype)
+    pe[:, 0::2] = torch.sin(angle)  # even features
+    pe[:, 1::2] = torch.cos(angle)  # odd features
+    return pe
+
+
+def apply_rope(x: Tensor, positions: Tensor | None = None, *, base: float = 10000.0) -> Tensor:
+    """Rotate each feature pair (2i, 2i+1) of x by the angle p * base^(-2i / E).
+
+    For a pair (a, b) and an angle t the rotation gives (a cos t - b sin t, a sin t + b cos t).
+    Apply it to queries and keys (not values), after their projections: then
+    ``apply_rope(q)[m] . apply_rope(k)[n]`` depends on q, k and n - m only.
+
+    Args:
+        x: (..., L, E) queries or keys, E even, floating point.
+        positions: (L,) positions of the L rows; defaults to 0 .. L-1. Integer or float.
+        base: 10000 in RoPE.
+
+    Returns:
+        (..., L, E), a new tensor of x's dtype; x is not changed.
+    """
+    x = check_float("x", x)
+    check_min_rank("x", x, 2, "(..., L, E)")
+    L, E = x.shape[-2], x.shape[-1]
+    if E == 0 or E % 2:
+        raise ValueError(f"x: expected an even, positive last dim E (features come in pairs), "
+                         f"got shape {shape_str(x)}")
+    if positions is None:
+        positions = torch.arange(L, device=x.device)
+    elif not isinstance(positions, Tensor):
+        raise TypeError(f"positions: expected a torch.Tensor of shape ({L},) or None, "
+                        f"got {type(positions).__name__}")
+    elif positions.shape != (L,):
+        raise ValueError(f"positions: expected shape ({L},) (one per row of x), "
+                         f"got shape {shape_str(positions)}")
+    elif positions.dtype == torch.bool or positions.is_complex():
+        raise TypeError(f"positions: expected integer or float positions, got dtype {positions.dtype}")
+    w = frequencies(E, base=base, dtype=x.dtype).to(x.device)  # (E/2,)
+    angle = positions.to(x.dtype)[:, None] * w[None, :]  # (L, 1) * (1, E/2) -> (L, E/2)
+    cos, sin = torch.cos(angle), torch.sin(angle)  # (L, E/2) each
+    a, b = x[..., 0::2], x[..., 1::2]  # (..., L, E/2) each: the two halves of every pair
+    rotated = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., L, E/2, 2)
+    return rotated.flatten(-2)  # (..., L, E/2, 2) -> (..., L, E): pairs back in place

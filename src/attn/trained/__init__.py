@@ -1,0 +1,8 @@
+"""Attention that was really trained (notebooks 08 and 10).
+
+``tasks``: the toy tasks (neighbours, reverse, cls, phrases), each solved by one pattern.
+``tiny``: a one-layer transformer trained on them, whose heads learn the chapter's patterns.
+``minilm``: all-MiniLM-L6-v2, a pretrained BERT encoder, run offline by the course's own code.
+``wordpiece``: BERT's WordPiece tokenizer, which ``minilm`` reads its sentences with.
+``seq2seq``: a tiny encoder-decoder whose cross-attention learns to reverse a sequence.
+"""

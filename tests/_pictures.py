@@ -1,0 +1,67 @@
+"""Reading an explorer's picture back: the decoded pixels of ``.image.value``, whole or per axes
+(and, for the renderer's own tests, one axes drawn with only the artists under test).
+
+The explorer tests assert on these pixels, not on the readout: a move that should change what
+is shown must change the pixels of the panel that shows it.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from PIL import Image
+
+from attn.plotting import new_figure
+from attn.widgets._bitmaps import cell_edges
+
+
+def pixels(explorer) -> np.ndarray:
+    """The explorer's picture now, (H, W, 3) int, decoded from its PNG bytes."""
+    assert explorer.image.value[:8] == b"\x89PNG\r\n\x1a\n", "the picture is not a PNG"
+    return np.asarray(Image.open(io.BytesIO(explorer.image.value)).convert("RGB")).astype(int)
+
+
+def box(px: np.ndarray, ax: Axes, inset: int = 0) -> np.ndarray:
+    """The pixels inside ``ax``'s box (its map, for a MapView), ``inset`` pixels in from its edges."""
+    b = ax.bbox
+    H = px.shape[0]
+    top, bottom = int(round(H - b.y1)) + inset, int(round(H - b.y0)) - inset
+    left, right = int(round(b.x0)) + inset, int(round(b.x1)) - inset
+    return px[top:bottom, left:right]
+
+
+def cell(px: np.ndarray, ax: Axes, L: int, S: int, i: int, j: int) -> np.ndarray:
+    """The pixels of cell (i, j) of an (L, S) map filling ``ax`` (row 0 on top), cut at the
+    map's own cell edges."""
+    x, y = cell_edges(ax, L, S)
+    H = px.shape[0]
+    return px[H - y[i]:H - y[i + 1], x[j]:x[j + 1]]
+
+
+def near(px: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> np.ndarray:
+    """(H, W) bool: pixels within ``tol`` of the colour ``rgb`` (0..255)."""
+    return (np.abs(px - np.array(rgb)) <= tol).all(-1)
+
+
+def changed(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape != b.shape or bool((a != b).any())
+
+
+def one_axes(width: float = 4, height: float = 3) -> tuple[Figure, Axes]:
+    """A white figure with one axes, turned off (as a MapView's is), laid out and drawn once."""
+    fig = new_figure(width, height, dpi=72)
+    fig.subplots_adjust(left=0.2, right=0.95, bottom=0.25, top=0.85)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    fig.canvas.draw()
+    return fig, ax
+
+
+def draw_only(fig: Figure, *artists) -> np.ndarray:
+    """The canvas (H, W, 3) int after drawing only ``artists`` on the figure's background."""
+    fig.canvas.draw()
+    for a in artists:
+        fig.draw_artist(a)
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)

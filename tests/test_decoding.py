@@ -1,0 +1,118 @@
+"""attn.decoding and attn.trained.seq2seq: generation equals the training pass; costs counted."""
+import pytest
+import torch
+
+from attn import KVCache
+from attn.cost.counts import count_ops
+from attn.decoding import Decoder, cache_numbers, step_cost
+from attn.trained.seq2seq import greedy_decode, make_pairs, train_seq2seq
+
+
+def _decoder(E=16, H=2, N=3, seed=0):
+    torch.manual_seed(seed)
+    return Decoder(E, H, N).double().eval()
+
+
+@pytest.mark.parametrize("prefill", [1, 3, 7])
+def test_prefill_then_single_steps_equals_the_full_causal_pass(prefill):
+    dec = _decoder()
+    x = torch.randn(2, 9, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    full, full_w = dec(x)
+    caches = dec.new_caches()
+    parts = [dec(x[:, :prefill], caches)[0]]
+    for t in range(prefill, 9):
+        out, w = dec(x[:, t:t + 1], caches)
+        parts.append(out)
+        # the one new row of weights is the full pass's row t, over keys 0..t
+        assert torch.allclose(w[0][:, :, 0], full_w[0][:, :, t, : t + 1], atol=1e-12, rtol=0)
+    assert (torch.cat(parts, dim=1) - full).abs().max().item() <= 1e-12
+    assert all(len(c) == 9 for c in caches)
+
+
+def test_token_by_token_without_a_cache_equals_the_full_pass():
+    dec = _decoder()
+    x = torch.randn(1, 6, 16, dtype=torch.float64)
+    full, _ = dec(x)
+    rows = [dec(x[:, : t + 1])[0][:, -1:] for t in range(6)]  # recompute the prefix each time
+    assert (torch.cat(rows, dim=1) - full).abs().max().item() <= 1e-12
+
+
+def test_the_future_is_never_seen():
+    dec = _decoder()
+    x = torch.randn(1, 6, 16, dtype=torch.float64)
+    y = x.clone()
+    y[:, 4:] += 5.0  # change positions 4 and 5 only
+    assert torch.allclose(dec(x)[0][:, :4], dec(y)[0][:, :4], atol=1e-12)
+    assert not torch.allclose(dec(x)[0][:, 4:], dec(y)[0][:, 4:])
+
+
+def test_cache_holds_two_numbers_per_layer_position_and_feature():
+    dec = _decoder(E=16, N=3)
+    caches = dec.new_caches()
+    assert cache_numbers(caches) == 0
+    dec(torch.randn(2, 5, 16, dtype=torch.float64), caches)
+    assert cache_numbers(caches) == 2 * 3 * 5 * 16 * 2  # keys and values x layers x T x E x B
+
+
+@pytest.mark.parametrize("T", [0, 5, 12])
+def test_step_cost_equals_the_counted_multiply_adds(T):
+    E, N = 16, 2
+    dec = _decoder(E=E, N=N)
+    x = torch.randn(1, T + 1, E, dtype=torch.float64)
+    cost = step_cost(T, E, N)
+    without = count_ops(lambda: dec(x)).matmul_flops // 2
+    caches = dec.new_caches()
+    if T:
+        dec(x[:, :T], caches)
+    with_cache = count_ops(lambda: dec(x[:, T:], caches)).matmul_flops // 2
+    assert (cost.with_cache, cost.without_cache) == (with_cache, without)
+
+
+def test_step_cost_grows_linearly_with_a_cache_and_quadratically_without():
+    a, b = step_cost(2047, 64, 2), step_cost(4095, 64, 2)
+    assert 1.5 < b.with_cache / a.with_cache <= 2.0  # doubling T: at most twice the work (linear)
+    assert 3.0 < b.without_cache / a.without_cache <= 4.0  # at most four times (quadratic)
+    assert b.without_cache / b.with_cache > 1000
+
+
+def test_decoder_errors():
+    dec = _decoder()
+    with pytest.raises(ValueError, match=r"x: expected last dim E=16, got shape \(1, 3, 8\)"):
+        dec(torch.zeros(1, 3, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match="x: expected 3 dims"):
+        dec(torch.zeros(3, 16, dtype=torch.float64))
+    with pytest.raises(TypeError, match="caches: expected a list of 3 attn.KVCache"):
+        dec(torch.zeros(1, 3, 16, dtype=torch.float64), [KVCache()])
+    with pytest.raises(ValueError, match="T: expected an int in 0..inf, got -1"):
+        step_cost(-1, 8, 1)
+    with pytest.raises(ValueError, match="num_layers: expected an int in 1..inf, got 0"):
+        Decoder(8, 2, 0)
+
+
+@pytest.mark.parametrize("task,pattern", [("reverse", "anti-diagonal"), ("copy", "diagonal")])
+def test_seq2seq_learns_the_task_and_its_alignment(task, pattern):
+    run = train_seq2seq(task, steps=150)
+    assert run.accuracy >= 0.95
+    source, _ = make_pairs(task, 64, 8, generator=torch.Generator().manual_seed(3))
+    _, weights = greedy_decode(run.model, source)  # (B, 1, 8, 8)
+    w = weights[:, 0].mean(0)
+    aligned = w.flip(1).diagonal() if pattern == "anti-diagonal" else w.diagonal()
+    assert aligned.mean().item() > 0.5  # most of each row's attention on the aligned position
+
+
+def test_an_untrained_seq2seq_has_no_alignment():
+    run = train_seq2seq("reverse", steps=1)
+    source, _ = make_pairs("reverse", 64, 8, generator=torch.Generator().manual_seed(3))
+    _, weights = greedy_decode(run.model, source)
+    assert weights[:, 0].mean(0).flip(1).diagonal().mean().item() < 0.3
+    assert run.accuracy < 0.5
+
+
+def test_make_pairs_errors():
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="task: expected one of 'reverse', 'copy', got 'sort'"):
+        make_pairs("sort", 2, 3, generator=g)
+    with pytest.raises(ValueError, match="length: expected an int in 1..inf, got 0"):
+        make_pairs("copy", 2, 0, generator=g)
+    s, t = make_pairs("reverse", 2, 4, generator=g)
+    assert torch.equal(t, s.flip(1))

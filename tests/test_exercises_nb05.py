@@ -1,0 +1,849 @@
+"""Checkers of notebook 05: the guided build (the learner's classes) and PyTorch's own layer.
+
+The layer checkers are tried on our own set of correct implementations (every one must pass)
+and on one buggy class per classic bug (each must fail, with the hint that names that bug).
+"""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import attn
+from attn.exercises import Feedback, _layers, nb05
+
+# ---- correct single heads: cls(d_model, d_k, d_v) -----------------------------------------
+
+
+class ChapterHead(nn.Module):
+    """The chapter's single head: bmm, masked_fill(mask == 0, -inf), (output, weights)."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.d_k = d_k
+        self.W_q = nn.Linear(d_model, d_k, bias=False)
+        self.W_k = nn.Linear(d_model, d_k, bias=False)
+        self.W_v = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = torch.bmm(Q, K.transpose(1, 2)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return torch.bmm(weights, V), weights
+
+
+class MatmulHead(ChapterHead):
+    """@, scaling the queries first, the mask applied with torch.where and ~mask."""
+
+    def forward(self, x, mask=None):
+        q = self.W_q(x) / self.d_k ** 0.5
+        scores = q @ self.W_k(x).mT
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=x.dtype))
+        weights = scores.softmax(dim=2)
+        return weights @ self.W_v(x), weights
+
+
+class EinsumHead(ChapterHead):
+    """einsum for both products, a -1e9 fill, output only."""
+
+    def forward(self, x, mask=None):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = torch.einsum("bld,bsd->bls", q, k) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -1e9)
+        return torch.einsum("bls,bsd->bld", torch.softmax(scores, -1), v)
+
+
+class PackageHead(ChapterHead):
+    """The attention step handed to attn.scaled_dot_product_attention."""
+
+    def forward(self, x, mask=None):
+        return attn.scaled_dot_product_attention(self.W_q(x), self.W_k(x), self.W_v(x), mask)
+
+
+class SdpaHead(ChapterHead):
+    """PyTorch's fused function (True = may attend, as here); output only."""
+
+    def forward(self, x, mask=None):
+        return F.scaled_dot_product_attention(self.W_q(x), self.W_k(x), self.W_v(x), attn_mask=mask)
+
+
+class ArticleNamedHead(nn.Module):
+    """The article's names and biases, forward(q, k, v, mask)."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.q_linear = nn.Linear(d_model, d_k)
+        self.k_linear = nn.Linear(d_model, d_k)
+        self.v_linear = nn.Linear(d_model, d_v)
+
+    def forward(self, q, k, v, mask=None):
+        q, k, v = self.q_linear(q), self.k_linear(k), self.v_linear(v)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+class LoopHead(ChapterHead):
+    """One query at a time, in a Python loop."""
+
+    def forward(self, x, mask=None):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        B, L, _ = x.shape
+        full = None if mask is None else mask.expand(B, L, L)  # (L, L) or (B, 1, L) -> (B, L, L)
+        rows, weights = [], []
+        for i in range(L):
+            s = (k @ q[:, i, :, None])[..., 0] / math.sqrt(self.d_k)  # (B, L)
+            if mask is not None:
+                s = s.masked_fill(full[:, i] == 0, float("-inf"))
+            w = torch.softmax(s, dim=-1)
+            weights.append(w)
+            rows.append((w[:, :, None] * v).sum(dim=1))
+        return torch.stack(rows, dim=1), torch.stack(weights, dim=1)
+
+
+class FlagHead(ChapterHead):
+    """forward(x, mask=None, need_weights=True): three positional parameters, one required."""
+
+    def forward(self, x, mask=None, need_weights=True):
+        out, weights = super().forward(x, mask)
+        return (out, weights) if need_weights else out
+
+
+CORRECT_HEADS = [ChapterHead, MatmulHead, EinsumHead, PackageHead, SdpaHead, ArticleNamedHead,
+                 LoopHead, FlagHead]
+
+
+@pytest.mark.parametrize("cls", CORRECT_HEADS, ids=lambda c: c.__name__)
+def test_every_correct_single_head_passes(cls):
+    fb = nb05.check_self_attention(cls)
+    assert fb.correct, fb.message
+    assert fb.message.endswith("with no mask, a causal mask and a padding mask.")
+
+
+# ---- correct multi-head layers: cls(d_model, n_heads) --------------------------------------
+
+
+class ChapterMHA(nn.Module):
+    """The chapter's layer: view + transpose, contiguous().view to merge, -inf, (output, weights).
+    Its steps are methods, so that a buggy subclass changes one of them."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def split(self, t):
+        B, L, _ = t.shape
+        return t.view(B, L, self.n_heads, self.d_k).transpose(1, 2)
+
+    def merge(self, t):
+        B, _, L, _ = t.shape
+        return t.transpose(1, 2).contiguous().view(B, L, self.d_model)
+
+    def queries(self, x):
+        return self.W_q(x)
+
+    def scale(self):
+        return math.sqrt(self.d_k)
+
+    def blocked(self, mask):
+        return mask == 0
+
+    def softmax_dim(self):
+        return -1
+
+    def project_out(self, merged):
+        return self.W_o(merged)
+
+    def forward(self, x, mask=None):
+        Q = self.split(self.queries(x))
+        K = self.split(self.W_k(x))
+        V = self.split(self.W_v(x))
+        scores = torch.matmul(Q, K.transpose(-2, -1)) / self.scale()
+        if mask is not None:
+            scores = scores.masked_fill(self.blocked(mask), float("-inf"))
+        weights = F.softmax(scores, dim=self.softmax_dim())
+        return self.project_out(self.merge(torch.matmul(weights, V))), weights
+
+
+class ReshapeMHA(ChapterMHA):
+    """reshape on both sides (no contiguous needed)."""
+
+    def split(self, t):
+        return t.reshape(t.shape[0], t.shape[1], self.n_heads, -1).transpose(1, 2)
+
+    def merge(self, t):
+        return t.transpose(1, 2).reshape(t.shape[0], t.shape[2], -1)
+
+
+class EinsumMHA(ChapterMHA):
+    """unflatten/permute/flatten and einsum; output only."""
+
+    def forward(self, x, mask=None):
+        q, k, v = (f(x).unflatten(-1, (self.n_heads, self.d_k)).permute(0, 2, 1, 3)
+                   for f in (self.W_q, self.W_k, self.W_v))
+        scores = torch.einsum("bhld,bhsd->bhls", q, k) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask.logical_not(), float("-inf"))
+        heads = torch.einsum("bhls,bhsd->bhld", scores.softmax(-1), v)
+        return self.W_o(heads.permute(0, 2, 1, 3).flatten(2))
+
+
+class BmmMHA(ChapterMHA):
+    """Heads folded into the batch, (B*H, L, D), so that torch.bmm applies."""
+
+    def forward(self, x, mask=None):
+        B, L, E = x.shape
+        H, D = self.n_heads, self.d_k
+        q, k, v = (f(x).view(B, L, H, D).transpose(1, 2).reshape(B * H, L, D)
+                   for f in (self.W_q, self.W_k, self.W_v))
+        scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(D)  # (B*H, L, L)
+        scores = scores.view(B, H, L, L)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = scores.softmax(-1)
+        heads = torch.bmm(weights.reshape(B * H, L, L), v).view(B, H, L, D)
+        return self.W_o(heads.transpose(1, 2).reshape(B, L, E)), weights
+
+
+class SdpaMHA(ChapterMHA):
+    """PyTorch's fused attention per head; output only."""
+
+    def forward(self, x, mask=None):
+        q, k, v = (self.split(f(x)) for f in (self.W_q, self.W_k, self.W_v))
+        return self.W_o(self.merge(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+
+
+class ArticleMHA(nn.Module):
+    """The article's layer: biases, forward(q, k, v, mask), -1e9, the output only."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
+        self.q_linear = nn.Linear(d_model, d_model)
+        self.k_linear = nn.Linear(d_model, d_model)
+        self.v_linear = nn.Linear(d_model, d_model)
+        self.out_linear = nn.Linear(d_model, d_model)
+
+    def forward(self, q, k, v, mask=None):
+        batch_size = q.size(0)
+        q = self.q_linear(q).view(batch_size, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_linear(k).view(batch_size, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        v = self.v_linear(v).view(batch_size, -1, self.num_heads, self.head_dim).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        output = torch.matmul(torch.softmax(scores, dim=-1), v)
+        output = output.transpose(1, 2).contiguous().view(batch_size, -1, self.d_model)
+        return self.out_linear(output)
+
+
+class HeadLoopMHA(ChapterMHA):
+    """One head at a time, on column slices, concatenated with torch.cat."""
+
+    def forward(self, x, mask=None):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        heads, weights = [], []
+        for h in range(self.n_heads):
+            cols = slice(h * self.d_k, (h + 1) * self.d_k)
+            s = q[..., cols] @ k[..., cols].transpose(1, 2) / math.sqrt(self.d_k)
+            if mask is not None:
+                m = mask if mask.dim() < 4 else mask[:, 0]  # (L, L) or (B, 1, 1, L) -> (B, 1, L)
+                s = s.masked_fill(m == 0, float("-inf"))
+            w = s.softmax(-1)
+            heads.append(w @ v[..., cols])
+            weights.append(w)
+        return self.W_o(torch.cat(heads, dim=-1)), torch.stack(weights, dim=1)
+
+
+class BiasedChapterMHA(ChapterMHA):
+    """The chapter's layer with biases in all four projections."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads)
+        for name in ("W_q", "W_k", "W_v", "W_o"):
+            setattr(self, name, nn.Linear(d_model, d_model))
+
+
+class PackageMHA(nn.Module):
+    """The package's layer used inside the learner's class (names W_q...; bias on request)."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.inner = attn.MultiHeadAttention(d_model, n_heads)
+        self.W_q, self.W_k, self.W_v, self.W_o = (self.inner.W_q, self.inner.W_k,
+                                                  self.inner.W_v, self.inner.W_o)
+
+    def forward(self, x, mask=None):
+        return self.inner(x, mask=mask)
+
+
+CORRECT_MHAS = [ChapterMHA, ReshapeMHA, EinsumMHA, BmmMHA, SdpaMHA, ArticleMHA, HeadLoopMHA,
+                BiasedChapterMHA, PackageMHA, nb05.ArticleAsPrinted]
+
+
+@pytest.mark.parametrize("cls", CORRECT_MHAS, ids=lambda c: c.__name__)
+def test_every_correct_multi_head_layer_passes(cls):
+    fb = nb05.check_multi_head_attention(cls)
+    assert fb.correct, fb.message
+
+
+def test_the_verdict_says_what_was_found():
+    fb = nb05.check_multi_head_attention(ArticleMHA)
+    assert "the article's names" in fb.message and "with biases" in fb.message
+    assert "forward(q, k, v, mask)" in fb.message and "returns the output" in fb.message
+    fb = nb05.check_multi_head_attention(ChapterMHA)
+    assert "the chapter's names" in fb.message and "no biases" in fb.message
+    assert "returns output and weights" in fb.message
+
+
+# ---- one buggy class per classic bug -------------------------------------------------------
+
+class NoScaleHead(ChapterHead):
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = torch.bmm(Q, K.transpose(1, 2))
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return torch.bmm(weights, V), weights
+
+
+def head_with(**changes):
+    """A ChapterHead with one line changed: scale, softmax dim, queries, mask handling."""
+    scale = changes.get("scale", lambda self: math.sqrt(self.d_k))
+    dim = changes.get("dim", -1)
+    query = changes.get("query", "W_q")
+    blocked = changes.get("blocked", lambda mask: mask == 0)
+
+    class Head(ChapterHead):
+        def forward(self, x, mask=None):
+            Q, K, V = getattr(self, query)(x), self.W_k(x), self.W_v(x)
+            scores = torch.bmm(Q, K.transpose(1, 2)) / scale(self)
+            if mask is not None and blocked is not None:
+                scores = scores.masked_fill(blocked(mask), float("-inf"))
+            weights = F.softmax(scores, dim=dim)
+            return torch.bmm(weights, V), weights
+
+    return Head
+
+
+def mha_with(**overrides):
+    return type("BuggyMHA", (ChapterMHA,), overrides)
+
+
+def merge_without_transpose(self, t):
+    B, _, L, _ = t.shape
+    return t.contiguous().view(B, L, self.d_model)
+
+
+HEAD_BUGS = [
+    ("no scaling", NoScaleHead),
+    ("scaled by d_k", head_with(scale=lambda self: self.d_k)),
+    ("scaled by d_model", head_with(scale=lambda self: self.W_q.in_features)),
+    ("scaled by sqrt(d_model)", head_with(scale=lambda self: math.sqrt(self.W_q.in_features))),
+    ("softmax over the queries", head_with(dim=1)),
+    ("softmax over the batch", head_with(dim=0)),
+    ("key projection used for the queries", head_with(query="W_k")),
+    ("mask flipped", head_with(blocked=lambda mask: mask)),
+    ("mask ignored", head_with(blocked=None)),
+]
+
+MHA_BUGS = [
+    ("no scaling", mha_with(scale=lambda self: 1.0)),
+    ("scaled by d_k", mha_with(scale=lambda self: self.d_k)),
+    ("scaled by d_model", mha_with(scale=lambda self: self.d_model)),
+    ("scaled by sqrt(d_model)", mha_with(scale=lambda self: math.sqrt(self.d_model))),
+    ("softmax over the queries", mha_with(softmax_dim=lambda self: -2)),
+    ("softmax over the heads", mha_with(softmax_dim=lambda self: 1)),
+    ("softmax over the batch", mha_with(softmax_dim=lambda self: 0)),
+    ("key projection used for the queries", mha_with(queries=lambda self, x: self.W_k(x))),
+    ("heads split without a transpose",
+     mha_with(split=lambda self, t: t.view(t.shape[0], self.n_heads, t.shape[1], self.d_k))),
+    ("heads merged without a transpose", mha_with(merge=merge_without_transpose)),
+    ("mask flipped", mha_with(blocked=lambda self, mask: mask)),
+    ("mask flipped", mha_with(blocked=lambda self, mask: mask == 1)),
+    ("mask ignored", mha_with(blocked=lambda self, mask: torch.zeros_like(mask))),
+    ("no output projection", mha_with(project_out=lambda self, merged: merged)),
+]
+
+# A phrase that names each bug in its hint.
+NAMES = {
+    "no scaling": "not scaled",
+    "scaled by d_k": "divided by d_k itself",
+    "scaled by d_model": "divided by d_model",
+    "scaled by sqrt(d_model)": "divided by √d_model",
+    "softmax over the queries": "softmax runs over the queries",
+    "softmax over the heads": "softmax runs over the heads",
+    "softmax over the batch": "softmax runs over the batch",
+    "key projection used for the queries": "made with the key projection",
+    "heads split without a transpose": "split with a single view",
+    "heads merged without a transpose": "merged with a view straight from",
+    "mask flipped": "wrong way round",
+    "mask ignored": "does not use `mask`",
+    "no output projection": "skips the output projection",
+}
+
+
+def assert_names_the_bug(fb, bug):
+    assert not fb.correct
+    assert NAMES[bug] in fb.message, fb.message
+    others = [p for b, p in NAMES.items() if b != bug and p not in NAMES[bug]]
+    assert not any(p in fb.message for p in others), fb.message
+    for answer in ("√d_k", "sqrt(d_k)", "transpose(1, 2)", "dim=-1", "mask == 0,", "W_o("):
+        assert answer not in fb.message
+
+
+def test_every_bug_has_a_name_and_a_buggy_class():
+    assert set(NAMES) == set(_layers.BUGS)
+    assert {b for b, _ in MHA_BUGS} == set(_layers.BUGS)
+    assert {b for b, _ in HEAD_BUGS} == set(nb05._SELF.bugs())
+
+
+@pytest.mark.parametrize("bug, cls", HEAD_BUGS, ids=[b for b, _ in HEAD_BUGS])
+def test_each_single_head_bug_gets_its_hint(bug, cls):
+    assert_names_the_bug(nb05.check_self_attention(cls), bug)
+
+
+@pytest.mark.parametrize("bug, cls", MHA_BUGS, ids=[f"{b}-{i}" for i, (b, _) in enumerate(MHA_BUGS)])
+def test_each_multi_head_bug_gets_its_hint(bug, cls):
+    assert_names_the_bug(nb05.check_multi_head_attention(cls), bug)
+
+
+class ArticleNoScale(ArticleMHA):
+    """A bug in the other style: the article's layer, unscaled."""
+
+    def forward(self, q, k, v, mask=None):
+        B = q.size(0)
+        q, k, v = (f(t).view(B, -1, self.num_heads, self.head_dim).transpose(1, 2)
+                   for f, t in ((self.q_linear, q), (self.k_linear, k), (self.v_linear, v)))
+        scores = q @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, -1, self.d_model)
+        return self.out_linear(out)
+
+
+class ArticleFlippedMask(ArticleMHA):
+    """-1e9 and a flipped mask: the fully blocked rows become uniform, not NaN."""
+
+    def forward(self, q, k, v, mask=None):
+        return super().forward(q, k, v, None if mask is None else ~mask)
+
+
+@pytest.mark.parametrize("cls, bug", [(ArticleNoScale, "no scaling"),
+                                      (ArticleFlippedMask, "mask flipped")])
+def test_bugs_in_the_articles_style(cls, bug):
+    assert_names_the_bug(nb05.check_multi_head_attention(cls), bug)
+
+
+def test_the_mask_bug_is_reported_with_the_mask_that_shows_it():
+    fb = nb05.check_multi_head_attention(mha_with(blocked=lambda self, mask: mask))
+    assert fb.message.startswith("With a causal mask:"), fb.message
+
+
+def test_each_mask_is_really_tried():
+    class FirstRowOnly(ChapterMHA):  # reads every mask as a key mask: right for padding only
+        def blocked(self, mask):
+            return mask[..., :1, :] == 0
+
+    class LastSequenceOnly(ChapterMHA):  # applies one sequence's mask to all: right for causal only
+        def blocked(self, mask):
+            return (mask[-1:] if mask.dim() == 4 else mask) == 0
+
+    fb = nb05.check_multi_head_attention(FirstRowOnly)
+    assert not fb.correct and fb.message.startswith("Without a mask your output is right; with a "
+                                                    "causal mask it is not"), fb.message
+    fb = nb05.check_multi_head_attention(LastSequenceOnly)
+    assert not fb.correct and fb.message.startswith("Without a mask your output is right; with a "
+                                                    "padding mask it is not"), fb.message
+
+
+def test_merging_with_view_after_transpose_raises_and_points_to_contiguous():
+    def merge(self, t):
+        B, _, L, _ = t.shape
+        return t.transpose(1, 2).view(B, L, self.d_model)
+
+    fb = nb05.check_multi_head_attention(mha_with(merge=merge))
+    assert not fb.correct
+    assert "view size is not compatible" in fb.message and "contiguous" in fb.message
+
+
+def test_bmm_on_four_dims_is_explained():
+    class Bmm4D(ChapterMHA):
+        def forward(self, x, mask=None):
+            Q, K, V = (self.split(f(x)) for f in (self.W_q, self.W_k, self.W_v))
+            weights = torch.bmm(Q, K.transpose(-2, -1)).softmax(-1)
+            return self.W_o(self.merge(torch.bmm(weights, V))), weights
+
+    fb = nb05.check_multi_head_attention(Bmm4D)
+    assert not fb.correct and "3-D tensors only" in fb.message
+
+
+def test_a_layer_without_any_output_projection_is_told_so():
+    class NoWo(ChapterMHA):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads)
+            del self.W_o
+
+        def project_out(self, merged):
+            return merged
+
+    fb = nb05.check_multi_head_attention(NoWo)
+    assert not fb.correct and "output projection" in fb.message
+
+
+def test_two_bugs_at_once_get_an_honest_fallback():
+    Both = mha_with(scale=lambda self: 1.0, softmax_dim=lambda self: -2)
+    fb = nb05.check_multi_head_attention(Both)
+    assert not fb.correct and "not by one of the classic bugs" in fb.message
+
+
+def test_right_output_wrong_weights():
+    class ScoresAsWeights(ChapterMHA):
+        def forward(self, x, mask=None):
+            out, weights = super().forward(x, mask)
+            return out, weights.log()
+
+    fb = nb05.check_multi_head_attention(ScoresAsWeights)
+    assert not fb.correct and "your output is right, but the weights" in fb.message
+
+
+def test_averaged_weights_are_told_apart():
+    class Averaged(ChapterMHA):
+        def forward(self, x, mask=None):
+            out, weights = super().forward(x, mask)
+            return out, weights.mean(dim=1)
+
+    fb = nb05.check_multi_head_attention(Averaged)
+    assert not fb.correct and "one map per head" in fb.message
+
+
+def test_step_one_checks_only_the_case_without_a_mask():
+    ignores_mask = head_with(blocked=None)
+    assert nb05.check_self_attention(ignores_mask, masks=False).correct
+    assert "masks come next" in nb05.check_self_attention(ignores_mask, masks=False).message
+    assert not nb05.check_self_attention(ignores_mask).correct
+
+
+# ---- the bug catalogue itself --------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", [nb05._SELF, nb05._MULTI], ids=["single", "multi"])
+def test_variants_are_one_bug_each_and_tell_apart(spec):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(_layers.BATCH, _layers.LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
+    params = {role: (torch.randn(*shape, generator=gen, dtype=torch.float64) / 2,
+                     torch.randn(shape[0], generator=gen, dtype=torch.float64))
+              for role, shape in spec.shapes().items()}
+    outputs = {}
+    for case, mask in spec.masks():
+        expected, _ = _layers.reference(x, params, mask, spec)
+        assert torch.allclose(_layers.variant(x, params, mask, spec, None), expected,
+                              atol=1e-12, rtol=0)
+        for bug in spec.bugs():
+            outputs.setdefault(bug, []).append(_layers.variant(x, params, mask, spec, bug))
+    correct = [_layers.reference(x, params, m, spec)[0] for _, m in spec.masks()]
+    for bug, outs in outputs.items():
+        assert any(not _layers.same(o, c) for o, c in zip(outs, correct)), f"{bug} is not a bug"
+        for other, other_outs in outputs.items():
+            if other != bug:
+                assert any(not _layers.same(a, b) for a, b in zip(outs, other_outs)), (bug, other)
+
+
+def test_the_reference_is_pytorchs_layer():
+    torch.manual_seed(0)
+    E, H = nb05.MULTI_HEAD_ARGS["d_model"], nb05.MULTI_HEAD_ARGS["n_heads"]
+    torch_mha = nn.MultiheadAttention(E, H, batch_first=True, dtype=torch.float64)
+    ours = attn.MultiHeadAttention.from_torch(torch_mha)
+    params = {role: (lin.weight.detach(), lin.bias.detach())
+              for role, lin in zip("qkvo", (ours.W_q, ours.W_k, ours.W_v, ours.W_o))}
+    x = torch.randn(2, 5, E, dtype=torch.float64)
+    for _, mask in nb05._MULTI.masks():
+        torch_mask = None if mask is None else attn.to_torch_mha_mask(mask.expand(2, H, 5, 5)
+                                                                      ).reshape(2 * H, 5, 5)
+        expected, w = torch_mha(x, x, x, attn_mask=torch_mask, average_attn_weights=False)
+        got, got_w = _layers.reference(x, params, mask, nb05._MULTI)
+        assert (got - expected).abs().max() < 1e-12 and (got_w - w).abs().max() < 1e-12
+
+
+def test_variant_rejects_an_unknown_bug():
+    with pytest.raises(ValueError, match="bug: expected None or one of"):
+        _layers.variant(torch.zeros(2, 5, 6), {}, None, nb05._SELF, "typo")
+
+
+# ---- the checker's own bad input -----------------------------------------------------------
+
+class TwoArgs(nn.Module):
+    def __init__(self, d_model, d_k):
+        super().__init__()
+
+
+class NotAModule:
+    def __init__(self, *args):
+        pass
+
+
+class Skeleton(nn.Module):
+    """What the notebook's cell holds before the learner writes anything."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.W_q = None
+        self.W_k = None
+        self.W_v = None
+
+    def forward(self, x, mask=None):
+        raise NotImplementedError
+
+
+class SkeletonForward(ChapterHead):
+    def forward(self, x, mask=None):
+        raise NotImplementedError
+
+
+class TransposedShapes(ChapterHead):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__(d_model, d_k, d_v)
+        self.W_q = nn.Linear(d_k, d_model, bias=False)
+
+
+class NoMaskArgument(ChapterHead):
+    def forward(self, x):
+        return super().forward(x)
+
+
+class ReturnsDict(ChapterHead):
+    def forward(self, x, mask=None):
+        return {"output": super().forward(x, mask)[0]}
+
+
+class InitFails(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        raise KeyError("oops")
+
+
+class OtherNames(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k)
+
+
+@pytest.mark.parametrize("cls, words", [
+    (ChapterHead(6, 4, 3), "Pass the class itself"),
+    (lambda d_model, d_k, d_v: None, "expected a class"),
+    (None, "expected a class"),
+    (3, "expected a class"),
+    (NotAModule, "should subclass nn.Module"),
+    (TwoArgs, "raised TypeError"),
+    (InitFails, "raised KeyError: 'oops'"),
+    (Skeleton, "W_q is not set yet"),
+    (SkeletonForward, "forward is not written yet"),
+    (TransposedShapes, "should take 6 features to 4"),
+    (NoMaskArgument, "takes no mask argument"),
+    (ReturnsDict, "should return the output, or (output, weights)"),
+    (OtherNames, "no projections named W_q"),
+])
+def test_bad_input_gets_a_clear_message_not_a_traceback(cls, words):
+    fb = nb05.check_self_attention(cls)
+    assert isinstance(fb, Feedback) and not fb.correct
+    assert words in fb.message, fb.message
+
+
+def test_wrong_constructor_message_says_how_the_checker_builds():
+    fb = nb05.check_multi_head_attention(ChapterHead)
+    assert "ChapterHead(8, 2) raised TypeError" in fb.message
+    assert "builds ChapterHead(d_model, n_heads)" in fb.message
+
+
+def test_a_checker_leaves_the_global_rng_alone():
+    torch.manual_seed(5)
+    a = torch.rand(3)
+    torch.manual_seed(5)
+    nb05.check_multi_head_attention(ChapterMHA)
+    nb05.check_self_attention(ChapterHead)
+    assert torch.equal(torch.rand(3), a)
+
+
+# ---- step 3: split and merge ---------------------------------------------------------------
+
+def split_ok(x, n_heads):
+    B, L, E = x.shape
+    return x.view(B, L, n_heads, E // n_heads).transpose(1, 2)
+
+
+def merge_ok(x):
+    B, H, L, D = x.shape
+    return x.transpose(1, 2).reshape(B, L, H * D)
+
+
+def test_split_merge_accepts_a_right_pair():
+    assert nb05.check_split_merge(split_ok, merge_ok).correct
+    assert nb05.check_split_merge(
+        lambda x, h: x.unflatten(-1, (h, -1)).permute(0, 2, 1, 3),
+        lambda x: x.permute(0, 2, 1, 3).contiguous().view(x.shape[0], x.shape[2], -1)).correct
+
+
+@pytest.mark.parametrize("split, merge, words", [
+    (lambda x, h: x.view(x.shape[0], h, x.shape[1], -1), merge_ok, "split with a single view"),
+    (split_ok, lambda x: x.reshape(x.shape[0], x.shape[2], -1), "merged with a view straight"),
+    (split_ok, lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "contiguous"),
+    (split_ok, lambda x: x.transpose(1, 2), "should give shape (B, L, E)"),
+    (lambda x, h: x, merge_ok, "should give shape (B, H, L, D)"),
+    (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2).flip(-1), merge_ok,
+     "the shape is right, not the numbers"),
+    (None, merge_ok, "split_heads: expected a function"),
+])
+def test_split_merge_wrong_pairs(split, merge, words):
+    fb = nb05.check_split_merge(split, merge)
+    assert not fb.correct and words in fb.message, fb.message
+
+
+def test_split_merge_skeleton_is_not_yet():
+    def split_heads(x, n_heads):
+        raise NotImplementedError
+
+    fb = nb05.check_split_merge(split_heads, merge_ok)
+    assert not fb.correct and "split_heads is not written yet" in fb.message
+
+
+# ---- step 6: the article's silent case -----------------------------------------------------
+
+def test_the_articles_layer_runs_silently_on_12_and_5():
+    s = nb05.SILENT_CASE
+    layer = nb05.ArticleAsPrinted(s["d_model"], s["num_heads"])
+    x = torch.randn(s["batch"], s["length"], s["d_model"])
+    out = layer(x, x, x)
+    assert tuple(out.shape) == (2, 5, 12)
+    assert tuple(layer.attn_weights.shape) == (2, 5, 6, 6)
+
+
+def test_silent_case_prediction():
+    right = {"head_dim": 2, "weights": (2, 5, 6, 6), "output": torch.Size([2, 5, 12])}
+    assert nb05.check_silent_case(right).correct
+    for wrong, words in [
+        ({**right, "head_dim": 3}, "rounds down"),
+        ({**right, "weights": (2, 5, 5, 5)}, "the -1"),
+        ({**right, "weights": (2, 6, 5, 5)}, "(batch, heads, L', L')"),
+        ({**right, "output": (2, 6, 12)}, "has a -1 too"),
+        ({**right, "output": "error"}, "raises nothing"),
+        ({**right, "head_dim": 2.4}, "should be an int"),
+        (None, "Set `answer`"),
+    ]:
+        fb = nb05.check_silent_case(wrong)
+        assert not fb.correct and words in fb.message, (wrong, fb.message)
+        assert "(2, 5, 6, 6)" not in fb.message
+
+
+class Guarded(nb05.ArticleAsPrinted):
+    def __init__(self, d_model, num_heads):
+        if d_model % num_heads:
+            raise ValueError(f"d_model: expected a multiple of num_heads={num_heads}, got {d_model}")
+        super().__init__(d_model, num_heads)
+
+
+def test_head_split_guard():
+    assert nb05.check_head_split_guard(Guarded).correct
+
+    class Asserted(nb05.ArticleAsPrinted):
+        def __init__(self, d_model, num_heads):
+            assert d_model % num_heads == 0
+            super().__init__(d_model, num_heads)
+
+    class Silent(nb05.ArticleAsPrinted):
+        def __init__(self, d_model, num_heads):
+            if d_model % num_heads:
+                raise ValueError("bad sizes")
+            super().__init__(d_model, num_heads)
+
+    class TooStrict(nb05.ArticleAsPrinted):
+        def __init__(self, d_model, num_heads):
+            if num_heads != 1:
+                raise ValueError(f"d_model={d_model}, num_heads={num_heads}")
+            super().__init__(d_model, num_heads)
+
+    class WrongType(nb05.ArticleAsPrinted):
+        def __init__(self, d_model, num_heads):
+            if d_model % num_heads:
+                raise RuntimeError(f"{d_model} {num_heads}")
+            super().__init__(d_model, num_heads)
+
+    for cls, words in [(nb05.ArticleAsPrinted, "still builds without complaint"),
+                       (Asserted, "bare assert"), (Silent, "name d_model and num_heads"),
+                       (TooStrict, "should build"), (WrongType, "is a ValueError"),
+                       (Guarded(12, 4), "expected the class"), (print, "expected the class")]:
+        fb = nb05.check_head_split_guard(cls)
+        assert not fb.correct and words in fb.message, (cls, fb.message)
+
+
+# ---- PyTorch's own layer -------------------------------------------------------------------
+
+def test_mha_causal_mask_right_answer_behaves_like_causal_in_torch():
+    L = nb05.MASK_LENGTH
+    answer = torch.ones(L, L, dtype=torch.bool).triu(1)
+    assert nb05.check_mha_causal_mask(answer).correct
+    # the accepted answer really makes nn.MultiheadAttention causal
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    x = torch.randn(1, L, 8)
+    _, w = mha(x, x, x, attn_mask=answer)
+    assert torch.all(w[0].triu(1) == 0) and torch.all(w[0].diagonal() > 0)
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (None, "bool tensor"),
+    ([[True]], "torch.Tensor"),
+    (torch.zeros(5, 5), "dtype torch.bool"),
+    (torch.zeros(4, 4, dtype=torch.bool), "shape (5, 5)"),
+    (attn.causal_mask(5), "True = may attend"),
+    (torch.ones(5, 5, dtype=torch.bool).triu(0), "diagonal"),
+    (torch.ones(5, 5, dtype=torch.bool).tril(-1), "blocks the past"),
+    (torch.eye(5, dtype=torch.bool), "row by row"),
+])
+def test_mha_causal_mask_wrong_answers_get_a_hint(answer, hint):
+    fb = nb05.check_mha_causal_mask(answer)
+    assert not fb.correct and hint in fb.message
+    assert "triu" not in fb.message and "tril" not in fb.message
+
+
+def test_weight_shapes():
+    s = nb05.SHAPES_SETUP
+    B, L, H = s["batch"], s["length"], s["num_heads"]
+    right = {"averaged": (B, L, L), "per_head": torch.Size([B, H, L, L])}
+    assert nb05.check_weight_shapes(right).correct
+    fb = nb05.check_weight_shapes({"averaged": (B, H, L, L), "per_head": (B, H, L, L)})
+    assert not fb.correct and "heads dimension" in fb.message
+    fb = nb05.check_weight_shapes({"averaged": (L, B, L), "per_head": (B, H, L, L)})
+    assert not fb.correct and "batch" in fb.message
+    fb = nb05.check_weight_shapes({"averaged": (B, L, L), "per_head": (B, L, H, L)})
+    assert not fb.correct and "per-head" in fb.message
+    for bad in (None, {"averaged": (B, L, L)}, {"averaged": "BLL", "per_head": (1,)}):
+        fb = nb05.check_weight_shapes(bad)
+        assert not fb.correct and str((B, L, L)) not in fb.message
+
+
+def test_weight_shapes_leave_the_global_rng_alone():
+    torch.manual_seed(5)
+    a = torch.rand(3)
+    torch.manual_seed(5)
+    nb05.check_weight_shapes({"averaged": (1,), "per_head": (1,)})
+    assert torch.equal(torch.rand(3), a)
+
+
+def test_fully_masked_row():
+    right = {"-inf": "nan", "-1e9": "uniform", "package": "zeros"}
+    assert nb05.check_fully_masked_row(right).correct
+    assert nb05.check_fully_masked_row({k: v.upper() for k, v in right.items()}).correct
+    fb = nb05.check_fully_masked_row({"-inf": "zeros", "-1e9": "uniform", "package": "nan"})
+    assert not fb.correct and fb.message.startswith("2 of 3")
+    assert not nb05.check_fully_masked_row(None).correct
+    assert not nb05.check_fully_masked_row({"-inf": "nan", "-1e9": "flat", "package": "zeros"}).correct

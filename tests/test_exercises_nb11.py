@@ -1,0 +1,71 @@
+"""Checkers of notebook 11: correct backward passes pass, each classic mistake gets its own hint."""
+import torch
+
+from attn.exercises import nb11
+
+
+def softmax_backward_formula(w, dw):
+    return w * (dw - (dw * w).sum(dim=-1, keepdim=True))
+
+
+def softmax_backward_jacobian(w, dw):
+    rows = []
+    for wr, dr in zip(w, dw):
+        jac = torch.diag(wr) - torch.outer(wr, wr)  # (S, S), symmetric
+        rows.append(jac @ dr)
+    return torch.stack(rows)
+
+
+def test_softmax_backward_accepts_correct_ones():
+    assert nb11.check_softmax_backward(softmax_backward_formula)
+    assert nb11.check_softmax_backward(softmax_backward_jacobian)
+
+
+def test_softmax_backward_names_each_mistake():
+    cases = {
+        (lambda w, dw: w * dw): "second term is missing",
+        (lambda w, dw: w * (dw - (dw * w).sum(0, keepdim=True))): "wrong dim",
+        (lambda w, dw: dw - (dw * w).sum(-1, keepdim=True)): "factor w in front is missing",
+        (lambda w, dw: w * (dw - dw.sum(-1, keepdim=True))): "needs the weights",
+        (lambda w, dw: -softmax_backward_formula(w, dw)): "sign is flipped",
+        (lambda w, dw: w): "Some entries differ",
+    }
+    for fn, hint in cases.items():
+        fb = nb11.check_softmax_backward(fn)
+        assert not fb and hint in fb.message, fb.message
+
+
+def test_softmax_backward_checker_input_errors():
+    assert "Pass your function" in nb11.check_softmax_backward(None).message
+
+    def todo(w, dw):
+        raise NotImplementedError
+
+    assert "Not implemented yet" in nb11.check_softmax_backward(todo).message
+    assert "shape" in nb11.check_softmax_backward(lambda w, dw: w.T).message
+    assert "Return a torch.Tensor" in nb11.check_softmax_backward(lambda w, dw: 1.0).message
+
+
+def test_score_backward():
+    right = lambda dS, Q, K, scale: (scale * dS @ K, scale * dS.T @ Q)  # noqa: E731
+    assert nb11.check_score_backward(right)
+    cases = {
+        (lambda dS, Q, K, s: (dS @ K, dS.T @ Q)): "the scale multiplies",
+        (lambda dS, Q, K, s: (s * dS.T @ Q, s * dS @ K)): "swapped",
+        (lambda dS, Q, K, s: (s * dS @ K, s * dS @ K)): "dQ is right",
+        (lambda dS, Q, K, s: (s * dS @ K * 3, s * dS.T @ Q)): "dK is right",
+        (lambda dS, Q, K, s: s * dS @ K): "Return a pair",
+    }
+    for fn, hint in cases.items():
+        fb = nb11.check_score_backward(fn)
+        assert not fb and hint in fb.message, fb.message
+
+
+def test_saved_bytes():
+    L = nb11.SAVED_L
+    assert nb11.check_saved_bytes(L * L * 4)
+    assert "counts entries" in nb11.check_saved_bytes(L * L).message
+    assert "per position" in nb11.check_saved_bytes(3 * L * nb11.SAVED_E * 4).message
+    assert "Replace the placeholder" in nb11.check_saved_bytes(None).message
+    assert "whole number" in nb11.check_saved_bytes("big").message
+    assert not nb11.check_saved_bytes(L * L * 8)

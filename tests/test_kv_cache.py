@@ -1,0 +1,115 @@
+"""attn.KVCache: decoding with a cache equals the full causal pass."""
+import pytest
+import torch
+
+from attn import KVCache, MultiHeadAttention, causal_mask, padding_mask
+
+TOL = 1e-12
+
+
+def rand(*shape, seed=0, dtype=torch.float64):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def layer(E=12, H=3, bias=True, seed=0):
+    torch.manual_seed(seed)
+    return MultiHeadAttention(E, H, bias=bias).double().eval()
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("prefill", [1, 4, 7])
+@pytest.mark.parametrize("bias", [False, True])
+def test_prefill_then_single_steps_equals_the_full_causal_pass(need_weights, prefill, bias):
+    m = layer(bias=bias)
+    x = rand(2, 9, 12)  # (B, T, E)
+    full, full_w = m(x, causal=True)
+    cache = KVCache()
+    outs = [m(x[:, :prefill], cache=cache, need_weights=need_weights)]
+    for t in range(prefill, 9):
+        outs.append(m(x[:, t : t + 1], cache=cache, need_weights=need_weights))
+        assert len(cache) == t + 1
+    out = torch.cat([o for o, _ in outs], dim=1)
+    assert (out - full).abs().max().item() <= TOL
+    assert cache.key.shape == cache.value.shape == (2, 3, 9, 4)
+    if need_weights:
+        # the weights of step t are row t of the full pass's weights, over keys 0..t
+        for t in range(prefill, 9):
+            _, w = outs[t - prefill + 1]
+            assert w.shape == (2, 3, 1, t + 1)
+            assert (w[:, :, 0] - full_w[:, :, t, : t + 1]).abs().max().item() <= TOL
+        _, w0 = outs[0]
+        assert (w0 - full_w[:, :, :prefill, :prefill]).abs().max().item() <= TOL
+    else:
+        assert all(w is None for _, w in outs)
+
+
+def test_chunks_of_several_tokens_attend_causally_among_themselves():
+    m = layer()
+    x = rand(1, 10, 12, seed=1)
+    full, _ = m(x, causal=True)
+    cache = KVCache()
+    chunks = [m(x[:, a:b], cache=cache)[0] for a, b in ((0, 3), (3, 7), (7, 8), (8, 10))]
+    assert (torch.cat(chunks, dim=1) - full).abs().max().item() <= TOL
+
+
+def test_cache_with_a_padding_mask():
+    m = layer(seed=2)
+    x = rand(2, 6, 12, seed=2)
+    pad = padding_mask([6, 4], 6)  # (B, 1, 1, S)
+    full, _ = m(x, mask=pad, causal=True)
+    cache = KVCache()
+    out0, _ = m(x[:, :4], mask=pad[..., :4], cache=cache)
+    out1, _ = m(x[:, 4:5], mask=pad[..., :5], cache=cache)
+    out2, _ = m(x[:, 5:6], mask=pad[..., :6], cache=cache)
+    got = torch.cat([out0, out1, out2], dim=1)
+    assert (got[0] - full[0]).abs().max().item() <= TOL
+    assert (got[1, :4] - full[1, :4]).abs().max().item() <= TOL
+
+
+def test_cache_is_causal_even_among_new_tokens():
+    # without the causal rule the prefill's first query would see the later ones
+    m = layer()
+    x = rand(1, 5, 12)
+    out, w = m(x, cache=KVCache())
+    assert not w[0, :, :, :].triu(1).any()
+    torch.testing.assert_close(out, m(x, mask=causal_mask(5))[0], atol=TOL, rtol=0)
+
+
+def test_append_and_clear():
+    cache = KVCache()
+    assert len(cache) == 0 and cache.key is None
+    k, v = cache.append(rand(2, 3, 4, 5), rand(2, 3, 4, 5, seed=1))
+    assert len(cache) == 4
+    k2, v2 = cache.append(rand(2, 3, 1, 5, seed=2), rand(2, 3, 1, 5, seed=3))
+    assert k2.shape == v2.shape == (2, 3, 5, 5) and len(cache) == 5
+    assert torch.equal(k2[:, :, :4], k) and torch.equal(v2[:, :, 4:], rand(2, 3, 1, 5, seed=3))
+    assert "positions=5" in repr(cache)
+    cache.clear()
+    assert len(cache) == 0 and cache.value is None
+
+
+def test_cache_errors():
+    m = layer()
+    with pytest.raises(TypeError, match=r"cache: expected an attn.KVCache or None, got dict"):
+        m(rand(1, 2, 12), cache={})
+    with pytest.raises(ValueError, match=r"cache: expected self-attention \(key and value None\)"):
+        m(rand(1, 2, 12), rand(1, 3, 12), cache=KVCache())
+    cache = KVCache()
+    m(rand(2, 3, 12), cache=cache)
+    with pytest.raises(ValueError, match=r"cache: expected B=2, H=3, D=4 like the cached keys \(2, 3, 3, 4\) \(B, H, T, D\), got B=1, H=3, D=4"):
+        m(rand(1, 1, 12), cache=cache)
+    with pytest.raises(ValueError, match=r"cache: expected B=2, H=3, D=4 like the cached keys .*got B=2, H=2, D=6"):
+        layer(H=2)(rand(2, 1, 12), cache=cache)
+    with pytest.raises(TypeError, match=r"cache: expected dtype torch.float64 like the cached keys, got torch.float32"):
+        MultiHeadAttention(12, 3)(rand(2, 1, 12, dtype=torch.float32), cache=cache)
+    with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable to \(B, H, L, S\) = \(2, 3, 1, 4\)"):
+        m(rand(2, 1, 12), mask=torch.ones(1, 3, dtype=torch.bool), cache=cache)
+    assert len(cache) == 3  # a rejected call leaves the cache as it was
+    with pytest.raises(ValueError, match=r"key: expected 4 dims \(B, H, T_new, D\)"):
+        KVCache().append(rand(2, 3), rand(2, 3))
+    with pytest.raises(ValueError, match=r"value: expected the shape of key \(1, 1, 2, 3\), got \(1, 1, 3, 3\)"):
+        KVCache().append(rand(1, 1, 2, 3), rand(1, 1, 3, 3))
+    with pytest.raises(ValueError, match=r"key: expected B=2, H=3, D=4 like the cached keys"):
+        cache.append(rand(2, 3, 1, 5), rand(2, 3, 1, 5))
+    with pytest.raises(TypeError, match=r"key: expected dtype torch.float64 like the cached keys, got torch.float32"):
+        cache.append(rand(2, 3, 1, 4, dtype=torch.float32), rand(2, 3, 1, 4, dtype=torch.float32))

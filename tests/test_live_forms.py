@@ -1,0 +1,298 @@
+"""The course's live forms besides JupyterLab itself: slides (jupyterlab-rise), app mode (Voilà),
+and what a learner meets in JupyterLab before and after running a notebook (axe-core).
+
+- RISE: one notebook, run in JupyterLab, then opened as slides (``/rise/<notebook>``): step
+  through three slides, reach the explorer's slide and see its picture.
+- Voilà (``make app NB=...``): every control of the explorer is reached with Tab alone and
+  moved with the keyboard alone, and each move changes the picture.
+- JupyterLab: before the kernel runs, a freshly opened (untrusted) notebook shows each
+  explorer's saved PNG; after Run All, axe-core finds no serious or critical violation in the
+  course's content (JupyterLab's own violations, and the slider handle that ipywidgets leaves
+  unnamed, are listed, not counted).
+
+Without Chromium the tests are skipped, saying how; under CI they fail instead.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from _support import unavailable
+from benchmarks.lab import VIEWPORT, Notebook, notebooks_folder, running_lab
+# pytest-playwright's browser, launched as the browser test launches it (Debian's Chromium)
+from test_browser import browser_type_launch_args, pytestmark  # noqa: F401
+from test_site import AXE, SERIOUS
+
+RISE_NOTEBOOK = "02_qkv.ipynb"  # one slider explorer; one of the quicker notebooks to run
+APP_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a drop-down, a slider and toggle buttons
+A11Y_NOTEBOOK = "05_pytorch_implementation.ipynb"
+UNTRUSTED_NOTEBOOK = "03_worked_example.ipynb"  # opened, never run or saved by this module
+IN_OUTPUT = ".jp-OutputArea-output"
+
+_PRESENT = """() => { const s = [...document.querySelectorAll('.reveal .slides section.present')].pop();
+  return s ? {text: s.innerText.slice(0, 120), picture: !!s.querySelector('img'),
+              widget: !!s.querySelector('.widget-image')} : null; }"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab for the module, on a temporary copy of the notebooks folder."""
+    with running_lab(notebooks_folder(), workdir=tmp_path_factory.mktemp("lab")) as server:
+        yield server
+
+
+def _run_and_save(page, lab, name: str) -> Notebook:
+    nb = Notebook(page, lab, name)
+    nb.open()
+    nb.run_all()
+    assert nb.error_outputs() == [], nb.error_outputs()
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+    return nb
+
+
+@pytest.fixture(scope="module")
+def rise_page(lab, browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    _run_and_save(page, lab, RISE_NOTEBOOK)
+    slides = context.new_page()
+    slides.goto(f"{lab.url}rise/{RISE_NOTEBOOK}?token={lab.token}")
+    slides.wait_for_selector(".reveal .slides section.present", timeout=120_000)
+    slides.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
+    yield slides
+    context.close()
+    lab.shutdown_kernels()
+
+
+def _wait_or_fail(page, message: str, script: str, *, arg: object = None, timeout: float = 10) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(script, arg=arg, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{message} (waited {timeout} s)") from None
+
+
+def test_rise_steps_through_slides_to_the_explorer(rise_page):
+    seen = [rise_page.evaluate(_PRESENT)]
+    for step in range(3):
+        rise_page.keyboard.press("Space")  # reveal.js: next slide (down into sub-slides first)
+        _wait_or_fail(rise_page, f"Space #{step + 1} showed no other slide after {seen[-1]['text']!r}",
+                      "(t) => { const s = [...document.querySelectorAll('.reveal .slides section.present')]"
+                      ".pop(); return s && s.innerText.slice(0, 120) !== t; }", arg=seen[-1]["text"])
+        seen.append(rise_page.evaluate(_PRESENT))
+    assert len({s["text"] for s in seen}) == 4, seen
+    assert seen[0]["text"].startswith("02 · Queries, keys and values"), seen[0]
+    for _ in range(80):  # on to the explorer's slide
+        if rise_page.evaluate(_PRESENT)["picture"] and "explorer()" in rise_page.evaluate(_PRESENT)["text"]:
+            break
+        rise_page.keyboard.press("Space")
+        time.sleep(0.2)
+    present = rise_page.evaluate(_PRESENT)
+    assert "scaling_explorer()" in present["text"] and present["picture"], present
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "jupyterlab-rise 0.43.1's slideshow app does not share @jupyterlab/console, which the widget "
+    "manager of ipywidgets 8.1.9 (jupyterlab_widgets 3.0.17) needs: the manager does not load in "
+    "the slides (jupyterlab-contrib/rise#119), so an explorer shows its saved PNG there, not the "
+    "live widget. Strict: this fails as soon as upstream fixes it, to turn it into a plain test."))
+def test_rise_explorer_is_live(rise_page):
+    rise_page.locator(".reveal section.present .widget-slider .noUi-handle").first.wait_for(timeout=10_000)
+
+
+# --- Voilà ---------------------------------------------------------------------------------
+
+@contextmanager
+def running_voila(notebook: Path, workdir: Path, timeout: float = 120) -> Iterator[str]:
+    """``voila notebook`` on 127.0.0.1 (as ``make app`` runs it, without opening a browser);
+    yields the page's URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # the kernel is this Python's (ipykernel's own spec); no user config or runtime folders
+    env = {**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(workdir / "config"),
+           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
+           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    log = workdir / "voila.log"
+    cmd = [str(Path(sys.executable).parent / "voila"), str(notebook), "--no-browser",
+           f"--port={port}", "--Voila.ip=127.0.0.1"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=notebook.parent, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"voila exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                urllib.request.urlopen(url + "api", timeout=2)
+                break
+            except urllib.error.HTTPError:
+                break  # it answers
+            except (urllib.error.URLError, OSError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"voila did not answer in {timeout} s:\n{log.read_text()[-3000:]}")
+                time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# Which control the focused element belongs to: "kind:index" (index among the explorer's
+# controls of that kind), or "" when the focus is elsewhere.
+_FOCUSED = """() => { const a = document.activeElement; if (!a) return '';
+  for (const [kind, sel] of [['slider', '.widget-slider'], ['dropdown', '.widget-dropdown'],
+                             ['toggle', '.widget-toggle-buttons'], ['checkbox', '.widget-checkbox'],
+                             ['text', '.widget-text']]) {
+    const all = [...document.querySelectorAll(sel)];
+    const i = all.findIndex((w) => w.contains(a));
+    if (i >= 0) return kind + ':' + i;
+  }
+  return ''; }"""
+_CONTROLS = """() => [['slider', '.widget-slider'], ['dropdown', '.widget-dropdown'],
+  ['toggle', '.widget-toggle-buttons'], ['checkbox', '.widget-checkbox'], ['text', '.widget-text']]
+  .flatMap(([kind, sel]) => [...document.querySelectorAll(sel)].map((_, i) => kind + ':' + i))"""
+_PICTURE = "() => { const i = document.querySelector('img.widget-image'); return i ? i.src : null; }"
+
+
+@pytest.fixture(scope="module")
+def voila_page(tmp_path_factory, browser):
+    work = tmp_path_factory.mktemp("voila")
+    with running_voila(notebooks_folder() / APP_NOTEBOOK, work) as url:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        t0 = time.monotonic()
+        page.goto(url, timeout=180_000)
+        page.wait_for_selector("img.widget-image", timeout=180_000)
+        page.wait_for_function("() => [...document.images].every((i) => i.complete && i.naturalWidth)")
+        print(f"Voilà: {APP_NOTEBOOK} ready in {time.monotonic() - t0:.1f} s")
+        yield page, errors
+        context.close()
+
+
+def test_voila_hides_the_code_and_shows_the_explorer(voila_page):
+    page, errors = voila_page
+    assert page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor").count() == 0  # code hidden
+    assert "mask_explorer(" not in page.locator("body").inner_text()
+    assert page.locator("img.widget-image").count() == 1
+    assert errors == [], errors
+
+
+# Keys that move a focused control of each kind, forwards then backwards (a control may
+# start at its last value). A toggle button group: Tab moves between its buttons, Space chooses.
+_KEYS = {"slider": ("ArrowRight", "ArrowLeft"), "dropdown": ("ArrowDown", "ArrowUp"),
+         "toggle": ("Space",), "checkbox": ("Space",), "text": ("ArrowUp", "ArrowDown")}
+
+
+def _move_by_keyboard(page, kind: str) -> bool:
+    """Press the keys of ``kind`` on the focused control until the explorer's picture changes."""
+    if kind == "toggle" and page.evaluate("() => document.activeElement.classList.contains('mod-active')"):
+        page.keyboard.press("Tab")  # the next button of the group: one not chosen yet
+    for key in _KEYS[kind]:
+        before = page.evaluate(_PICTURE)
+        page.keyboard.press(key)
+        try:
+            page.wait_for_function("(src) => { const i = document.querySelector('img.widget-image');"
+                                   " return i && i.src !== src && i.complete; }", arg=before, timeout=15_000)
+            return True
+        except Exception:  # playwright's TimeoutError: at the end of its range; the other way
+            continue
+    return False
+
+
+def test_voila_every_control_reached_and_moved_by_keyboard(voila_page):
+    page, errors = voila_page
+    controls = page.evaluate(_CONTROLS)
+    assert len(controls) >= 3, controls
+    page.locator("body").click(position={"x": 5, "y": 5})
+    reached = []
+    for _ in range(60):  # Tab alone, from the top of the page
+        page.keyboard.press("Tab")
+        here = page.evaluate(_FOCUSED)
+        if not here:
+            continue
+        if here not in reached:
+            reached.append(here)
+            assert _move_by_keyboard(page, here.split(":")[0]), f"{here}: no key moved it"
+        if set(reached) == set(controls):
+            break
+    assert sorted(reached) == sorted(controls), f"reached by Tab: {reached}; controls: {controls}"
+    assert errors == [], errors
+
+
+# --- JupyterLab ----------------------------------------------------------------------------
+
+def test_lab_shows_the_saved_picture_before_the_kernel_runs(lab, browser):
+    """A notebook opened from disk is untrusted: JupyterLab shows the safe image/png of each
+    explorer's output (not ``Explorer(children=...)``) until the cell runs again."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        nb = Notebook(page, lab, UNTRUSTED_NOTEBOOK)
+        nb.open(log_console=False)
+        shown = page.evaluate(f"""() => [...document.querySelectorAll('{IN_OUTPUT}')]
+            .filter((o) => o.innerText.includes('Explorer(') || o.querySelector('img'))
+            .map((o) => [o.dataset.mimeType || '', o.innerText.slice(0, 40)])""")
+        assert ["image/png", ""] in shown and not any("Explorer(" in t for _, t in shown), shown
+    finally:
+        context.close()
+        lab.shutdown_kernels()
+
+
+def test_axe_in_lab_finds_no_serious_violation_in_the_course(lab, browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        nb = _run_and_save(page, lab, A11Y_NOTEBOOK)
+        assert nb.widget_views() >= 1
+        if not AXE.is_file():
+            unavailable(f"{AXE} not found: npm ci --prefix site")
+        page.add_script_tag(path=str(AXE))
+        found = page.evaluate("""async () => (await axe.run(document)).violations.flatMap((v) =>
+            v.nodes.map((n) => ({id: v.id, impact: v.impact, target: n.target.join(' '),
+              course: !!document.querySelector(n.target.join(' '))?.closest(
+                  '.jp-OutputArea-output, .jp-MarkdownOutput, .jp-RenderedMarkdown'),
+              sliderHandle: !!document.querySelector(n.target.join(' '))?.matches('.noUi-handle')})))""")
+    finally:
+        context.close()
+        lab.shutdown_kernels()
+    lab_own = [f for f in found if not f["course"]]
+    library = [f for f in found if f["course"] and f["sliderHandle"] and f["id"] == "aria-input-field-name"]
+    course = [f for f in found if f["course"] and f not in library]
+    for label, group in (("JupyterLab's own", lab_own), ("ipywidgets' slider handle", library),
+                         ("the course's", course)):
+        rules = sorted({(f["impact"], f["id"]) for f in group})
+        for impact, rule in rules:
+            nodes = [f["target"] for f in group if f["id"] == rule]
+            print(f"axe, {label}: {impact}: {rule} ({len(nodes)} nodes, e.g. {nodes[0][:100]})")
+    serious = [f for f in course if f["impact"] in SERIOUS]
+    assert serious == [], f"axe-core in JupyterLab, the course's content: {serious}"
+
+
+def test_readme_gives_app_mode_for_every_notebook():
+    """README.md: one app-mode command and one Binder app-mode link per notebook."""
+    readme = (notebooks_folder().parent / "README.md").read_text(encoding="utf-8")
+    for path in sorted(notebooks_folder().glob("*.ipynb")):
+        assert f"make app NB={path.stem}" in readme, f"README.md: no `make app NB={path.stem}`"
+        link = f"https://mybinder.org/v2/gh/OWNER/REPO/main?urlpath=voila/render/notebooks/{path.name}"
+        assert link in readme, f"README.md: no app-mode link for {path.name}"

@@ -1,0 +1,114 @@
+"""attn.positions: sinusoidal codes and RoPE, against their formulas written out element by element."""
+import math
+
+import pytest
+import torch
+
+from attn.positions import apply_rope, frequencies, sinusoidal
+
+
+@pytest.mark.parametrize("length,d", [(1, 2), (7, 4), (33, 16), (5, 384)])
+def test_sinusoidal_is_the_formula(length, d):
+    pe = sinusoidal(length, d)
+    assert pe.shape == (length, d) and pe.dtype == torch.float64
+    for p in range(length):
+        for i in range(d // 2):
+            angle = p / 10000 ** (2 * i / d)
+            assert pe[p, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-12)
+            assert pe[p, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-12)
+
+
+def test_sinusoidal_dot_product_depends_on_the_offset_only():
+    pe = sinusoidal(200, 64)
+    gram = pe @ pe.T  # (L, L)
+    for k in range(-50, 51):
+        d = torch.diagonal(gram, k)
+        assert (d - d[0]).abs().max().item() < 1e-11
+    # and the offset really matters: not a constant
+    assert abs(gram[0, 0] - gram[0, 1]) > 0.1
+
+
+def test_sinusoidal_empty_and_errors():
+    assert sinusoidal(0, 4).shape == (0, 4)
+    with pytest.raises(ValueError, match="d_model: expected a positive even int.*got 5"):
+        sinusoidal(3, 5)
+    with pytest.raises(ValueError, match="d_model: expected a positive even int.*got 0"):
+        sinusoidal(3, 0)
+    with pytest.raises(ValueError, match="d_model: expected a positive even int.*got -2"):
+        sinusoidal(3, -2)
+    with pytest.raises(ValueError, match="length: expected an int in 0..inf, got -1"):
+        sinusoidal(-1, 4)
+    with pytest.raises(TypeError, match="length: expected an int, got float"):
+        sinusoidal(2.0, 4)
+    with pytest.raises(TypeError, match="d_model: expected an int, got bool"):
+        sinusoidal(2, True)
+
+
+def test_frequencies():
+    w = frequencies(8)
+    assert torch.allclose(w, torch.tensor([1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75],
+                                          dtype=torch.float64))
+    with pytest.raises(ValueError, match="base: expected a positive number, got 0.0"):
+        frequencies(8, base=0)
+
+
+def _rope_by_hand(x, positions, base=10000.0):
+    out = torch.empty_like(x)
+    E = x.shape[-1]
+    for row, p in enumerate(positions.tolist()):
+        for i in range(E // 2):
+            t = p * base ** (-2 * i / E)
+            a, b = x[..., row, 2 * i], x[..., row, 2 * i + 1]
+            out[..., row, 2 * i] = a * math.cos(t) - b * math.sin(t)
+            out[..., row, 2 * i + 1] = a * math.sin(t) + b * math.cos(t)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(5, 2), (3, 6, 8), (2, 2, 4, 6)])
+def test_rope_is_the_rotation_of_each_pair(shape):
+    x = torch.randn(*shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    x0 = x.clone()
+    got = apply_rope(x)
+    want = _rope_by_hand(x, torch.arange(shape[-2]))
+    assert torch.allclose(got, want, atol=1e-12)
+    assert torch.equal(x, x0)  # the argument is not changed
+    # a rotation keeps every pair's length
+    assert torch.allclose(got.pow(2).sum(-1), x.pow(2).sum(-1), atol=1e-12)
+
+
+def test_rope_positions_argument_and_base():
+    x = torch.randn(4, 6, dtype=torch.float64)
+    pos = torch.tensor([3, 0, 7, 2])
+    assert torch.allclose(apply_rope(x, pos, base=100.0), _rope_by_hand(x, pos, base=100.0), atol=1e-12)
+    assert torch.allclose(apply_rope(x, torch.zeros(4)), x)  # position 0 is no rotation
+    assert apply_rope(x.float()).dtype == torch.float32
+
+
+def test_rope_score_depends_on_the_offset_only_for_every_offset():
+    g = torch.Generator().manual_seed(1)
+    L, E = 24, 16
+    q = torch.randn(E, dtype=torch.float64, generator=g)
+    k = torch.randn(E, dtype=torch.float64, generator=g)
+    Q = apply_rope(q.expand(L, E))  # the same query vector at every position
+    K = apply_rope(k.expand(L, E))  # the same key vector at every position
+    scores = Q @ K.T  # (L, L): scores[m, n] = score of the query at m for the key at n
+    for offset in range(-(L - 1), L):
+        d = torch.diagonal(scores, offset)
+        assert (d - d[0]).abs().max().item() < 1e-12
+    # and without RoPE there is no dependence on position at all
+    assert torch.diagonal(scores, 1)[0] != pytest.approx(torch.diagonal(scores, 0)[0].item())
+
+
+def test_rope_errors():
+    with pytest.raises(ValueError, match=r"x: expected an even, positive last dim E.*got shape \(3, 5\)"):
+        apply_rope(torch.zeros(3, 5))
+    with pytest.raises(ValueError, match=r"x: expected at least 2 dims"):
+        apply_rope(torch.zeros(4))
+    with pytest.raises(TypeError, match="x: expected a floating-point tensor"):
+        apply_rope(torch.zeros(3, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"positions: expected shape \(3,\).*got shape \(4,\)"):
+        apply_rope(torch.zeros(3, 4), torch.arange(4))
+    with pytest.raises(TypeError, match="positions: expected a torch.Tensor of shape"):
+        apply_rope(torch.zeros(3, 4), [0, 1, 2])
+    with pytest.raises(TypeError, match="positions: expected integer or float positions"):
+        apply_rope(torch.zeros(3, 4), torch.ones(3, dtype=torch.bool))

@@ -1,0 +1,121 @@
+"""The explorers seen without a kernel: their picture and text in the saved notebooks.
+
+An explorer's output bundle holds the widget view (live with a kernel), a PNG of the view it
+was displayed with, and a text saying what it shows (``Explorer._repr_mimebundle_``). These
+tests read the committed notebooks (no kernel) and convert them to HTML the way a viewer
+without a widget manager does.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from PIL import Image
+
+from attn.widgets import Explorer, scaling_explorer
+from attn.widgets._base import html_to_text
+
+NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+ALL = sorted(p for p in NB_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+VIEW = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+def explorer_outputs(nb: dict) -> list[tuple[dict, bytes]]:
+    """(output, PNG bytes of the explorer's picture in the saved widget state) for every output
+    that displays an explorer: a VBox whose children include an Image (the house Explorer)."""
+    state = nb["metadata"].get("widgets", {}).get(STATE, {}).get("state", {})
+    found = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(VIEW)
+            if view is None:
+                continue
+            model = state.get(view["model_id"])
+            assert model is not None, f"widget {view['model_id']}: not in the saved widget state"
+            if model["model_name"] != "VBoxModel":
+                continue
+            for child in model["state"]["children"]:
+                image = state.get(child.removeprefix("IPY_MODEL_"), {})
+                if image.get("model_name") == "ImageModel":
+                    found.append((out, base64.b64decode(image["buffers"][0]["data"])))
+    return found
+
+
+LESSONS_WITH_EXPLORERS = [p for p in ALL if explorer_outputs(json.loads(p.read_text(encoding="utf-8")))]
+
+
+def test_the_course_has_explorers_in_every_lesson():
+    names = {p.name for p in LESSONS_WITH_EXPLORERS}
+    assert {f"0{i}_" for i in range(1, 9)} <= {n[:3] for n in names}, sorted(names)
+
+
+@pytest.mark.parametrize("path", LESSONS_WITH_EXPLORERS, ids=lambda p: p.name)
+def test_every_saved_explorer_holds_the_png_of_its_view(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for out, state_png in explorer_outputs(nb):
+        data = out["data"]
+        assert "image/png" in data, f"{path.name}: an explorer output without image/png: {sorted(data)}"
+        png = base64.b64decode("".join(data["image/png"]))
+        # the same picture as the live view it was displayed with (the widget state's buffer)
+        np.testing.assert_array_equal(_pixels(png), _pixels(state_png))
+        assert _pixels(png).std() > 0, f"{path.name}: the explorer's PNG is blank"
+        text = "".join(data["text/plain"])
+        assert text.startswith("Picture: ") and "Explorer(" not in text, text[:200]
+    assert path.stat().st_size < 1_000_000
+
+
+@pytest.mark.parametrize("path", LESSONS_WITH_EXPLORERS, ids=lambda p: p.name)
+def test_html_without_widget_state_shows_every_explorer_picture(path):
+    """``jupyter nbconvert --to html`` of the notebook stripped of its widget state (as a
+    repository page or nbviewer sees it): each explorer's PNG is in the page, no widget repr."""
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(path, as_version=4)
+    pngs = ["".join(out["data"]["image/png"]) for out, _ in explorer_outputs(nb)]
+    nb.metadata.pop("widgets")
+    html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    for png in pngs:
+        assert f'src="data:image/png;base64,{png}"' in html, f"{path.name}: an explorer's picture is missing"
+    assert "Explorer(children=" not in html
+
+
+def test_bundle_holds_widget_view_png_and_text_and_the_png_is_the_view():
+    ex = scaling_explorer()
+    ex.controls["d_k"].value = 4  # what is displayed is the view at display time
+    bundle = ex._repr_mimebundle_()
+    assert set(bundle) == {VIEW, "image/png", "text/plain"}
+    assert bundle[VIEW]["model_id"] == ex.model_id
+    assert base64.b64decode(bundle["image/png"]) == bytes(ex.image.value)
+    assert bundle["text/plain"] == ex.alt_text()
+    assert "d_k = 4" in bundle["text/plain"] and "Scaled vs unscaled" in bundle["text/plain"]
+
+
+def test_alt_text_follows_the_readout_and_is_the_pictures_tooltip():
+    ex = scaling_explorer()
+    before = ex.image.tooltip
+    ex.controls["d_k"].value = 16
+    assert ex.image.tooltip == ex.alt_text() != before
+    assert "d_k = 16" in ex.image.tooltip
+    assert ex.image.get_state()["description"] == ""  # lets the front end apply the tooltip
+
+
+def test_html_to_text_keeps_rows_cells_and_breaks():
+    html = "<p><b>Row</b> of x</p><table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>x<br>y"
+    assert html_to_text(html) == "Row of x\na | b\n1 | 2\nx\ny"
+
+
+def test_a_closed_explorer_has_no_bundle():
+    ex = scaling_explorer()
+    ex.close()
+    assert ex._repr_mimebundle_ is None  # ipywidgets removes the repr of a closed widget
+    assert isinstance(ex, Explorer)

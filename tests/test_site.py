@@ -1,0 +1,278 @@
+"""The course website (``make site``) and the handouts (``make handouts``), in a real browser.
+
+The module builds the site once into a temporary folder (as ``make site`` does, from the
+committed notebooks, without running them), serves it on 127.0.0.1 and opens every page in
+headless Chromium with every request outside that server refused. Then it prints the
+handouts from that site. axe-core (npm, site/package.json) checks every page.
+
+Without Chromium, the site's npm packages or a CJK font the tests are skipped,
+saying how to enable them; under CI (CI=true) they fail instead.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+import unicodedata
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from PIL import Image
+
+from _support import unavailable
+from benchmarks.lab import VIEWPORT, browser_unavailable
+# pytest-playwright's browser, launched as the browser test launches it (Debian's Chromium)
+from test_browser import browser_type_launch_args, pytestmark  # noqa: F401
+
+from tools import handouts, site
+from tools.serve import serving
+
+from test_saved_pictures import explorer_outputs
+
+AXE = site.NODE_MODULES / "axe-core" / "axe.min.js"
+PAGES = site.notebook_pages()
+SERIOUS = {"serious", "critical"}
+
+# In the page: every image decoded with pixels that are not all one colour; the text a reader
+# sees outside code (no raw $$ left by a failed MathJax, no widget repr).
+_IMAGES = """() => [...document.images].map((img) => {
+  const r = {src: img.currentSrc.slice(0, 80), w: img.naturalWidth, h: img.naturalHeight,
+             alt: img.alt || img.title || '', explorer: img.classList.contains('widget-image')};
+  if (!img.complete || !img.naturalWidth) return {...r, spread: 0};
+  const c = document.createElement('canvas');
+  c.width = img.naturalWidth; c.height = img.naturalHeight;
+  const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  let lo = 255, hi = 0;
+  for (let i = 0; i < d.length; i += 4) { const v = d[i] + d[i + 1] + d[i + 2]; lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  return {...r, spread: hi - lo};
+})"""
+_PROSE = """() => {
+  const skip = (n) => n.closest('pre, code, script, style, mjx-container, .highlight');
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const out = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (el && !skip(el) && el.offsetParent !== null) out.push(n.textContent);
+  }
+  return out.join(' ');
+}"""
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory):
+    reason = browser_unavailable()
+    if reason:
+        unavailable(f"website test: {reason}")
+    if not site.NODE_MODULES.is_dir():
+        unavailable("website test: the site's JavaScript is not installed: npm ci --prefix site "
+                    "(make site and make test do it)")
+    out = tmp_path_factory.mktemp("site") / "site"
+    seconds = site.build(out)
+    print(f"make site: {seconds:.1f} s for {len(PAGES)} notebook pages")
+    return out
+
+
+@pytest.fixture(scope="module")
+def site_browser(built_site, browser):
+    with serving(built_site) as url:
+        yield url, browser
+
+
+def _visit(browser, url: str, page_name: str) -> dict:
+    """Open one page with every request outside ``url``'s server refused, let it render, and
+    collect what the tests check: refused requests, failed responses, page errors, images,
+    the visible prose, the live links and axe-core's violations."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    local = urlparse(url).netloc
+    facts: dict = {"refused": [], "failed": [], "errors": []}
+
+    def route(r):
+        if urlparse(r.request.url).netloc == local:
+            r.continue_()
+        else:
+            facts["refused"].append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("response", lambda r: r.status >= 400 and facts["failed"].append(f"{r.status} {r.url}"))
+    page.on("pageerror", lambda e: facts["errors"].append(str(e)))
+    page.on("console", lambda m: m.type == "error" and facts["errors"].append(f"console: {m.text}"))
+    try:
+        page.goto(f"{url}{page_name}", wait_until="load")
+        if page_name == "index.html":  # a redirect to the start page
+            page.wait_for_url(f"**/{site.START}.html", timeout=10_000)
+        site.wait_rendered(page)
+        facts["url"] = page.url
+        facts["images"] = page.evaluate(_IMAGES)
+        facts["prose"] = page.evaluate(_PROSE)
+        facts["math"] = page.evaluate("""() => { const m = [...document.querySelectorAll('.math')];
+            return {all: m.length, typeset: m.filter((e) => e.querySelector('mjx-container')).length}; }""")
+        facts["links"] = {cls: page.locator(f"a.{cls}").first.get_attribute("href")
+                          for cls in ("attn-binder-lab", "attn-binder-voila")
+                          if page.locator(f"a.{cls}").count()}
+        facts["axe"] = axe_violations(page)
+    finally:
+        context.close()
+    return facts
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core's violations on the page (rule id, impact, help, the first nodes' selectors)."""
+    if not AXE.is_file():
+        unavailable(f"{AXE} not found: npm ci --prefix site")
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async () => (await axe.run(document)).violations.map((v) => ({
+        id: v.id, impact: v.impact, help: v.help,
+        nodes: v.nodes.map((n) => n.target.join(' ')) }))""")
+
+
+@pytest.fixture(scope="module")
+def visited(site_browser):
+    """page name -> what ``_visit`` saw (each page opened once for all the tests below)."""
+    url, browser = site_browser
+    seen: dict[str, dict] = {}
+
+    def visit(name: str) -> dict:
+        if name not in seen:
+            seen[name] = _visit(browser, url, name)
+        return seen[name]
+    return visit
+
+
+def test_the_site_has_every_notebook_and_an_index(built_site):
+    assert (built_site / "index.html").is_file()
+    for name in PAGES:
+        assert (built_site / f"{name}.html").is_file(), f"no page for notebooks/{name}.ipynb"
+
+
+def test_index_opens_the_start_page(visited):
+    facts = visited("index.html")
+    assert facts["url"].endswith(f"/{site.START}.html"), facts["url"]
+    assert facts["refused"] == facts["failed"] == facts["errors"] == []
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_loads_with_nothing_from_outside(visited, name):
+    facts = visited(f"{name}.html")
+    assert facts["refused"] == [], f"{name}: requests outside the site: {facts['refused']}"
+    assert facts["failed"] == [], f"{name}: failed requests: {facts['failed']}"
+    assert facts["errors"] == [], f"{name}: errors in the page: {facts['errors']}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_shows_pictures_math_and_no_widget_repr(visited, name):
+    facts = visited(f"{name}.html")
+    images = facts["images"]
+    blank = [i for i in images if i["spread"] == 0]
+    assert blank == [], f"{name}: images without pixels: {blank}"
+    nb = json.loads((site.NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    explorers = [i for i in images if i["explorer"]]
+    assert len(explorers) == len(explorer_outputs(nb)), f"{name}: explorers shown: {explorers}"
+    assert all(i["alt"].startswith("Picture: ") for i in explorers), f"{name}: an explorer picture without its text"
+    prose = facts["prose"]
+    for raw in ("$$", "\\(", "\\["):  # math MathJax did not typeset
+        assert raw not in prose, f"{name}: raw {raw} on the page: ...{prose[prose.find(raw) - 80:][:160]}..."
+    assert facts["math"]["typeset"] == facts["math"]["all"], f"{name}: math typeset: {facts['math']}"
+    for repr_text in ("Explorer(children=", "VBox(children=", "Loading widget", "Error displaying widget"):
+        assert repr_text not in prose, f"{name}: {repr_text!r} on the page"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_links_to_run_it_live(visited, name):
+    base = "https://mybinder.org/v2/gh/OWNER/REPO/main?urlpath="
+    assert visited(f"{name}.html")["links"] == {
+        "attn-binder-lab": f"{base}lab/tree/notebooks/{name}.ipynb",
+        "attn-binder-voila": f"{base}voila/render/notebooks/{name}.ipynb"}
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_axe_finds_no_serious_violation(visited, name):
+    violations = visited(f"{name}.html")["axe"]
+    for v in violations:
+        print(f"axe, {name}: {v['impact']}: {v['id']} ({len(v['nodes'])} nodes, e.g. {v['nodes'][0][:100]})")
+    serious = [v for v in violations if v["impact"] in SERIOUS]
+    assert serious == [], f"{name}: axe-core: " + "; ".join(
+        f"{v['id']} ({v['impact']}) at {v['nodes'][:3]}" for v in serious)
+
+
+# --- handouts ------------------------------------------------------------------------------
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+CJK_OR_RADICAL = re.compile(r"[\u2e80-\u2fdf\u4e00-\u9fff]")
+
+
+def _utf16(hex_text: str) -> str:
+    return bytes.fromhex(hex_text).decode("utf-16-be", errors="replace")
+
+
+def mapped_text(cmap: str) -> str:
+    """Every character a font's ToUnicode CMap maps its glyphs to (bfchar and bfrange entries),
+    NFKC-normalised: a glyph a CJK font shares between 一 and the Kangxi radical ⼀ may be
+    mapped to the radical."""
+    chars = []
+    for block in re.findall(r"beginbfchar(.*?)endbfchar", cmap, re.S):
+        chars += [_utf16(dst) for _src, dst in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>", block)]
+    for block in re.findall(r"beginbfrange(.*?)endbfrange", cmap, re.S):
+        for lo, hi, dst in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*(<[0-9A-Fa-f]+>|\[[^\]]*\])", block):
+            if dst.startswith("["):
+                chars += [_utf16(d) for d in re.findall(r"<([0-9A-Fa-f]+)>", dst)]
+            else:
+                first = int(dst[1:-1], 16)
+                chars += [chr(first + k) for k in range(int(hi, 16) - int(lo, 16) + 1)]
+    return unicodedata.normalize("NFKC", "".join(chars))
+
+
+def _pdf_facts(path: Path) -> tuple[int, list[tuple[int, int]], set[str]]:
+    """(pages, pixel sizes of the images, CJK characters that a font of the PDF maps)."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(path)
+    sizes, cjk = [], set()
+    for p in reader.pages:
+        sizes += [im.image.size for im in p.images]
+        for font in (p["/Resources"].get("/Font") or {}).values():
+            to_unicode = font.get_object().get("/ToUnicode")
+            if to_unicode is not None:
+                cjk |= set(CJK_OR_RADICAL.findall(mapped_text(to_unicode.get_object().get_data().decode("latin-1"))))
+    return len(reader.pages), sizes, cjk
+
+
+@pytest.fixture(scope="module")
+def printed(site_browser, tmp_path_factory):
+    reason = handouts.cjk_font_missing()
+    if reason:
+        unavailable(f"handouts test: {reason}")
+    url, browser = site_browser
+    t0 = time.monotonic()
+    pdfs = handouts.print_pages(browser, url, tmp_path_factory.mktemp("handouts"))
+    print(f"make handouts: {time.monotonic() - t0:.1f} s for {len(pdfs)} PDFs")
+    return pdfs
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_handout_has_pages_pictures_and_chinese_glyphs(printed, name):
+    path = printed[name]
+    n_pages, sizes, cjk = _pdf_facts(path)
+    print(f"{path.name}: {n_pages} pages, {len(sizes)} images, {path.stat().st_size / 1024:.0f} KiB")
+    assert n_pages >= 1
+    nb = json.loads((site.NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    for _, png in explorer_outputs(nb):
+        size = Image.open(io.BytesIO(png)).size
+        assert size in sizes, f"{path.name}: no image of the explorer's size {size} (images: {sizes})"
+    pictures = sum("image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
+    assert len(sizes) >= pictures, f"{path.name}: {len(sizes)} images for {pictures} pictures in the notebook"
+    text = "".join("".join(c["source"]) + "".join(
+        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", "")) + "".join(o.get("data", {}).get("text/html", ""))
+        for o in c.get("outputs", [])) for c in nb["cells"])  # all the notebook's text
+    chinese = set(CJK.findall(text))
+    # Each Chinese character of the text is mapped by a font of the PDF, or its glyph is mapped
+    # to a variant the text does not use (长 -> the radical ⾧, whose NFKC form is 長). With no
+    # CJK font, no glyph maps to any of them.
+    missing, variants = chinese - cjk, cjk - chinese
+    assert len(missing) <= len(variants), (
+        f"{path.name}: {len(missing)} Chinese characters of the notebook are drawn by no "
+        f"CJK font in the PDF: {''.join(sorted(missing))[:40]}")
