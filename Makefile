@@ -130,11 +130,17 @@ $(TEACHER_STAMP): requirements-teacher.txt $(STAMP)
 	$(BIN)/python -c 'import site, sysconfig; print("import site; site.addsitedir(%r)" % sysconfig.get_paths()["purelib"])' \
 	    > "$$($(TEACHER_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/course-venv.pth"
 	$(TEACHER_BIN)/python -m pip install --quiet -r requirements-teacher.txt
+	# nbgrader runs the command `alembic`, which must be this venv's (its python sees nbgrader):
+	# installed here even where .venv has alembic already (jupyterhub brings it).
+	$(TEACHER_BIN)/python -m pip install --quiet --no-deps --ignore-installed \
+	    "$$(grep -i '^alembic==' requirements-teacher.txt)"
 	touch $(TEACHER_STAMP)
 
 # nbgrader's course folder: source/ (with the solutions), release/ (the student versions),
 # submitted/<student>/<assignment>/ (what students hand in), autograded/, grades.csv.
 ASSIGNMENTS := assignments
+# The teacher's bin/ first on PATH: the kernels that grade, and the `alembic` that nbgrader
+# runs, are the teacher's python.
 NBGRADER = cd $(ASSIGNMENTS) && PATH=$(CURDIR)/$(TEACHER_BIN):$$PATH $(CURDIR)/$(TEACHER_BIN)/python -m nbgrader
 
 assignments: teacher
