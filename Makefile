@@ -19,8 +19,9 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to run as root unless told.
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-# torch. On Linux, PyPI's torch is the CUDA build (with about 18 nvidia-* packages, several
-# GB); PyTorch's CPU index serves the same release built for the CPU, as torch==X+cpu.
+# torch. On Linux, PyPI's torch is the CUDA build (with 19 nvidia-*, cuda-* and triton
+# packages: 2.7 GB with torch); PyTorch's CPU index serves the same release built for the CPU,
+# as torch==X+cpu.
 # requirements.txt pins that build on Linux (PyPI's, CPU-only there, on macOS and Windows).
 # The CPU index is given to this one install alone, and with --no-deps, so pip looks it up
 # once: for every other package pip asks PyPI only (given to a whole requirements file, pip
@@ -63,7 +64,7 @@ check-python:
 	case " $(PYTHON_VERSIONS) " in \
 	  *" $$v "*) ;; \
 	  *) echo "error: the course needs Python $(PYTHON_VERSIONS) (one of them); '$(PYTHON)' is $${v:+Python }$${v:-not found}." >&2; \
-	     echo "       Install one of them, or name it: make PYTHON=/path/to/python3.11 $(MAKECMDGOALS)" >&2; \
+	     echo "       Install one of them, or name it: make PYTHON=/path/to/python3.11" >&2; \
 	     exit 1;; \
 	esac
 
@@ -129,15 +130,17 @@ $(TEACHER_STAMP): requirements-teacher.txt $(STAMP)
 	$(BIN)/python -c 'import site, sysconfig; print("import site; site.addsitedir(%r)" % sysconfig.get_paths()["purelib"])' \
 	    > "$$($(TEACHER_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/course-venv.pth"
 	$(TEACHER_BIN)/python -m pip install --quiet -r requirements-teacher.txt
-	# nbgrader runs the `alembic` command; when .venv already has alembic (JupyterHub's), pip
-	# sees it satisfied through the .pth and writes no script here, and .venv's alembic cannot
-	# import nbgrader. Installed here too, so the teacher venv's bin/ has its own.
-	$(TEACHER_BIN)/python -m pip install --quiet --ignore-installed --no-deps "$$(grep -E '^alembic==' requirements-teacher.txt)"
+	# nbgrader runs the command `alembic`, which must be this venv's (its python sees nbgrader):
+	# installed here even where .venv has alembic already (jupyterhub brings it).
+	$(TEACHER_BIN)/python -m pip install --quiet --no-deps --ignore-installed \
+	    "$$(grep -i '^alembic==' requirements-teacher.txt)"
 	touch $(TEACHER_STAMP)
 
 # nbgrader's course folder: source/ (with the solutions), release/ (the student versions),
 # submitted/<student>/<assignment>/ (what students hand in), autograded/, grades.csv.
 ASSIGNMENTS := assignments
+# The teacher's bin/ first on PATH: the kernels that grade, and the `alembic` that nbgrader
+# runs, are the teacher's python.
 NBGRADER = cd $(ASSIGNMENTS) && PATH=$(CURDIR)/$(TEACHER_BIN):$$PATH $(CURDIR)/$(TEACHER_BIN)/python -m nbgrader
 
 assignments: teacher

@@ -139,3 +139,19 @@ def test_autograde_gives_the_worked_solutions_full_marks_and_a_partial_answer_le
         # thing (05 checks one class at two steps of its build); never full marks
         got = float(partial["score"])
         assert 1 <= got and (got < n or n == 1), f"{name}: one answer of {n} got {partial['score']}"
+
+
+def test_nbgrader_stays_out_of_the_learners_lab():
+    """nbgrader adds menus to every JupyterLab that has it: not in .venv nor in Binder's image."""
+    import importlib.util
+    import sys
+
+    assert importlib.util.find_spec("nbgrader") is None, "nbgrader is importable in the course's venv"
+    for requirements in ("requirements.txt", "binder/requirements.txt"):
+        assert "nbgrader" not in (REPO / requirements).read_text().lower(), requirements
+    r = subprocess.run([str(Path(sys.executable).parent / "jupyter"), "labextension", "list"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    listing = r.stdout + r.stderr
+    assert "@jupyter-widgets/jupyterlab-manager" in listing, listing  # the listing works
+    assert "nbgrader" not in listing, listing

@@ -249,7 +249,8 @@ def assignment_names() -> list[str]:
 
 def nbgrader_env() -> dict[str, str]:
     """The environment for nbgrader: this interpreter's bin/ first on PATH, so that the
-    kernels nbgrader starts to grade run this Python (which sees the course's packages)."""
+    kernels nbgrader starts to grade run this Python (which sees the course's packages), and
+    so does the `alembic` that nbgrader runs."""
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return env
