@@ -30,9 +30,10 @@ from pathlib import Path
 
 import pytest
 
-from _hub import (FOLDER, REPO, START, KernelClient, chromium, class_link, course_origin,
+from _hub import (FOLDER, REPO, START, KernelClient, class_link, course_origin,
                   hub_unavailable, readme_link, run_git, running_hub, teacher_commit, unavailable)
 from test_binder import TEST_ONLY, read_pins
+from test_browser import browser_type_launch_args  # noqa: F401 (pytest-playwright: Debian's Chromium, as root)
 
 LEARNERS = ["learner-1", "learner-2"]
 EXPLORER = "notebooks/06_visualization.ipynb"
@@ -44,16 +45,17 @@ LAB_SETTINGS = {"@jupyterlab/notebook-extension/tracker": {"windowingMode": "non
 
 
 @pytest.fixture(scope="module")
-def hub_class(tmp_path_factory):
-    """The teacher's repository, a running hub for LEARNERS, and Chromium."""
+def hub_class(tmp_path_factory, browser):
+    """The teacher's repository, a running hub for LEARNERS, and Chromium: pytest-playwright's
+    session browser, so that this test runs beside the other browser tests (a second
+    sync_playwright() in the same process fails while theirs is running)."""
     reason = hub_unavailable()
     if reason:
         unavailable(f"hub test: {reason}")
     root = tmp_path_factory.mktemp("hub-class")
     origin = course_origin(root / "git")
     with running_hub(root / "hub", LEARNERS, environment={"OMP_NUM_THREADS": "1"},
-                     lab_settings=LAB_SETTINGS) as hub, \
-            chromium() as browser:
+                     lab_settings=LAB_SETTINGS) as hub:
         yield hub, origin, browser
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FuncFormatter, NullLocator
 from torch import Tensor
 from torch.autograd.graph import saved_tensors_hooks
 from torch.overrides import TorchFunctionMode
@@ -36,6 +36,7 @@ from .._checks import (check_choice, check_float, check_number, check_positive_i
 from ..blockwise import OnlineSoftmax, blockwise_attention
 from ..functional import scaled_dot_product_attention
 from ..threads import torch_threads
+from ..plotting import power_of_ten_label
 
 __all__ = [
     "format_bytes",
@@ -340,6 +341,10 @@ def loglog_curves(
     ax.set_yscale("log")
     ax.xaxis.set_minor_locator(NullLocator())  # fewer ticks: quicker to draw, easier to read
     ax.yaxis.set_minor_locator(NullLocator())
+    # Plain-text tick labels (2, 4, ..., 10³): no mathtext, whose fonts matplotlib looks up
+    # (and warns about on stderr) the first time a process draws them.
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(power_of_ten_label))
     ax.set_xlabel("n (queries = keys)")
     ax.set_ylabel(ylabel)
     if title:
