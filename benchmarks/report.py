@@ -104,6 +104,11 @@ def scale_section(d: dict[str, Any]) -> str:
     return (head + "\n\n" + s["layer_table"]
             + "\n\nOne head, B=1, D=64, at long L: the naive path holds the L × L matrix; "
               "the blockwise path never does.\n\n" + s["head_table"]
+            + ("\n\nThe course's own sizes: the teaching path against `nn.MultiheadAttention("
+               "need_weights=True)` with a causal mask, per call (median of 7 batches, the two "
+               "taking turns): a forward pass in inference mode, where torch runs its fused C++ "
+               "kernel, and a training step (forward and backward), where it runs its Python "
+               "path.\n\n" + s["course_table"] if s.get("course_table") else "")
             + "\n\nTargets:\n\n" + "\n".join(f"- {line}" for line in s["targets"]))
 
 

@@ -33,6 +33,14 @@ Methods for the layer (B, L, E) -> (B, L, E), all with the weights of one
 Lengths: 128 to 2048 for every method, and 4096 for the methods that never hold the
 (B, H, L, L) weights (``LIGHT_METHODS``); at 4096 one copy of those weights would take 6 GiB.
 
+Course sizes (``course_sizes``): the teaching path against ``nn.MultiheadAttention`` at the
+shapes the notebooks use (the chapter's layer, the tiny trained model's batch, one MiniLM layer
+on a sentence, a toy sentence), all with a causal mask and the per-head weights, in this
+process: a forward pass under ``torch.inference_mode`` (where ``nn.MultiheadAttention`` in eval
+mode runs its fused C++ kernel) and a training step (forward and backward with autograd, both
+modules in train mode, where ``nn.MultiheadAttention`` runs its Python path). Each figure is the
+median of 7 batches of calls, the two modules taking turns.
+
 Methods for one head (1, 1, L, D), the memory check at long L: ``naive``
 (``attn.functional.scaled_dot_product_attention``, holds the (L, L) weights), ``blockwise``
 (``attn.blockwise.blockwise_attention``), ``sdpa`` (PyTorch's fused kernel).
@@ -267,6 +275,74 @@ def long_accuracy(L: int, D: int = 64) -> float:
     return (got - ref).abs().max().item()
 
 
+#: (label, B, L, E, H): shapes from the notebooks.
+COURSE_SIZES = (
+    ("the chapter's layer (05)", 2, 10, 512, 8),
+    ("the tiny model's batch (08)", 64, 10, 32, 2),
+    ("a MiniLM layer, one sentence (08)", 1, 16, 384, 12),
+    ("a toy sentence (04)", 1, 10, 32, 2),
+)
+
+
+def course_sizes(*, quick: bool = False, threads: int | None = None) -> list[dict[str, Any]]:
+    """Teaching path / nn.MultiheadAttention(need_weights=True) at the course's own shapes."""
+    import torch
+
+    from attn.masks import causal_mask, to_torch_mha_mask
+    from attn.modules import MultiHeadAttention
+
+    if threads:
+        torch.set_num_threads(threads)
+    rows = []
+    for label, B, L, E, H in COURSE_SIZES:
+        torch.manual_seed(0)
+        ours = MultiHeadAttention(E, H, bias=True)
+        theirs = ours.to_torch()
+        x = torch.randn(B, L, E)  # (B, L, E)
+        mask = causal_mask(L)  # (L, L), True = may attend
+        blocked = to_torch_mha_mask(mask)  # True = blocked, nn.MultiheadAttention's convention
+
+        def forward_ours():
+            return ours(x, mask=mask)[0]
+
+        def forward_theirs():
+            return theirs(x, x, x, attn_mask=blocked, need_weights=True, average_attn_weights=False)[0]
+
+        def step(forward):
+            def run_step():
+                forward().sum().backward()
+            return run_step
+
+        row = {"label": label, "B": B, "L": L, "E": E, "H": H}
+        for mode in ("inference", "training"):
+            ours.train(mode == "training")
+            theirs.train(mode == "training")
+            if mode == "inference":
+                pair = {"teaching": forward_ours, "torch_weights": forward_theirs}
+            else:
+                pair = {"teaching": step(forward_ours), "torch_weights": step(forward_theirs)}
+            with torch.inference_mode(mode == "inference"):
+                per_call = {name: [] for name in pair}
+                t0 = time.perf_counter()
+                pair["teaching"]()  # warm-up, and the size of one batch of calls
+                calls = max(1, int(0.02 / max(time.perf_counter() - t0, 1e-7)))
+                for _ in range(2 if quick else 7):
+                    for name, fn in pair.items():
+                        t0 = time.perf_counter()
+                        for _ in range(calls):
+                            fn()
+                        per_call[name].append((time.perf_counter() - t0) / calls)
+            for name, times in per_call.items():
+                row[f"{mode}_{name}_us"] = median(times) * 1e6
+            row[f"{mode}_ratio"] = row[f"{mode}_teaching_us"] / row[f"{mode}_torch_weights_us"]
+        rows.append(row)
+        say(f"  {label:36s} forward {row['inference_teaching_us']:8.0f} us vs "
+            f"{row['inference_torch_weights_us']:8.0f} us ({row['inference_ratio']:.2f}x); "
+            f"training step {row['training_teaching_us']:8.0f} us vs "
+            f"{row['training_torch_weights_us']:8.0f} us ({row['training_ratio']:.2f}x)")
+    return rows
+
+
 def run(
     *, quick: bool = False, results=None, repeats: int | None = None,
     lengths: list[int] | None = None, methods: tuple[str, ...] = LAYER_METHODS,
@@ -320,15 +396,19 @@ def run(
             say(f"  causal={causal!s:5s} {method:9s} "
                 + (r["error"] if "error" in r else
                    f"{r['median_s'] * 1e3:9.1f} ms  peak +{r['peak_growth_mib']:8.1f} MiB"))
+    say("\n== The course's own sizes: teaching path vs nn.MultiheadAttention(need_weights=True), "
+        "causal mask ==")
+    course = course_sizes(quick=quick, threads=threads)
     acc = accuracy()
     acc["long_causal_max_abs_diff"] = long_accuracy(long_L)
     acc["long_L"] = long_L
     payload = {"machine": machine(), "config": {"B": B, "E": E, "H": H, "threads": threads,
                                                 "rounds": [min_rounds, max_rounds],
                                                 "budget_s": BUDGET_S, "blockwise": BLOCK},
-               "layer": rows, "head": heads, "accuracy": acc}
+               "layer": rows, "head": heads, "course_sizes": course, "accuracy": acc}
     payload["summary"] = summarise(payload)
     say("\n" + payload["summary"]["layer_table"])
+    say("\n" + payload["summary"]["course_table"])
     say("\n" + payload["summary"]["head_table"])
     say("\n" + "\n".join(payload["summary"]["targets"]))
     name = f"scale_threads{threads}" if threads else "scale"
@@ -388,6 +468,18 @@ def summarise(payload: dict[str, Any]) -> dict[str, Any]:
         if teach is not None:
             targets.append(f"L={L}: teaching / nn.MultiheadAttention(need_weights=True) = {teach:.2f} "
                            f"(target <= 1.5: {'met' if teach <= 1.5 else 'MISSED'})")
+    crows = [[r["label"], f"({r['B']}, {r['L']}, {r['E']}), H={r['H']}",
+              f"{r['inference_teaching_us']:.0f} / {r['inference_torch_weights_us']:.0f}",
+              f"{r['inference_ratio']:.2f}",
+              f"{r['training_teaching_us']:.0f} / {r['training_torch_weights_us']:.0f}",
+              f"{r['training_ratio']:.2f}"] for r in payload.get("course_sizes", [])]
+    course_table = table(["shape from", "(B, L, E)", "forward µs (ours / torch)", "×",
+                          "training step µs (ours / torch)", "×"], crows)
+    for r in payload.get("course_sizes", []):
+        for mode in ("inference", "training"):
+            ratio = r[f"{mode}_ratio"]
+            targets.append(f"{r['label']}, {mode}: teaching / nn.MultiheadAttention(need_weights=True) = "
+                           f"{ratio:.2f} (target <= 1.5: {'met' if ratio <= 1.5 else 'MISSED'})")
     acc = payload["accuracy"]
     worst = max(acc["layer_causal_max_abs_diff"], acc["core_max_abs_diff"], acc["long_causal_max_abs_diff"])
     targets.append(f"blockwise vs SDPA max |diff| = {worst:.2e} (target <= 1e-5: "
@@ -397,7 +489,8 @@ def summarise(payload: dict[str, Any]) -> dict[str, Any]:
         if rn is not None:
             targets.append(f"L={acc['long_L']} causal={causal}: blockwise peak / naive peak = {rn:.3f} "
                            f"(target <= 0.1: {'met' if rn <= 0.1 else 'MISSED'})")
-    return {"layer_table": layer_table, "head_table": head_table, "targets": targets}
+    return {"layer_table": layer_table, "head_table": head_table, "course_table": course_table,
+            "targets": targets}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -62,9 +62,10 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
         return torch.softmax(scores, dim=-1)
     blocked = ~mask  # (..., L, S), or any shape that broadcasts to it
     no_key = blocked.all(dim=-1, keepdim=True)  # (..., L, 1): a query that may attend to nothing
-    filled = scores.masked_fill(blocked, float("-inf"))  # exp(-inf) = 0: no weight on a blocked key
-    # A row of -inf only would give 0 / 0 = NaN: give it finite scores, then zero weights.
-    filled = filled.masked_fill(no_key, 0.0)
+    # exp(-inf) = 0: no weight on a blocked key. A row of -inf only would give 0 / 0 = NaN,
+    # so a query that may attend to nothing keeps its finite scores here and gets zero
+    # weights after the softmax.
+    filled = scores.masked_fill(blocked & ~no_key, float("-inf"))
     weights = torch.softmax(filled, dim=-1)  # (..., L, S)
     return weights.masked_fill(no_key, 0.0)
 
