@@ -49,35 +49,11 @@ JUPYTERHUB = VENV_BIN / "jupyterhub"
 FOLDER = "attention-course"
 START = "notebooks/00_start_here.ipynb"
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",  # as root (CI); Chromium's sandbox refuses root
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ENABLE_HINT = (
     "run `make test` (it installs the pinned packages into .venv and configurable-http-proxy "
     "with `npm ci --prefix hub`, which needs Node.js 20+ and npm) and Debian's Chromium "
     "(`apt-get install chromium`, giving /usr/bin/chromium)"
 )
-
-
-def in_ci() -> bool:
-    """True under CI (env CI set to true/1/yes), where a missing tool is a failure, not a skip."""
-    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-
-
-def unavailable(reason: str) -> None:
-    """Skip the calling test because a tool is missing, or fail it under CI."""
-    import pytest
-
-    if in_ci():
-        pytest.fail(f"{reason} (CI=true: failing instead of skipping)", pytrace=False)
-    pytest.skip(reason)
 
 
 def hub_unavailable(*, browser: bool = True) -> str | None:
@@ -91,11 +67,12 @@ def hub_unavailable(*, browser: bool = True) -> str | None:
         missing.append("the Python package nbgitpuller")
     if browser:
         try:
-            import playwright.sync_api  # noqa: F401
+            from benchmarks.lab import CHROMIUM  # the browser test's Chromium (imports playwright)
         except ImportError:
             missing.append("the Python package playwright")
-        if not os.access(CHROMIUM, os.X_OK):
-            missing.append(CHROMIUM)
+        else:
+            if not os.access(CHROMIUM, os.X_OK):
+                missing.append(CHROMIUM)
     return f"missing {', '.join(missing)}; {ENABLE_HINT}" if missing else None
 
 
@@ -393,22 +370,6 @@ def running_hub(root: Path, users: list[str], *, environment: dict[str, str] | N
                 pass
         psutil.wait_procs(list(seen.values()), timeout=10)
         shutil.rmtree(runtime, ignore_errors=True)
-
-
-# --------------------------------------------------------------------------------------------
-# The browser.
-
-@contextmanager
-def chromium() -> Iterator[Any]:
-    """Debian's Chromium, headless, driven by Playwright (a ``playwright.sync_api.Browser``)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ from pathlib import Path
 import pytest
 
 from _hub import (FOLDER, REPO, START, KernelClient, class_link, course_origin,
-                  hub_unavailable, readme_link, run_git, running_hub, teacher_commit, unavailable)
+                  hub_unavailable, readme_link, run_git, running_hub, teacher_commit)
+from _support import unavailable
 from test_binder import TEST_ONLY, read_pins
 from test_browser import browser_type_launch_args  # noqa: F401 (pytest-playwright: Debian's Chromium, as root)
 
