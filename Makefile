@@ -40,6 +40,10 @@ UNAME := $(shell uname -s)
 # JupyterLab's settings for this course (lab-settings/overrides.json): installed where
 # JupyterLab reads a Python environment's overrides.
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+# App mode's template (app-template/course: Voilà's "lab" without its CDN style sheets), and
+# the config that makes it the default for `voila` and for Voilà inside Jupyter Server.
+APP_TEMPLATE := $(VENV)/share/jupyter/voila/templates/course
+APP_CONFIG := $(VENV)/etc/jupyter/voila.json $(VENV)/etc/jupyter/jupyter_server_config.d/attn-voila.json
 
 # The teacher's tools (nbgrader, requirements-teacher.txt) live in a second venv, so that
 # nbgrader's menus never reach the learners' lab. It sees the course's packages (torch, attn,
@@ -68,7 +72,8 @@ check-python:
 	     exit 1;; \
 	esac
 
-$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml lab-settings/overrides.json
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml lab-settings/overrides.json \
+          app-template/voila.json app-template/course/conf.json app-template/course/index.html.j2
 	@$(MAKE) --no-print-directory check-python PYTHON="$(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -81,6 +86,8 @@ endif
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	mkdir -p $(dir $(LAB_OVERRIDES)) && cp lab-settings/overrides.json $(LAB_OVERRIDES)
+	rm -rf $(APP_TEMPLATE) && mkdir -p $(dir $(APP_TEMPLATE)) && cp -r app-template/course $(APP_TEMPLATE)
+	for f in $(APP_CONFIG); do mkdir -p $$(dirname $$f) && cp app-template/voila.json $$f; done
 	touch $(STAMP)
 
 $(HUB_PROXY): hub/package.json hub/package-lock.json

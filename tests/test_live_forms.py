@@ -3,7 +3,8 @@ and what a learner meets in JupyterLab before and after running a notebook (axe-
 
 - RISE: one notebook, run in JupyterLab, then opened as slides (``/rise/<notebook>``): step
   through three slides, reach the explorer's slide and see its picture.
-- Voilà (``make app NB=...``): every control of the explorer is reached with Tab alone and
+- Voilà (``make app NB=...``), with every request outside its server refused: nothing is
+  asked from outside (the course's template drops the CDN style sheets); every control of the explorer is reached with Tab alone and
   moved with the keyboard alone, and each move changes the picture.
 - JupyterLab: before the kernel runs, a freshly opened (untrusted) notebook shows each
   explorer's saved PNG; after Run All, axe-core finds no serious or critical violation in the
@@ -181,6 +182,16 @@ def voila_page(tmp_path_factory, browser):
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.refused = []  # requests outside Voilà's server: refused, as a firewall would
+
+        def route(r):
+            if r.request.url.startswith(url) or r.request.url.startswith(url.replace("http", "ws", 1)):
+                r.continue_()
+            else:
+                page.refused.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
         t0 = time.monotonic()
         page.goto(url, timeout=180_000)
         page.wait_for_selector("img.widget-image", timeout=180_000)
@@ -196,6 +207,12 @@ def test_voila_hides_the_code_and_shows_the_explorer(voila_page):
     assert "mask_explorer(" not in page.locator("body").inner_text()
     assert page.locator("img.widget-image").count() == 1
     assert errors == [], errors
+
+
+def test_voila_loads_nothing_from_outside(voila_page):
+    """The course's template (app-template/course) drops the lab template's CDN style sheets."""
+    page, _ = voila_page
+    assert page.refused == [], f"app mode asked outside its server for: {page.refused}"
 
 
 # Keys that move a focused control of each kind, forwards then backwards (a control may

@@ -298,6 +298,27 @@ def test_binder_postbuild_puts_the_lab_settings_where_jupyterlab_reads_them(tmp_
     r = subprocess.run(["bash", "-c", "\n".join(lines)], cwd=REPO, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert json.loads((venv / OVERRIDES).read_text()) == NEWS_OFF
+    assert_app_template_installed(venv)
+
+
+APP_CONFIG = (Path("etc") / "jupyter" / "voila.json",
+              Path("etc") / "jupyter" / "jupyter_server_config.d" / "attn-voila.json")
+APP_TEMPLATE = Path("share") / "jupyter" / "voila" / "templates" / "course"
+
+
+def assert_app_template_installed(prefix: Path) -> None:
+    """App mode's template and the config naming it, as app-template/ holds them, in ``prefix``."""
+    ours = json.loads((REPO / "app-template" / "voila.json").read_text())
+    assert ours == {"VoilaConfiguration": {"template": "course"}}
+    for config in APP_CONFIG:
+        assert json.loads((prefix / config).read_text()) == ours, prefix / config
+    for name in ("conf.json", "index.html.j2"):
+        got = (prefix / APP_TEMPLATE / name).read_text()
+        assert got == (REPO / "app-template" / "course" / name).read_text(), prefix / APP_TEMPLATE / name
+
+
+def test_make_setup_installs_app_modes_template():
+    assert_app_template_installed(Path(sys.prefix))
 
 
 def test_make_lab_prints_the_url_of_00_start_here_and_lab_reads_the_settings():
