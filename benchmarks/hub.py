@@ -329,9 +329,10 @@ def readme_block(payload: dict[str, Any]) -> str:
         f"{info.get('memory_gib', '?')} GiB, {info['time'][:16].replace('T', ' ')}; "
         f"`python -m benchmarks --only hub`): the hub of `tests/test_hub.py`, each learner driven "
         f"through the hub's proxy over the kernel websocket a browser uses (the browsers' own "
-        f"drawing is not on this machine), one OpenMP thread per kernel. The machine was shared "
-        f"with other jobs: load average {min(before):.1f} to {max(before):.1f} before each class "
-        f"started (the table's last column adds what the class itself ran), "
+        f"drawing is not on this machine), one OpenMP thread per kernel. Load average "
+        f"{min(before):.1f} to {max(before):.1f} before each class started (on this 2-core machine "
+        f"any figure above 2 is other work, or the previous class's still settling; the table's "
+        f"last column adds what the class itself ran), "
         f"{idle['load_average']:.1f} during the memory figures.",
         "",
         f"- Memory per learner, server + kernel (RSS): {idle['total']['rss_mib']:.0f} MiB at idle "
