@@ -191,7 +191,8 @@ def test_make_says_when_it_finds_no_python():
 def test_make_setup_stops_before_creating_a_venv_with_a_refused_python(tmp_path):
     for name in ("Makefile", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml"):
         shutil.copy(REPO / name, tmp_path / name)
-    shutil.copytree(REPO / "lab-settings", tmp_path / "lab-settings")
+    for folder in ("lab-settings", "app-template"):  # the set-up's other inputs
+        shutil.copytree(REPO / folder, tmp_path / folder)
     r = run(["make", "--no-print-directory", "setup", f"PYTHON={interpreter('3.10')}"], cwd=tmp_path)
     assert r.returncode != 0 and "needs Python" in r.stderr, r.stderr
     assert not (tmp_path / ".venv").exists()
