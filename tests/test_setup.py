@@ -193,6 +193,8 @@ def test_make_setup_stops_before_creating_a_venv_with_a_refused_python(tmp_path)
         shutil.copy(REPO / name, tmp_path / name)
     for folder in ("lab-settings", "app-template"):  # the set-up's other inputs
         shutil.copytree(REPO / folder, tmp_path / folder)
+    (tmp_path / "tools").mkdir()
+    shutil.copy(REPO / "tools" / "jupyter_config.py", tmp_path / "tools")
     r = run(["make", "--no-print-directory", "setup", f"PYTHON={interpreter('3.10')}"], cwd=tmp_path)
     assert r.returncode != 0 and "needs Python" in r.stderr, r.stderr
     assert not (tmp_path / ".venv").exists()
