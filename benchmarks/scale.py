@@ -39,7 +39,8 @@ on a sentence, a toy sentence), all with a causal mask and the per-head weights,
 process: a forward pass under ``torch.inference_mode`` (where ``nn.MultiheadAttention`` in eval
 mode runs its fused C++ kernel) and a training step (forward and backward with autograd, both
 modules in train mode, where ``nn.MultiheadAttention`` runs its Python path). Each figure is the
-median of 7 batches of calls, the two modules taking turns.
+median of ``COURSE_ROUNDS`` batches of about 20 ms of calls, the two modules taking turns: at
+0.2 ms a call, one batch's time moves by a third from one batch to the next on this machine.
 
 Methods for one head (1, 1, L, D), the memory check at long L: ``naive``
 (``attn.functional.scaled_dot_product_attention``, holds the (L, L) weights), ``blockwise``
@@ -67,6 +68,7 @@ BLOCK = {"block_size": 256, "query_block_size": 512}  # a good pair on this mach
 #: The teaching path's speed target (within 1.5x nn.MultiheadAttention) holds up to this length.
 TEACHING_MAX_L = 128
 BUDGET_S = 60.0  # timed rounds per length stop after about this many seconds
+COURSE_ROUNDS = 31  # batches of calls per module, shape and mode in course_sizes
 
 
 # --- the worker (one configuration, in its own process) ----------------------------------------
@@ -328,7 +330,7 @@ def course_sizes(*, quick: bool = False, threads: int | None = None) -> list[dic
                 t0 = time.perf_counter()
                 pair["teaching"]()  # warm-up, and the size of one batch of calls
                 calls = max(1, int(0.02 / max(time.perf_counter() - t0, 1e-7)))
-                for _ in range(2 if quick else 7):
+                for _ in range(2 if quick else COURSE_ROUNDS):
                     for name, fn in pair.items():
                         t0 = time.perf_counter()
                         for _ in range(calls):

@@ -20,11 +20,17 @@ def broadcast_or_none(*shapes: Sequence[int]) -> torch.Size | None:
     only, no memory, no arithmetic). ``torch.broadcast_shapes`` gives the same answer, but
     its first call in a process imports sympy and ``torch.fx``: 0.4 s of CPU on a quiet machine
     here, 3-5 s under load, added to the first attention call of every notebook. On the meta
-    device the first call takes under a millisecond and each later one about 15 microseconds.
+    device the first call takes under a millisecond and each later one about 15 microseconds,
+    so equal shapes (the usual case: every attention call inside a module) skip it.
     """
+    shapes = [tuple(s) for s in shapes]
+    if not shapes:
+        return torch.Size()
+    if all(s == shapes[0] for s in shapes):  # nothing to broadcast
+        return torch.Size(shapes[0])
     try:
-        empties = [torch.empty(tuple(s), device="meta") for s in shapes]
-        return torch.broadcast_tensors(*empties)[0].shape if empties else torch.Size()
+        empties = [torch.empty(s, device="meta") for s in shapes]
+        return torch.broadcast_tensors(*empties)[0].shape
     except RuntimeError:
         return None
 
@@ -101,11 +107,9 @@ def check_same_dtype_and_device(names: Sequence[str], tensors: Sequence[Tensor])
         raise ValueError(f"{'/'.join(names)}: expected one device, got {got}")
 
 
-def check_like_parameters(name: str, t: Tensor, module: torch.nn.Module) -> Tensor:
-    """An input must have the dtype (TypeError) and device (ValueError) of a module's parameters."""
-    p = next(module.parameters(), None)
-    if p is None:
-        return t
+def check_like_parameters(name: str, t: Tensor, p: Tensor) -> Tensor:
+    """An input must have the dtype (TypeError) and device (ValueError) of a module's
+    parameters; `p` is one of them (a module keeps them all on one dtype and device)."""
     if t.dtype != p.dtype:
         raise TypeError(
             f"{name}: expected dtype {p.dtype} (the dtype of the module's parameters), got {t.dtype}"

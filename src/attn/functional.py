@@ -60,14 +60,14 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     scores, mask = _check_scores_and_mask(scores, mask)
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    blocked = ~mask  # (..., L, S), or any shape that broadcasts to it
-    no_key = blocked.all(dim=-1, keepdim=True)  # (..., L, 1): a query that may attend to nothing
+    no_key = ~mask.any(dim=-1, keepdim=True)  # (..., L, 1): a query that may attend to nothing
     # exp(-inf) = 0: no weight on a blocked key. A row of -inf only would give 0 / 0 = NaN,
     # so a query that may attend to nothing keeps its finite scores here and gets zero
     # weights after the softmax.
-    filled = scores.masked_fill(blocked & ~no_key, float("-inf"))
+    allowed = mask | no_key  # (..., L, S), or any shape that broadcasts to it
+    filled = torch.where(allowed, scores, float("-inf"))  # (..., L, S)
     weights = torch.softmax(filled, dim=-1)  # (..., L, S)
-    return weights.masked_fill(no_key, 0.0)
+    return torch.where(no_key, 0.0, weights)
 
 
 def softmax_with_fill(scores: Tensor, mask: Tensor, fill_value: float) -> Tensor:

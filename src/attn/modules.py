@@ -59,7 +59,7 @@ class SelfAttention(nn.Module):
         check_rank("x", x, 3, "(B, L, d_model)")
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x: expected last dim d_model={self.d_model}, got shape {shape_str(x)}")
-        check_like_parameters("x", x, self)
+        check_like_parameters("x", x, self.W_q.weight)
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (B, L, d_k), (B, L, d_k), (B, L, d_v)
         return scaled_dot_product_attention(q, k, v, mask)
 
@@ -144,7 +144,7 @@ class MultiHeadAttention(nn.Module):
             if t.shape[-1] != self.d_model:
                 raise ValueError(f"{name}: expected last dim E={self.d_model}, got shape {shape_str(t)}")
         check_same_dtype_and_device(("query", "key", "value"), (query, key, value))
-        check_like_parameters("query", query, self)
+        check_like_parameters("query", query, self.W_q.weight)
         if key.shape[0] != query.shape[0] or value.shape[:2] != key.shape[:2]:
             raise ValueError(
                 f"key/value: expected shapes (B={query.shape[0]}, S, E) with equal S, got key "

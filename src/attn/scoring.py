@@ -92,7 +92,7 @@ class AdditiveAttention(nn.Module):
         check_min_rank("query", query, 2, "(..., L, Dq)")
         check_min_rank("key", key, 2, "(..., S, Dk)")
         check_same_dtype_and_device(("query", "key"), (query, key))
-        check_like_parameters("query", query, self)
+        check_like_parameters("query", query, self.W1.weight)
         if query.shape[-1] != self.W1.in_features:
             raise ValueError(
                 f"query: expected last dim Dq={self.W1.in_features}, got shape {shape_str(query)}"
