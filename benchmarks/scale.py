@@ -408,7 +408,8 @@ def run(
     acc["long_L"] = long_L
     payload = {"machine": machine(), "config": {"B": B, "E": E, "H": H, "threads": threads,
                                                 "rounds": [min_rounds, max_rounds],
-                                                "budget_s": BUDGET_S, "blockwise": BLOCK},
+                                                "budget_s": BUDGET_S, "blockwise": BLOCK,
+                                                "course_rounds": 2 if quick else COURSE_ROUNDS},
                "layer": rows, "head": heads, "course_sizes": course, "accuracy": acc}
     payload["summary"] = summarise(payload)
     say("\n" + payload["summary"]["layer_table"])

@@ -13,7 +13,6 @@ from attn.modules import MultiHeadAttention
 from attn.pattern_scores import pattern_mask, pattern_score
 from attn.trained.tasks import TASKS, held_out_batch, make_batch
 from attn.trained.tiny import (
-    Adam,
     TinyTransformer,
     TrainRun,
     accuracy,
@@ -147,25 +146,6 @@ def test_training_is_reproducible_and_restores_threads_and_rng(runs):
         assert torch.equal(a, b)
     other = train_tiny("cls", seed=1, steps=20)
     assert not torch.equal(other.model.tok.weight, again.model.tok.weight)
-
-
-def test_adam_is_torch_optims_adam_bit_for_bit():
-    """``tiny.Adam`` (written out to keep torch._dynamo out of the notebook) makes exactly the
-    updates of ``torch.optim.Adam`` with the same learning rate."""
-    ours, theirs = build_model("phrases"), build_model("phrases")
-    opt_ours, opt_theirs = Adam(ours.parameters(), lr=1e-2), torch.optim.Adam(theirs.parameters(), lr=1e-2)
-    data = gen(3)
-    for _ in range(30):
-        b = make_batch("phrases", 16, generator=data)
-        for model, opt in ((ours, opt_ours), (theirs, opt_theirs)):
-            logits, _ = model(b.tokens)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 2), b.targets.reshape(-1))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    for a, b in zip(ours.state_dict().values(), theirs.state_dict().values()):
-        assert torch.equal(a, b)
-    assert not torch.equal(ours.tok.weight, build_model("phrases").tok.weight)
 
 
 def test_train_errors():

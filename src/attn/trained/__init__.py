@@ -5,4 +5,5 @@
 ``minilm``: all-MiniLM-L6-v2, a pretrained BERT encoder, run offline by the course's own code.
 ``wordpiece``: BERT's WordPiece tokenizer, which ``minilm`` reads its sentences with.
 ``seq2seq``: a tiny encoder-decoder whose cross-attention learns to reverse a sequence.
+``adam``: the optimizer both small models train with (``torch.optim.Adam``, written out).
 """

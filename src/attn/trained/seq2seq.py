@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from .._checks import check_choice, check_int, check_rank, shape_str
 from ..modules import MultiHeadAttention
 from ..positions import sinusoidal
+from .adam import Adam
 
 __all__ = ["TASKS", "BOS", "Seq2Seq", "make_pairs", "train_seq2seq", "Seq2SeqRun", "greedy_decode"]
 
@@ -112,15 +113,16 @@ def greedy_decode(model: Seq2Seq, source: Tensor) -> tuple[Tensor, Tensor]:
 
 def train_seq2seq(task: str = "reverse", *, steps: int = 150, length: int = 8, seed: int = 0,
                   batch_size: int = 64, lr: float = 3e-3) -> Seq2SeqRun:
-    """Train a ``Seq2Seq`` with ``torch.optim.Adam`` on fresh random pairs; seeded, so the same
-    arguments give the same model on the same machine and thread count."""
+    """Train a ``Seq2Seq`` with Adam (``attn.trained.adam``, the updates of ``torch.optim.Adam``)
+    on fresh random pairs; seeded, so the same arguments give the same model on the same machine
+    and thread count."""
     check_choice("task", task, TASKS)
     check_int("steps", steps, low=1)
     g = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = Seq2Seq(length)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = Adam(model.parameters(), lr=lr)  # = torch.optim.Adam(..., lr=lr), see attn.trained.adam
     losses = []
     for _ in range(steps):
         source, target = make_pairs(task, batch_size, length, generator=g)

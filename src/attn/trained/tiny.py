@@ -26,6 +26,7 @@ from .._checks import check_number, check_positive_int, check_rank, check_tensor
 from ..modules import MultiHeadAttention
 from ..pattern_scores import pattern_mask, pattern_score
 from ..threads import torch_threads
+from .adam import Adam
 from .tasks import IGNORE, Batch, check_task, held_out_batch, make_batch, probe_batch
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
     "task_pattern_scores",
     "accuracy",
     "TrainRun",
-    "Adam",
     "train_tiny",
     "save_run",
     "load_run",
@@ -165,47 +165,6 @@ class TrainRun:
         return self.scores[0]
 
 
-class Adam:
-    """Adam (Kingma and Ba, 2015) with ``torch.optim.Adam``'s defaults and arithmetic.
-
-    The same operations, in the same order, as ``torch.optim.Adam(params, lr)`` on CPU
-    (betas 0.9 and 0.999, eps 1e-8, no weight decay), so it gives the same weights bit for
-    bit. It is written out because ``torch.optim``'s first step imports ``torch._dynamo``,
-    which takes seconds, more than the whole training of a tiny model.
-
-    Per parameter p with gradient g, at step t = 1, 2, ...:
-    m <- beta1 m + (1 - beta1) g;  v <- beta2 v + (1 - beta2) g^2;
-    p <- p - lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps).
-    """
-
-    def __init__(self, params, lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
-        self.params = [p for p in params if p.requires_grad]
-        self.lr, self.betas, self.eps = lr, betas, eps
-        self.t = 0
-        self.m = [torch.zeros_like(p) for p in self.params]  # first moments
-        self.v = [torch.zeros_like(p) for p in self.params]  # second moments
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        self.t += 1
-        beta1, beta2 = self.betas
-        step_size = self.lr / (1 - beta1 ** self.t)
-        bias_correction2_sqrt = (1 - beta2 ** self.t) ** 0.5
-        for p, m, v in zip(self.params, self.m, self.v):
-            if p.grad is None:
-                continue
-            g = p.grad
-            m.lerp_(g, 1 - beta1)
-            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-            denom = (v.sqrt() / bias_correction2_sqrt).add_(self.eps)
-            p.addcdiv_(m, denom, value=-step_size)
-
-
 def train_tiny(task: str, *, steps: int | None = None, seed: int = 0, batch_size: int = 64,
                lr: float = 1e-2, snapshot_every: int = 10, num_heads: int = 2,
                seq_len: int = 10) -> TrainRun:
@@ -252,7 +211,7 @@ def train_tiny(task: str, *, steps: int | None = None, seed: int = 0, batch_size
         accs.append((logits.argmax(-1) == held_out.targets)[keep].float().mean())
 
     with torch_threads(1):
-        opt = Adam(model.parameters(), lr=lr)  # = torch.optim.Adam(..., lr=lr), see Adam
+        opt = Adam(model.parameters(), lr=lr)  # = torch.optim.Adam(..., lr=lr), see attn.trained.adam
         snapshot(0)
         for step in range(1, steps + 1):
             b = make_batch(task, batch_size, seq_len=seq_len, generator=data)
