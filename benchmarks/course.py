@@ -5,7 +5,8 @@ process, as a learner or CI runs it: pytest's start, the kernel's start, every c
 comparison of every output. The whole course is one pytest run over the course notebooks
 (``notebooks/*.ipynb``; the solutions notebooks are timed one by one, not counted in it), run
 ``WHOLE_RUNS`` times: its time moved by up to 15 % from one run to the next on this machine
-(60-71 s), so the table gives the median and the JSON every run. A baseline notebook that only imports the usual packages shows the fixed part of each figure.
+(60-71 s), so the table gives the median and the JSON every run. A baseline notebook that
+only imports the usual packages shows the fixed part of each figure.
 """
 from __future__ import annotations
 

@@ -80,10 +80,11 @@ def browser_section(d: dict[str, Any]) -> str:
 
 def course_section(d: dict[str, Any]) -> str:
     t = d["targets_s"]
+    runs = len((d.get("course") or {}).get("runs_s", [None]))
+    whole = "in one run" if runs == 1 else f"in one run, {runs} times, the median shown"
     head = (f"**Course run time**: `python -m pytest --nbval -q <notebook>` in a fresh process "
             f"(pytest's start, the kernel's, every cell, every comparison), one notebook at a time, "
-            f"then the course's notebooks in one run, three times, the median shown "
-            f"({_machine(d['machine'])}). Targets: "
+            f"then the course's notebooks {whole} ({_machine(d['machine'])}). Targets: "
             f"≤ {t['notebook']:.0f} s per notebook, ≤ {t['course']:.0f} s for the course.")
     return head + "\n\n" + d["table"]
 
@@ -107,7 +108,8 @@ def scale_section(d: dict[str, Any]) -> str:
               "the blockwise path never does.\n\n" + s["head_table"]
             + ("\n\nThe course's own sizes: the teaching path against `nn.MultiheadAttention("
                "need_weights=True)` with a causal mask, per call (median of "
-               f"{d['config'].get('course_rounds', 7)} batches of about 20 ms, the two taking turns): a forward pass in inference mode, where torch runs its fused C++ "
+               f"{d['config'].get('course_rounds', 7)} batches of about 20 ms, the two taking "
+               "turns): a forward pass in inference mode, where torch runs its fused C++ "
                "kernel, and a training step (forward and backward), where it runs its Python "
                "path.\n\n" + s["course_table"] if s.get("course_table") else "")
             + "\n\nTargets:\n\n" + "\n".join(f"- {line}" for line in s["targets"]))

@@ -109,7 +109,8 @@ def check_same_dtype_and_device(names: Sequence[str], tensors: Sequence[Tensor])
 
 def check_like_parameters(name: str, t: Tensor, p: Tensor) -> Tensor:
     """An input must have the dtype (TypeError) and device (ValueError) of a module's
-    parameters; `p` is one of them (a module keeps them all on one dtype and device)."""
+    parameters; `p` is one of them (the course's modules keep them all on one dtype and device,
+    since ``.to()`` moves them together)."""
     if t.dtype != p.dtype:
         raise TypeError(
             f"{name}: expected dtype {p.dtype} (the dtype of the module's parameters), got {t.dtype}"

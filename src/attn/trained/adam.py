@@ -16,9 +16,10 @@ class Adam:
 
     The same operations, in the same order, as ``torch.optim.Adam(params, lr)`` on CPU
     (betas 0.9 and 0.999, eps 1e-8, no weight decay), so it gives the same weights bit for
-    bit (``tests/test_trained_adam.py`` checks it on both models). It is written out because the constructor of
-    every ``torch.optim`` optimizer imports ``torch._dynamo``: 1.1-2.1 s of notebook 08's or
-    10's run here, more than the whole training of their small models (see the README).
+    bit (``tests/test_trained_adam.py`` checks it on both models). It is written out because
+    the constructor of every ``torch.optim`` optimizer imports ``torch._dynamo``: 1.1-2.1 s of
+    notebook 08's or 10's run here, more than the whole training of their small models (see
+    the README).
 
     Per parameter p with gradient g, at step t = 1, 2, ...:
     m <- beta1 m + (1 - beta1) g;  v <- beta2 v + (1 - beta2) g^2;
