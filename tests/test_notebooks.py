@@ -1,9 +1,18 @@
-"""Hygiene of the committed notebooks, read from their JSON (nbval checks their outputs)."""
+"""Hygiene of the committed notebooks, read from their JSON (nbval checks their outputs).
+
+The second half is the portability scan: strict nbval compares every stored output that is not
+marked ``# NBVAL_IGNORE_OUTPUT`` with what the learner's machine prints, so no such output may
+hold what changes from one CPU to the next: a number at round-off scale, a signed zero, a time,
+or anything computed from a clock (``make portable`` runs strict nbval under other kernels and
+thread counts; this scan finds the kinds of output that those settings may not happen to move).
+"""
+import ast
 import json
 import re
 from pathlib import Path
 
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = sorted(p for p in NB_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -51,12 +60,14 @@ def test_no_error_output_and_under_1_mb(path):
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
 def test_ignore_marker_only_on_widget_or_version_cells(path):
-    for c in code_cells(path):
+    timing = timing_cells(path)
+    for i, c in enumerate(cells(path)):
         src = source(c)
-        if "NBVAL_IGNORE_OUTPUT" not in src:
+        if c["cell_type"] != "code" or "NBVAL_IGNORE_OUTPUT" not in src:
             continue
         shows_widget = any(WIDGET_MIME in out.get("data", {}) for out in c.get("outputs", []))
-        assert shows_widget or "version" in src, f"{path.name}: marker on a cell without a widget:\n{src}"
+        assert shows_widget or "version" in src or i in timing, \
+            f"{path.name}: marker on a cell without a widget, a version or a timing:\n{src}"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
@@ -71,3 +82,140 @@ def test_lesson_structure(path):
     assert re.search(r"exercise", text, re.I) and re.search(r"summary", text, re.I)
     solution = NB_DIR / "solutions" / path.name.replace(".ipynb", "_solutions.ipynb")
     assert solution.exists(), f"missing {solution.name}"
+
+
+# --- portability: what a checked output may not print -------------------------------------------
+
+def checked_cells(path):
+    """(index in the JSON, cell, its text outputs) of every code cell whose output nbval compares."""
+    found = []
+    for i, c in enumerate(cells(path)):
+        if c["cell_type"] != "code" or "NBVAL_IGNORE_OUTPUT" in source(c):
+            continue
+        texts = ["".join(out["text"]) for out in c.get("outputs", []) if out["output_type"] == "stream"]
+        texts += ["".join(out.get("data", {}).get(mime, "")) for out in c.get("outputs", [])
+                  for mime in ("text/plain", "text/html")]
+        found.append((i, c, [t for t in texts if t]))
+    return found
+
+
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+SCIENTIFIC = re.compile(r"[eE]([-+]?\d+)$")
+# Small numbers that are values, not round-off: (notebook, text in the cell's source, why).
+REAL_SMALL_VALUES = [
+    ("01_intuition.ipynb", "gradient_profile(n=32",
+     "the RNN's gradient norms, down to 7e-11 after 31 steps: products of float64 Jacobians, each "
+     "exact to about 1e-15 relative, so the three digits printed are the same on every CPU"),
+]
+
+
+# A number right after one of these is a stated bound ("< 1e-12: True"), not a measured value.
+BOUND = re.compile(r"(?:[<>≤≥]=?|\b(?:below|under|above|than|within|to))\s*$")
+
+
+def round_off_numbers(text: str) -> list[str]:
+    """Numbers printed in scientific notation at or below 1e-5 (float32's round-off is 1e-7 of a
+    number's size, float64's 1e-16), and an exact zero printed that way (0.0e+00): the size of
+    a difference that should be zero, which another CPU prints as 3e-17. A stated bound
+    ("largest difference < 1e-12: True") is a claim, and passes."""
+    found = []
+    for match in NUMBER.finditer(text):
+        number, exponent = match.group(), SCIENTIFIC.search(match.group())
+        if BOUND.search(text[:match.start()]):
+            continue
+        if exponent and (int(exponent.group(1)) <= -5 or float(number) == 0):
+            found.append(number)
+    return found
+
+
+def signed_zeros(text: str) -> list[str]:
+    """-0, -0.0, -0.000, -0e+00: a zero whose sign is round-off (-1e-17 on one CPU, +1e-17 on another)."""
+    return [n for n in NUMBER.findall(text) if n.startswith("-") and float(n) == 0]
+
+
+TIME = re.compile(r"\d\s*(?:ns|µs|ms)\b|\d\s+(?:us|s|sec|seconds?|minutes?|min)\b")
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
+def test_no_checked_output_prints_round_off_a_signed_zero_or_a_time(path):
+    allowed = [snippet for name, snippet, _why in REAL_SMALL_VALUES if name == path.name]
+    problems = []
+    for i, c, texts in checked_cells(path):
+        for text in texts:
+            if not any(snippet in source(c) for snippet in allowed):
+                problems += [f"cell {i}: round-off {n}" for n in round_off_numbers(text)]
+            problems += [f"cell {i}: signed zero {n}" for n in signed_zeros(text)]
+            problems += [f"cell {i}: a time {m!r}" for m in TIME.findall(text)]
+    assert not problems, f"{path.name}: " + "; ".join(problems)
+
+
+# A clock: a call to one of these names (attn.cost.measure's timers, the time module's clocks).
+CLOCKS = {"best_time", "time_curve", "perf_counter", "perf_counter_ns", "monotonic", "process_time",
+          "time", "timeit"}
+
+
+def _called_names(node: ast.AST) -> set[str]:
+    names = set()
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        f = call.func
+        names.add(f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "")
+    return names
+
+
+def _loaded_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _receiver(node: ast.AST) -> str | None:
+    """The variable an expression starts from: ``seconds`` in ``seconds["a"].append(...)``."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def timing_cells(path) -> list[int]:
+    """The code cells whose results come from a clock: they call a clock (or a function of the
+    notebook that does), or read a variable that holds a time or something computed from one.
+    Followed statement by statement through the notebook: an assignment whose value reads a clock
+    or such a variable makes its targets timing variables, and so does a call on a variable
+    (``seconds[n].append(best_time(f))``)."""
+    clocks, timed, found = set(CLOCKS), set(), []
+    for i, c in enumerate(cells(path)):
+        if c["cell_type"] != "code":
+            continue
+        tree = ast.parse(TransformerManager().transform_cell(source(c)))
+        uses_clock = False
+        for stmt in ast.walk(tree):
+            if not isinstance(stmt, ast.stmt):
+                continue
+            if isinstance(stmt, ast.FunctionDef):  # a function of the notebook's that reads a clock
+                if _called_names(stmt) & clocks:
+                    clocks.add(stmt.name)
+                continue
+            value = stmt.iter if isinstance(stmt, ast.For) else getattr(stmt, "value", None)
+            if value is None or not (_called_names(value) & clocks or _loaded_names(value) & timed):
+                continue
+            uses_clock = True
+            targets = getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]
+            timed |= {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and _receiver(value):
+                timed.add(_receiver(value))  # seconds[n].append(best_time(f)): seconds holds times
+        if uses_clock:
+            found.append(i)
+    return found
+
+
+FIGURE_REPR = re.compile(r"<Figure size [\d.]+x[\d.]+ with \d+ Axes>")
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
+def test_a_cell_that_reads_a_clock_prints_nothing_checked(path):
+    """A timing, a comparison of timings or a verdict drawn from one ("a tanh takes twice as long
+    as a multiply: True") differs between CPUs: such a cell draws its figure, or its output is
+    excluded from the comparison (# NBVAL_IGNORE_OUTPUT) beside a sentence on what holds anywhere."""
+    checked = {i: (c, texts) for i, c, texts in checked_cells(path)}
+    for i in timing_cells(path):
+        if i in checked:
+            c, texts = checked[i]
+            printed = [t for t in texts if not FIGURE_REPR.fullmatch(t.strip())]
+            assert not printed, f"{path.name}: cell {i} reads a clock and prints {printed} in a checked output:\n{source(c)}"

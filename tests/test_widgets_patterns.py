@@ -74,7 +74,7 @@ def test_extremes_say_something_true_and_never_raise():
     assert alias.weights[0, 0, 8] == pytest.approx(alias.weights[0, 0, 0])
     causal = pattern_heads("diagonal", 3, n_tokens=5, d_k=16, mask="causal")
     assert causal.weights[2, 0, 0] == 1.0  # "next" head at the first token: only itself allowed
-    assert pattern_heads("vertical", 1, n_tokens=3).profiles[0].top_key == 0
+    assert pattern_heads("vertical", 1, n_tokens=3).profiles[0].top_keys == (0,)
 
 
 def test_errors_name_the_argument():

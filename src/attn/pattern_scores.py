@@ -44,6 +44,7 @@ __all__ = [
     "check_segments",
     "pattern_score",
     "head_scores",
+    "TIE_TOLERANCE",
     "PatternProfile",
     "pattern_profile",
 ]
@@ -160,13 +161,21 @@ def head_scores(weights: Tensor, masks: Mapping[str, Tensor]) -> dict[str, Tenso
     return {name: pattern_score(weights, m) for name, m in masks.items()}
 
 
+#: Mean weights closer than this are a tie: far above float64 round-off (about 1e-16 on a
+#: weight), far below any difference the course prints (two decimals).
+TIE_TOLERANCE = 1e-9
+
+
 @dataclass(frozen=True)
 class PatternProfile:
     """Numbers that read one map (L, S); averages over the rows that attend somewhere.
 
     Attributes:
         self_weight: mean weight a query gives to its own position (the diagonal).
-        top_key: the key with the largest mean weight (a vertical stripe if that is high).
+        top_keys: the key with the largest mean weight (a vertical stripe if that weight is
+            high), or every key that ties with it: two keys whose mean weights differ by less
+            than ``TIE_TOLERANCE`` are equal up to round-off, and which of them an argmax picks
+            would depend on the CPU.
         top_key_weight: that mean weight.
         segment_weight: mean weight a query keeps inside its own segment (None without
             segments); 1 = a perfect block pattern.
@@ -174,10 +183,17 @@ class PatternProfile:
     """
 
     self_weight: float
-    top_key: int
+    top_keys: tuple[int, ...]
     top_key_weight: float
     segment_weight: float | None
     max_weight: float
+
+    def top_key_label(self, tokens: Sequence[str]) -> str:
+        """The most-attended key by name: ``"[CLS]"``, or ``"小明 = 人工智能"`` for a tie."""
+        if len(tokens) <= max(self.top_keys):
+            raise ValueError(f"tokens: expected at least {max(self.top_keys) + 1} tokens "
+                             f"(one per key), got {len(tokens)}")
+        return " = ".join(str(tokens[k]) for k in self.top_keys)
 
 
 def pattern_profile(weights: Tensor | np.ndarray,
@@ -190,7 +206,7 @@ def pattern_profile(weights: Tensor | np.ndarray,
 
     Returns:
         A ``PatternProfile``. Rows of zeros (queries that may attend to nothing) are left out;
-        if every row is zero, every number is 0.
+        if every row is zero, every number is 0 and every key ties.
     """
     w = torch.tensor(to_numpy("weights", weights, ndim=2))  # (L, S) float64, a copy
     L, S = w.shape
@@ -199,13 +215,14 @@ def pattern_profile(weights: Tensor | np.ndarray,
     block = None if segments is None else pattern_mask("block", L, segments=segments)
     live = w.sum(-1) > 0  # (L,)
     if not live.any():
-        return PatternProfile(0.0, 0, 0.0, None if block is None else 0.0, 0.0)
+        return PatternProfile(0.0, tuple(range(S)), 0.0, None if block is None else 0.0, 0.0)
     columns = w[live].mean(0)  # (S,): mean weight on each key
-    top = int(columns.argmax())
+    best = columns.max()
+    tied = torch.nonzero(columns > best - TIE_TOLERANCE).flatten()  # every key within the tolerance
     return PatternProfile(
         self_weight=pattern_score(w, torch.eye(L, S, dtype=torch.bool)).item(),
-        top_key=top,
-        top_key_weight=columns[top].item(),
+        top_keys=tuple(tied.tolist()),
+        top_key_weight=best.item(),
         segment_weight=None if block is None else pattern_score(w, block).item(),
         max_weight=w[live].amax(-1).mean().item(),
     )

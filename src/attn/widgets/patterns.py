@@ -181,7 +181,7 @@ def _readout(s: PatternHeads) -> str:
             f"<b>{s.aligned_score:.2f}</b>; an orthogonal pair scores 0. "
             f"A gap of g in score is a factor e<sup>g</sup> in weight.</p>")
     rows = "".join(
-        f"<tr><td>{t}</td><td>{p.self_weight:.2f}</td><td>{s.tokens[p.top_key]} "
+        f"<tr><td>{t}</td><td>{p.self_weight:.2f}</td><td>{p.top_key_label(s.tokens)} "
         f"({p.top_key_weight:.2f})</td><td>{p.segment_weight:.2f}</td><td>{p.max_weight:.2f}</td></tr>"
         for t, p in zip(s.titles, s.profiles))
     table = ("<table><tr><th>head</th><th>weight on itself</th><th>most-attended key (mean)</th>"
