@@ -16,6 +16,17 @@ def softmax_backward_jacobian(w, dw):
     return torch.stack(rows)
 
 
+def softmax_backward_autograd(w, dw):
+    s = w.log().requires_grad_()  # softmax(log w) = w: the scores up to a constant per row
+    (ds,) = torch.autograd.grad(torch.softmax(s, dim=-1), s, dw)
+    return ds
+
+
+def score_backward_autograd(dS, Q, K, scale):
+    Q, K = Q.clone().requires_grad_(), K.clone().requires_grad_()
+    return torch.autograd.grad(scale * Q @ K.T, (Q, K), dS)
+
+
 def test_softmax_backward_accepts_correct_ones():
     assert nb11.check_softmax_backward(softmax_backward_formula)
     assert nb11.check_softmax_backward(softmax_backward_jacobian)
@@ -69,3 +80,20 @@ def test_saved_bytes():
     assert "Replace the placeholder" in nb11.check_saved_bytes(None).message
     assert "whole number" in nb11.check_saved_bytes("big").message
     assert not nb11.check_saved_bytes(L * L * 8)
+
+
+def test_near_misses_are_rejected():
+    # autograd's own answer passes; the same answer off by 1e-3 in every entry does not: the
+    # checkers compare to 1e-9, far below any mistake but far above float64 rounding
+    off = 1e-3
+    assert nb11.check_softmax_backward(softmax_backward_autograd)
+    assert not nb11.check_softmax_backward(lambda w, dw: softmax_backward_autograd(w, dw) + off)
+    assert nb11.check_score_backward(score_backward_autograd)
+    for dq_off, dk_off in ((off, 0.0), (0.0, off), (off, off)):
+        def nearly(dS, Q, K, scale, dq_off=dq_off, dk_off=dk_off):
+            dq, dk = score_backward_autograd(dS, Q, K, scale)
+            return dq + dq_off, dk + dk_off
+        assert not nb11.check_score_backward(nearly), (dq_off, dk_off)
+    L = nb11.SAVED_L
+    for near in (L * L * 4 - 1, L * L * 4 + 1):  # a byte off
+        assert not nb11.check_saved_bytes(near), near

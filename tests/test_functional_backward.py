@@ -105,6 +105,20 @@ def test_broadcast_batch_dims_are_summed_back():
         torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize("q_shape, kv_batch", [((3, 4, 3), (1,)), ((2, 3, 4, 3), (2, 1)), ((2, 3, 4, 3), (1, 1))])
+def test_key_and_value_broadcast_along_the_batch_are_summed_back(q_shape, kv_batch):
+    # key and value (..., 1, S, E) shared by every query batch: their gradient is the sum
+    # over the batch dims they were broadcast along, as autograd gives
+    q = rand(*q_shape)
+    k, v = rand(*kv_batch, 6, 3, seed=1), rand(*kv_batch, 6, 2, seed=2)
+    grad_out = rand(*q_shape[:-1], 2, seed=3)
+    got = attention_backward(q, k, v, grad_out)
+    ref = autograd_grads(q, k, v, grad_out)
+    for name, a, b, t in zip(("query", "key", "value"), got, ref, (q, k, v)):
+        assert a.shape == t.shape, name
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0, msg=name)
+
+
 def test_does_not_mutate_its_arguments():
     q, k, v, g = rand(3, 4), rand(5, 4, seed=1), rand(5, 2, seed=2), rand(3, 2, seed=3)
     mask = causal_mask(3, 5)

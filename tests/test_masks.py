@@ -80,3 +80,42 @@ def test_mask_argument_errors():
         causal_mask(3, offset=-1)
     with pytest.raises(TypeError, match=r"offset: expected an int, got float 1.0"):
         causal_mask(3, offset=1.0)
+
+
+def test_huge_masks_are_refused_before_any_memory_is_asked_for():
+    with pytest.raises(ValueError, match=r"L/S: expected a \(L, S\) table of at most 2\*\*28 = 268,435,456 entries, "
+                                         r"got \(L, S\) = \(1000000000000, 1000000000000\)"):
+        causal_mask(10**12)
+    with pytest.raises(ValueError, match=r"L/S: expected a \(L, S\) table of at most 2\*\*28.*got \(L, S\) = \(2, 1000000000000\)"):
+        causal_mask(2, 10**12)
+    with pytest.raises(ValueError, match=r"lengths/max_len: expected a \(B, S\) table of at most 2\*\*28.*"
+                                         r"got \(B, S\) = \(2, 1000000000000\)"):
+        padding_mask([1, 2], 10**12)
+    # the bound is 2**28 entries exactly (on the meta device: shapes only, no memory)
+    assert causal_mask(2**14, device="meta").shape == (2**14, 2**14)
+    with pytest.raises(ValueError, match=r"L/S: .* got \(L, S\) = \(16384, 16385\), 268,451,840 entries"):
+        causal_mask(2**14, 2**14 + 1, device="meta")
+
+
+@pytest.mark.parametrize("build", [lambda device: causal_mask(3, device=device),
+                                   lambda device: padding_mask([1, 3], 3, device=device)],
+                         ids=["causal_mask", "padding_mask"])
+def test_device_argument(build):
+    assert build("meta").device.type == "meta"
+    assert build(torch.device("cpu")).device.type == "cpu"
+    with pytest.raises(ValueError, match=r"device: expected a device such as 'cpu' or 'cuda:0', got 'nonsense'"):
+        build("nonsense")
+    with pytest.raises(ValueError, match=r"device: expected a device this machine has \(.*\), got 'cuda:99'"):
+        build("cuda:99")
+    with pytest.raises(TypeError, match=r"device: expected a torch.device, a string such as 'cpu' or 'cuda:0', "
+                                        r"or None, got int 0"):
+        build(0)
+
+
+def test_padding_mask_device_follows_the_lengths_and_refuses_meta_lengths():
+    lengths = torch.tensor([1, 3])
+    assert padding_mask(lengths, 3).device == lengths.device
+    assert torch.equal(padding_mask(lengths, 3, device="cpu"), padding_mask([1, 3], 3))
+    with pytest.raises(ValueError, match=r"lengths: expected a tensor with values \(each is compared with max_len\), "
+                                         r"got one on the meta device"):
+        padding_mask(torch.tensor([1, 3], device="meta"), 3)

@@ -112,3 +112,67 @@ def test_rope_errors():
         apply_rope(torch.zeros(3, 4), [0, 1, 2])
     with pytest.raises(TypeError, match="positions: expected integer or float positions"):
         apply_rope(torch.zeros(3, 4), torch.ones(3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.complex64])
+def test_codes_refuse_dtypes_that_are_not_floating_point(dtype):
+    # an integer dtype would truncate every sine and cosine to 0 or 1
+    with pytest.raises(TypeError, match=rf"dtype: expected a floating-point dtype \(float32 or float64\), got {dtype}"):
+        sinusoidal(4, 8, dtype=dtype)
+    with pytest.raises(TypeError, match=rf"dtype: expected a floating-point dtype \(float32 or float64\), got {dtype}"):
+        frequencies(8, dtype=dtype)
+
+
+def test_codes_refuse_a_dtype_that_is_not_a_torch_dtype():
+    with pytest.raises(TypeError, match=r"dtype: expected a torch.dtype such as torch.float64, got str 'float32'"):
+        sinusoidal(4, 8, dtype="float32")
+
+
+@pytest.mark.parametrize("position", [65_536, 10**6, 10**9])
+def test_float32_codes_and_rotations_are_the_float64_ones_rounded(position):
+    # the angles are computed in float64 whatever the dtype: in float32 the angle at 65,536
+    # was off by up to 4e-3, at 10**9 by whole turns
+    pos = torch.tensor([0, 1, position])
+    w = frequencies(16)  # (8,) float64
+    angle = pos.double()[:, None] * w[None, :]  # (3, 8)
+    want = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)  # (3, 16): sin, cos interleaved
+    if position == 65_536:  # the table itself, row 65,536
+        pe = sinusoidal(position + 1, 16, dtype=torch.float32)
+        assert pe.dtype == torch.float32
+        torch.testing.assert_close(pe[position], sinusoidal(position + 1, 16)[position].float(), atol=1e-6, rtol=0)
+        torch.testing.assert_close(pe[position], want[2].float(), atol=1e-6, rtol=0)
+    x = torch.rand(3, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 2 - 1
+    got = apply_rope(x.float(), pos)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, apply_rope(x, pos).float(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(got, _rope_by_hand(x, pos).float(), atol=1e-6, rtol=0)
+
+
+def test_huge_tables_are_refused_before_any_memory_is_asked_for():
+    with pytest.raises(ValueError, match=r"length/d_model: expected a \(L, d\) table of at most 2\*\*28 = 268,435,456 "
+                                         r"entries, got \(L, d\) = \(1000000000000, 8\)"):
+        sinusoidal(10**12, 8)
+    with pytest.raises(ValueError, match=r"size: expected a \(size/2,\) table of at most 2\*\*28"):
+        frequencies(2 * 10**12)
+    with pytest.raises(ValueError, match=r"length/d_model: .* got \(L, d\) = \(33554433, 8\), 268,435,464 entries"):
+        sinusoidal(2**25 + 1, 8)  # one row more than the largest allowed
+
+
+def test_device_arguments_and_positions_on_another_device():
+    assert sinusoidal(3, 4, device="meta").device.type == "meta"
+    assert sinusoidal(3, 4, device=torch.device("cpu")).device.type == "cpu"
+    with pytest.raises(ValueError, match=r"device: expected a device such as 'cpu' or 'cuda:0', got 'nonsense'"):
+        sinusoidal(3, 4, device="nonsense")
+    with pytest.raises(ValueError, match=r"device: expected a device this machine has \(.*\), got 'cuda:99'"):
+        sinusoidal(3, 4, device="cuda:99")
+    with pytest.raises(TypeError, match=r"device: expected a torch.device, a string such as 'cpu' or 'cuda:0', "
+                                        r"or None, got int 0"):
+        sinusoidal(3, 4, device=0)
+    # the meta device is the one device besides the CPU that every machine has
+    x = torch.zeros(3, 4, device="meta")
+    assert apply_rope(x).device.type == "meta"  # the default positions follow x
+    with pytest.raises(ValueError, match=r"positions: expected device meta \(the device of x\), got cpu"):
+        apply_rope(x, torch.arange(3))
+    with pytest.raises(ValueError, match=r"positions: expected a tensor with values \(the angles are computed "
+                                         r"from them\), got one on the meta device"):
+        apply_rope(torch.zeros(3, 4), torch.arange(3, device="meta"))

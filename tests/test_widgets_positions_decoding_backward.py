@@ -4,10 +4,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from _pictures import box, changed, pixels
+from _pictures import box, cell, changed, pixels
 
 from attn import scaled_dot_product_attention
 from attn.decoding import step_cost
+from attn.examples import SENTENCE
 from attn.functional import attention_backward
 from attn.widgets.backward import N, backward_explorer, cell_gradient
 from attn.widgets.decoding import POSITIONS, decode_view, decoding_explorer
@@ -56,6 +57,23 @@ def test_positions_explorer_difference_map_is_blank_for_rope_and_not_for_added_c
     # a zero difference is the colour map's centre everywhere; added codes colour some cells
     assert len(np.unique(blank.reshape(-1, 3), axis=0)) < len(np.unique(coloured.reshape(-1, 3), axis=0))
     assert changed(blank, coloured)
+
+
+def test_positions_explorer_maps_show_the_reference_now_and_difference_of_the_state():
+    ex = positions_explorer(encoding="sinusoidal, added", shift=0)
+    ex.controls["shift"].value = 20
+    ex.controls["order"].value = "reversed"
+    v, n = ex.state, len(SENTENCE)
+    assert (v.shift, v.order) == (20, "reversed")
+    assert np.abs(v.now - v.reference).max() > 0.05  # a map showing the wrong one would show it
+    px = pixels(ex)
+    for name, values in (("reference", v.reference), ("now", v.now), ("difference", v.difference)):
+        m = ex.maps[name]
+        for i in range(n):
+            for j in range(n):
+                c = cell(px, m.ax, n, n, i, j)
+                want = np.array(m.cells.cmap(m.cells.norm(values[i, j]), bytes=True)[:3])
+                assert np.abs(c[2, 2] - want).max() <= 2, (name, i, j)  # a corner of the cell: its colour
 
 
 # --- 10: the KV cache ---------------------------------------------------------------------

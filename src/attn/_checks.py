@@ -97,6 +97,75 @@ def check_positive_int(name: str, value: object) -> int:
     return value
 
 
+def check_float_dtype(name: str, dtype: object) -> torch.dtype:
+    """A dtype argument for real numbers (codes, angles): a floating-point ``torch.dtype``.
+
+    An integer dtype would truncate every sine and cosine to 0 or 1, and ``torch.bool``
+    fails inside torch; both are refused here (TypeError)."""
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{name}: expected a torch.dtype such as torch.float64, "
+                        f"got {type(dtype).__name__} {dtype!r}")
+    if not dtype.is_floating_point:
+        raise TypeError(f"{name}: expected a floating-point dtype (float32 or float64), got {dtype}")
+    return dtype
+
+
+def check_device(name: str, device: object) -> torch.device | None:
+    """A device argument: None (torch's default), a ``torch.device`` or a string such as
+    "cpu" or "cuda:0", which this machine must have. Returns a ``torch.device`` (or None).
+
+    Refused before anything is built: a type other than these (TypeError), a string torch
+    cannot read ("nonsense") and a device this machine does not have ("cuda:7" on a machine
+    with one GPU or none) (ValueError). The test for the second is to ask torch for an empty
+    tensor there, the one check that works for every kind of device.
+    """
+    if device is None:
+        return None
+    if isinstance(device, torch.device) and device.type == "cpu":  # the usual case: nothing to ask
+        return device
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name}: expected a torch.device, a string such as 'cpu' or 'cuda:0', "
+                        f"or None, got {type(device).__name__} {device!r}")
+    try:
+        device = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"{name}: expected a device such as 'cpu' or 'cuda:0', got {device!r}") from None
+    if device.type == "cpu":
+        return device
+    try:
+        torch.empty(0, device=device)  # 0 bytes: only asks whether torch can use the device
+    except (RuntimeError, AssertionError, NotImplementedError):  # AssertionError: "not compiled with CUDA"
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        have = "the CPU" + (f" and cuda:0..cuda:{gpus - 1}" if gpus else ", no GPU")
+        raise ValueError(f"{name}: expected a device this machine has ({have}), got '{device}'") from None
+    return device
+
+
+def check_not_meta(name: str, t: Tensor, why: str) -> Tensor:
+    """A tensor whose values are read (``why`` says what for) cannot be on the meta device,
+    which keeps shapes only: ValueError here, not torch's "cannot copy out of meta tensor"."""
+    if t.device.type == "meta":
+        raise ValueError(f"{name}: expected a tensor with values ({why}), got one on the meta "
+                         f"device, which keeps shapes only")
+    return t
+
+
+#: The most entries a table built by the package (a mask, a table of codes) may have: 2**28,
+#: that is 256 MiB of bools or 2 GiB of float64. A larger one is almost surely a mistake (a
+#: number of tokens in the billions), and torch would fail deep inside, or fill the memory,
+#: before saying so.
+MAX_ENTRIES = 2**28
+
+
+def check_entries(name: str, shape: Sequence[int], legend: str) -> None:
+    """The table of shape ``shape`` about to be built has at most ``MAX_ENTRIES`` entries
+    (ValueError otherwise, before any memory is asked for)."""
+    entries = math.prod(shape)
+    if entries > MAX_ENTRIES:
+        raise ValueError(f"{name}: expected a {legend} table of at most 2**28 = {MAX_ENTRIES:,} entries, "
+                         f"got {legend} = {tuple(shape)}, {entries:,} entries")
+
+
 def check_same_dtype_and_device(names: Sequence[str], tensors: Sequence[Tensor]) -> None:
     """Tensors computed together must share one dtype (TypeError) and one device (ValueError)."""
     if len({t.dtype for t in tensors}) > 1:

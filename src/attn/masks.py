@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_bool_tensor, check_int, check_positive_int, check_tensor, shape_str
+from ._checks import (check_bool_tensor, check_device, check_entries, check_int, check_not_meta,
+                      check_positive_int, check_tensor, shape_str)
 
 __all__ = ["causal_mask", "padding_mask", "to_torch_mha_mask", "from_torch_mha_mask"]
 
@@ -28,30 +29,45 @@ def causal_mask(
             T earlier positions, the L new queries sit at positions T..T+L-1 of the S = T + L
             keys: ``causal_mask(L, T + L, offset=T)`` lets each see the cache and the new
             positions up to its own.
-        device: where to build the mask.
+        device: where to build the mask: a ``torch.device``, a string such as "cpu", or None
+            (torch's default).
 
     Returns:
         mask: bool (L, S); True = may attend.
+
+    Raises:
+        ValueError: L * S above 2**28 entries (``attn._checks.MAX_ENTRIES``), or a device
+            this machine does not have.
     """
     check_positive_int("L", L)
     S = L if S is None else check_positive_int("S", S)
     offset = check_int("offset", offset, low=0)
+    check_entries("L/S", (L, S), "(L, S)")
+    device = check_device("device", device)
     return torch.ones(L, S, dtype=torch.bool, device=device).tril(diagonal=offset)  # (L, S)
 
 
-def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:
+def padding_mask(lengths: Tensor | list[int], max_len: int, *,
+                 device: torch.device | str | None = None) -> Tensor:
     """Keys at positions >= length are padding and may not be attended to.
 
     Args:
         lengths: (B,) integer tensor or list of ints, each in 0..max_len.
         max_len: S, the padded length.
+        device: where to build the mask; None: where ``lengths`` is (the CPU for a list).
 
     Returns:
         mask: bool (B, 1, 1, S); True = may attend. The two singleton dims make it
         broadcast against per-head weights (B, H, L, S); use ``mask[:, 0]`` for
         single-head weights (B, L, S).
+
+    Raises:
+        ValueError: B * S above 2**28 entries (``attn._checks.MAX_ENTRIES``), lengths on
+            the meta device (it has no values to compare), or a device this machine does
+            not have.
     """
     check_positive_int("max_len", max_len)
+    device = check_device("device", device)
     if isinstance(lengths, (list, tuple)):
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in lengths):
             raise TypeError(f"lengths: expected a list of ints, got {lengths!r}")
@@ -61,12 +77,15 @@ def padding_mask(lengths: Tensor | list[int], max_len: int) -> Tensor:
         raise TypeError(f"lengths: expected an integer tensor, got dtype {lengths.dtype}")
     if lengths.dim() != 1:
         raise ValueError(f"lengths: expected 1 dim (B,), got shape {shape_str(lengths)}")
+    check_not_meta("lengths", lengths, "each is compared with max_len")
+    check_entries("lengths/max_len", (lengths.shape[0], max_len), "(B, S)")
     if (lengths < 0).any():
         raise ValueError(f"lengths: expected values >= 0, got {lengths.tolist()}")
     if (lengths > max_len).any():
         raise ValueError(f"lengths: expected values <= max_len={max_len}, got {lengths.tolist()}")
-    positions = torch.arange(max_len, device=lengths.device)  # (S,)
-    mask = positions[None, :] < lengths[:, None]  # (B, S)
+    device = lengths.device if device is None else device
+    positions = torch.arange(max_len, device=device)  # (S,)
+    mask = positions[None, :] < lengths.to(device)[:, None]  # (1, S) < (B, 1) -> (B, S)
     return mask[:, None, None, :]  # (B, S) -> (B, 1, 1, S)
 
 

@@ -17,6 +17,11 @@ same way (notebook 01). Models recover order in one of two places:
   w_i = base^(-2i/E). A rotation by a and a rotation by b leave a dot product depending on
   b - a only, so the score of query m and key n depends on the offset n - m, never on m alone.
 
+Both are computed in float64 whatever dtype is asked for, and cast at the end: an angle p * w_i
+needs every digit of p. float32 keeps 24 bits, so at p = 65,536 its angle is off by up to
+4e-3 radian and its codes by as much; at p = 10**9 by whole turns. float64 keeps 53 bits:
+positions are exact up to 2**53, and the angle at p = 10**9 is off by about 1e-7.
+
 Shape legend: L positions, d = d_model (even), E the rotated feature size (even),
 ... any batch dims.
 """
@@ -25,7 +30,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ._checks import check_float, check_int, check_min_rank, check_number, shape_str
+from ._checks import (check_device, check_entries, check_float, check_float_dtype, check_int,
+                      check_min_rank, check_not_meta, check_number, shape_str)
 
 __all__ = ["frequencies", "sinusoidal", "apply_rope"]
 
@@ -45,18 +51,21 @@ def frequencies(size: int, *, base: float = 10000.0, dtype: torch.dtype = torch.
     Args:
         size: d (sinusoidal) or E (RoPE), a positive even int.
         base: the wavelength scale, 10000 in the Transformer and in RoPE.
+        dtype: a floating-point dtype; computed in float64, then cast.
 
     Returns:
         (size // 2,) tensor of frequencies, largest first.
     """
     size = _check_even("size", size)
     base = check_number("base", base, positive=True)
-    i = torch.arange(size // 2, dtype=dtype)  # (size/2,)
-    return base ** (-2 * i / size)
+    dtype = check_float_dtype("dtype", dtype)
+    check_entries("size", (size // 2,), "(size/2,)")
+    i = torch.arange(size // 2, dtype=torch.float64)  # (size/2,)
+    return (base ** (-2 * i / size)).to(dtype)
 
 
 def sinusoidal(length: int, d_model: int, *, base: float = 10000.0,
-               dtype: torch.dtype = torch.float64) -> Tensor:
+               dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Tensor:
     """The Transformer's fixed positional codes.
 
     PE[p, 2i] = sin(p * w_i) and PE[p, 2i+1] = cos(p * w_i), with w_i = base^(-2i / d_model).
@@ -65,19 +74,29 @@ def sinusoidal(length: int, d_model: int, *, base: float = 10000.0,
         length: L, the number of positions (0 gives an empty table).
         d_model: d, a positive even int.
         base: 10000 in the Transformer.
+        dtype: a floating-point dtype; the table is computed in float64, then cast.
+        device: where the table is returned (computed on the CPU); None: torch's default.
 
     Returns:
         (L, d) table; row p is the code added to the token at position p.
+
+    Raises:
+        TypeError: a dtype that is not floating point.
+        ValueError: L * d above 2**28 entries (``attn._checks.MAX_ENTRIES``), or a device
+            this machine does not have.
     """
     length = check_int("length", length, low=0)
     d_model = _check_even("d_model", d_model)
-    w = frequencies(d_model, base=base, dtype=dtype)  # (d/2,)
-    p = torch.arange(length, dtype=dtype)  # (L,)
+    dtype = check_float_dtype("dtype", dtype)
+    device = check_device("device", device)
+    check_entries("length/d_model", (length, d_model), "(L, d)")
+    w = frequencies(d_model, base=base)  # (d/2,) float64
+    p = torch.arange(length, dtype=torch.float64)  # (L,)
     angle = p[:, None] * w[None, :]  # (L, 1) * (1, d/2) -> (L, d/2)
-    pe = torch.empty(length, d_model, dtype=dtype)
+    pe = torch.empty(length, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)  # even features
     pe[:, 1::2] = torch.cos(angle)  # odd features
-    return pe
+    return pe.to(device=device, dtype=dtype)
 
 
 def apply_rope(x: Tensor, positions: Tensor | None = None, *, base: float = 10000.0) -> Tensor:
@@ -89,11 +108,13 @@ def apply_rope(x: Tensor, positions: Tensor | None = None, *, base: float = 1000
 
     Args:
         x: (..., L, E) queries or keys, E even, floating point.
-        positions: (L,) positions of the L rows; defaults to 0 .. L-1. Integer or float.
+        positions: (L,) positions of the L rows, on x's device; defaults to 0 .. L-1.
+            Integer or float.
         base: 10000 in RoPE.
 
     Returns:
-        (..., L, E), a new tensor of x's dtype; x is not changed.
+        (..., L, E), a new tensor of x's dtype; x is not changed. The angles, their cosines
+        and sines are computed in float64 on the CPU, then cast to x's dtype and device.
     """
     x = check_float("x", x)
     check_min_rank("x", x, 2, "(..., L, E)")
@@ -102,18 +123,22 @@ def apply_rope(x: Tensor, positions: Tensor | None = None, *, base: float = 1000
         raise ValueError(f"x: expected an even, positive last dim E (features come in pairs), "
                          f"got shape {shape_str(x)}")
     if positions is None:
-        positions = torch.arange(L, device=x.device)
-    elif not isinstance(positions, Tensor):
-        raise TypeError(f"positions: expected a torch.Tensor of shape ({L},) or None, "
-                        f"got {type(positions).__name__}")
-    elif positions.shape != (L,):
-        raise ValueError(f"positions: expected shape ({L},) (one per row of x), "
-                         f"got shape {shape_str(positions)}")
-    elif positions.dtype == torch.bool or positions.is_complex():
-        raise TypeError(f"positions: expected integer or float positions, got dtype {positions.dtype}")
-    w = frequencies(E, base=base, dtype=x.dtype).to(x.device)  # (E/2,)
-    angle = positions.to(x.dtype)[:, None] * w[None, :]  # (L, 1) * (1, E/2) -> (L, E/2)
-    cos, sin = torch.cos(angle), torch.sin(angle)  # (L, E/2) each
+        positions = torch.arange(L)  # (L,) on the CPU, where the angles are computed
+    else:
+        if not isinstance(positions, Tensor):
+            raise TypeError(f"positions: expected a torch.Tensor of shape ({L},) or None, "
+                            f"got {type(positions).__name__}")
+        if positions.shape != (L,):
+            raise ValueError(f"positions: expected shape ({L},) (one per row of x), "
+                             f"got shape {shape_str(positions)}")
+        if positions.dtype == torch.bool or positions.is_complex():
+            raise TypeError(f"positions: expected integer or float positions, got dtype {positions.dtype}")
+        check_not_meta("positions", positions, "the angles are computed from them")
+        if positions.device != x.device:
+            raise ValueError(f"positions: expected device {x.device} (the device of x), got {positions.device}")
+    w = frequencies(E, base=base)  # (E/2,) float64
+    angle = positions.to("cpu", torch.float64)[:, None] * w[None, :]  # (L, 1) * (1, E/2) -> (L, E/2)
+    cos, sin = torch.cos(angle).to(x), torch.sin(angle).to(x)  # (L, E/2) each, x's dtype and device
     a, b = x[..., 0::2], x[..., 1::2]  # (..., L, E/2) each: the two halves of every pair
     rotated = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1)  # (..., L, E/2, 2)
     return rotated.flatten(-2)  # (..., L, E/2, 2) -> (..., L, E): pairs back in place
