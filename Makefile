@@ -1,6 +1,8 @@
 # The two commands of the README:
 #   make lab    set everything up, then open the course in JupyterLab
 #   make test   set everything up, then run every test (package, strict nbval, browser)
+#   make quick      the package's tests and strict nbval of the lessons, while editing
+#   make portable   strict nbval under torch's portable kernels and 2 threads (CI runs it too)
 # The other forms of the course (README, "Read it without running"):
 #   make site                  the website, offline, into build/site/ (index.html)
 #   make handouts              one PDF per notebook into build/handouts/
@@ -50,7 +52,7 @@ TEACHER     := .venv-teacher
 TEACHER_BIN := $(TEACHER)/bin
 TEACHER_STAMP := $(TEACHER)/.installed
 
-.PHONY: setup lab test bench assignments grade teacher check-python clean site handouts app slides vendor
+.PHONY: setup lab test quick portable bench assignments grade teacher check-python clean site handouts app slides vendor
 NB ?= 00_start_here
 # JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by hub/package-lock.json).
@@ -97,11 +99,41 @@ lab: setup
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks \
 	    --LabApp.default_url=/lab/tree/00_start_here.ipynb
 
-# The same command as the README's (conftest.py sets OMP_NUM_THREADS=1 and puts the venv's
-# bin/ first on PATH). The teacher venv is set up too: tests/test_assignments.py uses it; so
-# are the hub's proxy and the site's JavaScript (npm).
+# The tests (README, "Tests"), in two runs of pytest, with two workers (pytest-xdist; each test
+# file, so each notebook's cells, stays on one worker). conftest.py gives every process one
+# OpenMP thread and puts the venv's bin/ first on PATH.
+# 1. Everything but the `network` tests, in a network namespace with only loopback
+#    (tools/offline.py): strict nbval executes every notebook there, once, so a notebook that
+#    fetched anything fails; the Labs, Voila, the hub and the browsers run there too.
+# 2. The `network` tests: what pip would fetch from PyPI for the set-up.
+# Both always run; the target fails if either fails. The teacher venv is set up too
+# (tests/test_assignments.py uses it); so are the hub's proxy and the site's JavaScript (npm).
+PYTEST  := $(BIN)/python -m pytest -n 2 --dist loadfile
+OFFLINE := $(BIN)/python -m tools.offline
 test: setup teacher $(HUB_PROXY) $(VENDOR)
-	$(BIN)/python -m pytest --nbval tests notebooks
+	@status=0; \
+	echo '$(OFFLINE) $(PYTEST) --nbval -m "not network" tests notebooks'; \
+	$(OFFLINE) $(PYTEST) --nbval -m "not network" tests notebooks || status=1; \
+	echo '$(PYTEST) -m network tests'; \
+	$(PYTEST) -m network tests || status=1; \
+	exit $$status
+
+# For editing: the package's tests and strict nbval of the lessons (notebooks/*.ipynb, not the
+# solutions), without the browser, the network, the hub, nbgrader or the site.
+quick: setup
+	$(PYTEST) --nbval -m "not browser and not network and not slow" tests notebooks/*.ipynb
+
+# Strict nbval of every notebook under the settings make test does not use (README, "Tests"):
+# torch's portable kernels (ATEN_CPU_CAPABILITY=default: no SIMD) and 2 OpenMP threads, apart
+# and together. The stored outputs must hold on any CPU; CI runs this after make test.
+portable: setup
+	@status=0; \
+	for setting in "ATEN_CPU_CAPABILITY=default" "ATTN_TEST_THREADS=2" \
+	               "ATEN_CPU_CAPABILITY=default ATTN_TEST_THREADS=2"; do \
+	    echo "$$setting $(OFFLINE) $(PYTEST) --nbval notebooks"; \
+	    env $$setting $(OFFLINE) $(PYTEST) --nbval notebooks || status=1; \
+	done; \
+	exit $$status
 
 bench: setup $(HUB_PROXY)
 	$(BIN)/python -m benchmarks

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-# One test command: `make test` and the README both run `.venv/bin/python -m pytest --nbval
-# tests notebooks`, so what the run needs from its environment is set here, before any test
-# imports torch:
+# `make test` and the README's manual route run pytest, so what every run needs from its
+# environment is set here, before any test imports torch:
 # - one OpenMP thread per process: the tests run kernels, a Lab server and a browser side by
-#   side on small tensors, where threads waiting on a busy core cost more than they gain;
+#   side on small tensors, where threads waiting on a busy core cost more than they gain
+#   (ATTN_TEST_THREADS=2 gives two: `make portable` checks the stored outputs with two);
 # - this interpreter's bin/ first on PATH: the kernels that nbval starts run `python` (the
 #   venv's kernel spec says so), and tests start `jupyter` and `repo2docker` from there.
-os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["OMP_NUM_THREADS"] = os.environ.get("ATTN_TEST_THREADS", "1")
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 
 

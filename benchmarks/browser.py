@@ -1,6 +1,6 @@
 """Control latency in a real browser: input event to the new picture on screen.
 
-The machinery is the browser test's (``benchmarks.lab``): a private JupyterLab serving a copy
+The machinery is the browser test's (``tools.lab``): a private JupyterLab serving a copy
 of the notebooks, Debian's Chromium driven by Playwright. For every notebook that shows
 widgets: open it, Run All, then move each control of each explorer as a user would (slider:
 arrow key, then End / Home; drop-down: next option; toggle, check box: click; text box: type,
@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from ._common import machine, median, p95, say, table, write_json
-from .lab import (LAUNCH_ARGS, VIEWPORT, Notebook, browser_unavailable, notebooks_folder, running_lab,
+from tools.lab import (LAUNCH_ARGS, VIEWPORT, Notebook, browser_unavailable, notebooks_folder, running_lab,
                   shows_widgets)
 
 MOVES = 50  # per control
@@ -97,7 +97,7 @@ def run(*, quick: bool = False, results=None, moves: int = MOVES,
                   for r in rows])
     say("\n" + text)
     payload.update(rows=rows, table=text, moves_per_control=moves,
-                   method="benchmarks.lab probe: first input event (Enter for a text box) -> "
+                   method="tools.lab probe: first input event (Enter for a text box) -> "
                           "first frame after the explorer's new picture was decoded")
     write_json("browser", payload, **({"results": results} if results else {}))
     return payload

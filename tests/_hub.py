@@ -67,7 +67,7 @@ def hub_unavailable(*, browser: bool = True) -> str | None:
         missing.append("the Python package nbgitpuller")
     if browser:
         try:
-            from benchmarks.lab import CHROMIUM  # the browser test's Chromium (imports playwright)
+            from tools.lab import CHROMIUM  # the browser test's Chromium (imports playwright)
         except ImportError:
             missing.append("the Python package playwright")
         else:

@@ -6,6 +6,7 @@ is shown must change the pixels of the panel that shows it.
 """
 from __future__ import annotations
 
+import base64
 import io
 
 import numpy as np
@@ -65,3 +66,28 @@ def draw_only(fig: Figure, *artists) -> np.ndarray:
     for a in artists:
         fig.draw_artist(a)
     return np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def explorer_outputs(nb: dict) -> list[tuple[dict, bytes]]:
+    """(output, PNG bytes of the explorer's picture in the saved widget state) for every output
+    that displays an explorer: a VBox whose children include an Image (the house Explorer)."""
+    state = nb["metadata"].get("widgets", {}).get(STATE, {}).get("state", {})
+    found = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(VIEW)
+            if view is None:
+                continue
+            model = state.get(view["model_id"])
+            assert model is not None, f"widget {view['model_id']}: not in the saved widget state"
+            if model["model_name"] != "VBoxModel":
+                continue
+            for child in model["state"]["children"]:
+                image = state.get(child.removeprefix("IPY_MODEL_"), {})
+                if image.get("model_name") == "ImageModel":
+                    found.append((out, base64.b64decode(image["buffers"][0]["data"])))
+    return found

@@ -6,10 +6,13 @@ so, and under CI (CI=true) fail instead.
 
 1. ``make assignments`` (tools/assignments.py) writes every assignment; each student version keeps the code of
    each exercise as the course notebook has it, and holds neither a worked solution nor a check.
-2. Two students hand in every assignment: ``right`` with the worked solutions, ``partial`` with
-   only the first exercise of each notebook answered (the others as handed out). ``make grade``
+2. Two students hand in two assignments (``GRADED``): ``right`` with the worked solutions,
+   ``partial`` with only the first exercise answered (the others as handed out). ``make grade``
    (nbgrader's autograde, then export) grades both: grades.csv gives ``right`` full marks and
-   ``partial`` one point per notebook.
+   ``partial`` less. Grading executes each notebook handed in, so two assignments stand for
+   all: 05, whose checker of one class is called by several exercise cells (the hardest case
+   for tools/assignments.py), and 01. That every worked solution passes its check, in every
+   notebook, strict nbval shows on the solutions notebooks, whose stored outputs say "Correct".
 """
 from __future__ import annotations
 
@@ -25,6 +28,10 @@ from _support import REPO, unavailable
 TEACHER = REPO / ".venv-teacher"
 TEACHER_PYTHON = TEACHER / "bin" / "python"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+GRADED = ("01_intuition", "05_pytorch_implementation")
+
+
+pytestmark = pytest.mark.slow  # nbgrader makes the student versions and grades them
 
 
 def make(target: str, course: Path, timeout: float = 1800) -> subprocess.CompletedProcess:
@@ -113,7 +120,8 @@ def test_student_versions_keep_the_exercises_and_hide_solutions_and_checks(cours
 
 def test_autograde_gives_the_worked_solutions_full_marks_and_a_partial_answer_less(course):
     expected = {}
-    for name in assignments(course):
+    assert set(GRADED) <= set(assignments(course)), GRADED
+    for name in GRADED:
         source, release = read(course, "source", name), read(course, "release", name)
         worked_answers = [worked(c) for c in answers(source)]
         expected[name] = len(worked_answers)
@@ -139,6 +147,19 @@ def test_autograde_gives_the_worked_solutions_full_marks_and_a_partial_answer_le
         # thing (05 checks one class at two steps of its build); never full marks
         got = float(partial["score"])
         assert 1 <= got and (got < n or n == 1), f"{name}: one answer of {n} got {partial['score']}"
+    for name in set(assignments(course)) - set(GRADED):  # nothing handed in: nothing earned
+        assert all(float(row["score"]) == 0 for (a, _), row in rows.items() if a == name), name
+
+
+def test_every_worked_solution_is_the_solutions_notebooks_own(course):
+    """Each answer's worked solution is code of the solutions notebook, which strict nbval runs
+    (its checks print "Correct"): the assignments that are not graded above rest on that."""
+    for name in assignments(course):
+        solutions = nbformat.read(REPO / "notebooks" / "solutions" / f"{name}_solutions.ipynb", as_version=4)
+        solution_code = course_nb_text(solutions)
+        for cell in answers(read(course, "source", name)):
+            for line in worked(cell).splitlines():
+                assert line in solution_code.splitlines(), (name, line)
 
 
 def test_nbgrader_stays_out_of_the_learners_lab():

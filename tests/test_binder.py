@@ -15,54 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 from packaging.version import Version
-
-from _support import REPO, unavailable
+from _support import REPO, TEST_ONLY, norm, read_pins, unavailable
 
 BINDER = REPO / "binder"
 START = "notebooks/00_start_here.ipynb"
-# In requirements.txt only: test and build tools that a Binder session (which only runs the
-# notebooks) does not need.
-TEST_ONLY = {"nbval", "pytest", "hypothesis", "playwright", "pytest-playwright", "jupyter-repo2docker",
-             "jupyterhub", "jupyter-book", "pypdf"}
 # In binder/requirements.txt only, with the reason written beside it there.
 BINDER_ONLY = {"notebook"}
 # The one option line allowed: PyTorch's CPU-only wheels (torch==X+cpu), instead of PyPI's
 # Linux torch, which is the CUDA build.
 TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-# Binder's machine: Linux x86_64 (binder/runtime.txt gives the Python), for environment markers.
-BINDER_PLATFORM = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64"}
-
-
-def read_pins(path: Path) -> tuple[dict[str, Version], list[str]]:
-    """name -> pinned version on Binder's platform, and the option lines (``--...``) of a
-    requirements file (a line whose environment marker is false there is left out).
-
-    Every requirement must be pinned with ``==`` (ValueError otherwise)."""
-    pins: dict[str, Version] = {}
-    options = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("-"):
-            options.append(line)
-            continue
-        req = Requirement(line)
-        if req.marker is not None and not req.marker.evaluate(BINDER_PLATFORM):
-            continue
-        spec = list(req.specifier)
-        if len(spec) != 1 or spec[0].operator != "==":
-            raise ValueError(f"{path.name}: expected an exact pin (name==version), got {line!r}")
-        pins[_norm(req.name)] = Version(spec[0].version)
-    return pins, options
 
 
 def _repo2docker() -> list[str]:
@@ -135,7 +97,7 @@ def test_binder_pins_match_requirements():
             f"{name}: binder pins {binder[name]}, requirements.txt pins {top[name]}")
     # The CPU build of torch, from the CPU index (not PyPI's CUDA build), on both.
     assert binder["torch"].local == top["torch"].local == "cpu"
-    assert {_norm(n) for n in TEST_ONLY} & set(binder) == set()
+    assert {norm(n) for n in TEST_ONLY} & set(binder) == set()
 
 
 def test_read_pins_rejects_unpinned_lines(tmp_path):

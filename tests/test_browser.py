@@ -1,9 +1,10 @@
 """The course in real JupyterLab in a real browser, as a learner uses it.
 
-pytest-playwright's fixtures drive Debian's Chromium (``browser_type_launch_args`` below); one
-JupyterLab (``benchmarks.lab.running_lab``: a subprocess, see there why not pytest-jupyter's
-in-process server) serves a temporary copy of notebooks/ for the module. For every notebook,
-solutions too, in a fresh page: Edit > Clear Outputs of All Cells, Run > Run All Cells; every
+pytest-playwright's fixtures drive Debian's Chromium, and one JupyterLab
+(``tools.lab.running_lab``: a subprocess, see there why not pytest-jupyter's in-process server)
+serves a temporary copy of notebooks/ for the run (both: tests/conftest.py). For every notebook
+that shows an explorer (the solutions show none: strict nbval runs them), in a fresh page:
+Edit > Clear Outputs of All Cells, Run > Run All Cells; every
 code cell must run, no output may show an error, every stored widget must render. Then every
 control of every explorer is moved as a user would (slider keys, an option of a drop-down, a
 click, typing then Enter), and after each move the explorer's picture (the bytes behind its
@@ -21,38 +22,14 @@ import re
 
 import pytest
 
-from _support import unavailable
-from benchmarks.lab import (LAUNCH_ARGS, VIEWPORT, Notebook, browser_unavailable, notebook_names,
-                            notebooks_folder, running_lab)
+from tools.lab import Notebook, notebook_names, notebooks_folder, shows_widgets
 
-NOTEBOOKS = notebook_names(notebooks_folder())
-# pytest-playwright 0.10's own base_url fixture is a method, which pytest 9 warns about.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Session-scoped fixtures defined as instance methods:pytest.PytestRemovedIn10Warning")
+NOTEBOOKS = [name for name in notebook_names(notebooks_folder())
+             if shows_widgets(notebooks_folder() / name)]
+pytestmark = pytest.mark.browser
 
 # Console errors that are not the course's fault: (pattern, why it cannot be a course bug).
 BENIGN_CONSOLE: list[tuple[str, str]] = []
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    """pytest-playwright launches Debian's Chromium, headless, with the flags it needs as root."""
-    reason = browser_unavailable()
-    if reason:
-        unavailable(f"browser test: {reason}")
-    return {**browser_type_launch_args, **LAUNCH_ARGS}
-
-
-@pytest.fixture(scope="session")
-def browser_context_args(browser_context_args):
-    return {**browser_context_args, "viewport": VIEWPORT}
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """One JupyterLab for the module, on a temporary copy of the notebooks folder."""
-    with running_lab(notebooks_folder(), workdir=tmp_path_factory.mktemp("lab")) as server:
-        yield server
 
 
 def _benign(text: str) -> bool:
@@ -83,7 +60,7 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
             f"{name}: the stored notebook shows {nb.n_widgets} widgets, the page {nb.widget_views()}")
 
         explorers, unknown = nb.explorers()
-        assert unknown == [], f"{name}: controls the test cannot drive (teach benchmarks.lab): {unknown}"
+        assert unknown == [], f"{name}: controls the test cannot drive (teach tools.lab): {unknown}"
         moved = []
         for explorer in explorers:
             live = [c for c in explorer.controls if not c.disabled]

@@ -32,9 +32,7 @@ import pytest
 
 from _hub import (FOLDER, REPO, START, KernelClient, class_link, course_origin,
                   hub_unavailable, readme_link, run_git, running_hub, teacher_commit)
-from _support import unavailable
-from test_binder import TEST_ONLY, read_pins
-from test_browser import browser_type_launch_args  # noqa: F401 (pytest-playwright: Debian's Chromium, as root)
+from _support import TEST_ONLY, read_pins, unavailable
 
 LEARNERS = ["learner-1", "learner-2"]
 EXPLORER = "notebooks/06_visualization.ipynb"
@@ -282,6 +280,8 @@ def _first_lesson(page, hub, link: str, user: str, start_name: str, explorer_nam
     _wait_file_contains(clone / EXPLORER, _note(user))
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_class, tmp_path):
     hub, origin, browser = hub_class
     link = class_link(hub.url, origin)

