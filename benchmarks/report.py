@@ -103,6 +103,12 @@ def scale_section(d: dict[str, Any]) -> str:
             f"same weights, with per-head weights / `need_weights=False`; `blockwise`: "
             f"`attn.blockwise` (online softmax over blocks of keys).")
     s = d["summary"]
+    t = c.get("teaching_target")  # results written before the two bounds have none
+    bounds = ("" if t is None else
+              f" Target: at most {t['extra_ms']} ms more per call than torch at E = {t['small_E']} "
+              f"in inference, where a call of its fused kernel is so short that a ratio would mostly "
+              f"measure the teaching path's fixed cost per operation; at most {t['ratio']}× its "
+              f"time elsewhere.")
     return (head + "\n\n" + s["layer_table"]
             + "\n\nOne head, B=1, D=64, at long L: the naive path holds the L × L matrix; "
               "the blockwise path never does.\n\n" + s["head_table"]
@@ -111,7 +117,7 @@ def scale_section(d: dict[str, Any]) -> str:
                f"{d['config'].get('course_rounds', 7)} batches of about 20 ms, the two taking "
                "turns): a forward pass in inference mode, where torch runs its fused C++ "
                "kernel, and a training step (forward and backward), where it runs its Python "
-               "path.\n\n" + s["course_table"] if s.get("course_table") else "")
+               "path." + bounds + "\n\n" + s["course_table"] if s.get("course_table") else "")
             + "\n\nTargets:\n\n" + "\n".join(f"- {line}" for line in s["targets"]))
 
 

@@ -42,6 +42,14 @@ modules in train mode, where ``nn.MultiheadAttention`` runs its Python path). Ea
 median of ``COURSE_ROUNDS`` batches of about 20 ms of calls, the two modules taking turns: at
 0.2 ms a call, one batch's time moves by a third from one batch to the next on this machine.
 
+The teaching path's target against ``nn.MultiheadAttention(need_weights=True)`` (``teaching_target``):
+at the smallest course shapes (E = ``SMALL_E``, an inference forward pass, where torch's one
+fused kernel takes a fraction of a millisecond, so a ratio mostly measures the fixed cost of the
+teaching path's twenty-odd small operations) at most ``TEACHING_MAX_EXTRA_MS`` more per call;
+everywhere else (larger E, training steps, the layer rows up to ``TEACHING_MAX_L``) at most
+``TEACHING_MAX_RATIO`` times its time. Each row is reported against the bound that applies,
+with met or MISSED.
+
 Methods for one head (1, 1, L, D), the memory check at long L: ``naive``
 (``attn.functional.scaled_dot_product_attention``, holds the (L, L) weights), ``blockwise``
 (``attn.blockwise.blockwise_attention``), ``sdpa`` (PyTorch's fused kernel).
@@ -65,7 +73,12 @@ HEAD_METHODS = ("naive", "blockwise", "sdpa")
 #: Methods that never hold the (B, H, L, L) weights: run at the extra, longer lengths too.
 LIGHT_METHODS = ("sdpa", "sdpa_mask", "fast", "fast_mask", "blockwise")
 BLOCK = {"block_size": 256, "query_block_size": 512}  # a good pair on this machine
-#: The teaching path's speed target (within 1.5x nn.MultiheadAttention) holds up to this length.
+#: The teaching path's speed targets against nn.MultiheadAttention(need_weights=True): at most
+#: TEACHING_MAX_EXTRA_MS more per call at E = SMALL_E in an inference forward pass, at most
+#: TEACHING_MAX_RATIO times its time elsewhere, up to L = TEACHING_MAX_L (no target above).
+TEACHING_MAX_RATIO = 1.5
+TEACHING_MAX_EXTRA_MS = 0.3
+SMALL_E = 32
 TEACHING_MAX_L = 128
 BUDGET_S = 60.0  # timed rounds per length stop after about this many seconds
 COURSE_ROUNDS = 31  # batches of calls per module, shape and mode in course_sizes
@@ -339,12 +352,34 @@ def course_sizes(*, quick: bool = False, threads: int | None = None) -> list[dic
             for name, times in per_call.items():
                 row[f"{mode}_{name}_us"] = median(times) * 1e6
             row[f"{mode}_ratio"] = row[f"{mode}_teaching_us"] / row[f"{mode}_torch_weights_us"]
+            row[f"{mode}_extra_ms"] = (row[f"{mode}_teaching_us"] - row[f"{mode}_torch_weights_us"]) / 1e3
         rows.append(row)
         say(f"  {label:36s} forward {row['inference_teaching_us']:8.0f} us vs "
-            f"{row['inference_torch_weights_us']:8.0f} us ({row['inference_ratio']:.2f}x); "
+            f"{row['inference_torch_weights_us']:8.0f} us ({teaching_verdict(row, 'inference')}); "
             f"training step {row['training_teaching_us']:8.0f} us vs "
-            f"{row['training_torch_weights_us']:8.0f} us ({row['training_ratio']:.2f}x)")
+            f"{row['training_torch_weights_us']:8.0f} us ({teaching_verdict(row, 'training')})")
     return rows
+
+
+def teaching_target(E: int, mode: str) -> tuple[str, float]:
+    """The bound on the teaching path against nn.MultiheadAttention(need_weights=True) at
+    model size E in ``mode`` ("inference" or "training"): ("extra_ms", TEACHING_MAX_EXTRA_MS)
+    at E = SMALL_E in inference, ("ratio", TEACHING_MAX_RATIO) elsewhere."""
+    if E == SMALL_E and mode == "inference":
+        return "extra_ms", TEACHING_MAX_EXTRA_MS
+    return "ratio", TEACHING_MAX_RATIO
+
+
+def teaching_verdict(row: dict[str, Any], mode: str) -> str:
+    """One course-size row in ``mode`` against the bound that applies, e.g. "+0.21 ms per call
+    (target <= +0.3 ms: met)" or "1.16x (target <= 1.5x: MISSED)"."""
+    kind, bound = teaching_target(row["E"], mode)
+    if kind == "extra_ms":
+        extra = (row[f"{mode}_teaching_us"] - row[f"{mode}_torch_weights_us"]) / 1e3
+        return (f"{extra:+.2f} ms per call (target <= +{bound} ms: "
+                f"{'met' if extra <= bound else 'MISSED'})")
+    ratio = row[f"{mode}_ratio"]
+    return f"{ratio:.2f}x (target <= {bound}x: {'met' if ratio <= bound else 'MISSED'})"
 
 
 def run(
@@ -409,7 +444,11 @@ def run(
     payload = {"machine": machine(), "config": {"B": B, "E": E, "H": H, "threads": threads,
                                                 "rounds": [min_rounds, max_rounds],
                                                 "budget_s": BUDGET_S, "blockwise": BLOCK,
-                                                "course_rounds": 2 if quick else COURSE_ROUNDS},
+                                                "course_rounds": 2 if quick else COURSE_ROUNDS,
+                                                "teaching_target": {"ratio": TEACHING_MAX_RATIO,
+                                                                    "extra_ms": TEACHING_MAX_EXTRA_MS,
+                                                                    "small_E": SMALL_E,
+                                                                    "max_L": TEACHING_MAX_L}},
                "layer": rows, "head": heads, "course_sizes": course, "accuracy": acc}
     payload["summary"] = summarise(payload)
     say("\n" + payload["summary"]["layer_table"])
@@ -471,22 +510,23 @@ def summarise(payload: dict[str, Any]) -> dict[str, Any]:
             targets.append(f"L={L}: fast path (mask) / SDPA(attn_mask) = {fast_mask:.2f} (target <= 1.1: "
                            f"{'met' if fast_mask <= 1.1 else 'MISSED'})")
         if teach is not None:  # the target holds at the course's sizes, L <= 128, only
-            verdict = (f"target <= 1.5: {'met' if teach <= 1.5 else 'MISSED'}" if L <= TEACHING_MAX_L
-                       else f"no target above L={TEACHING_MAX_L}")
+            verdict = (f"target <= {TEACHING_MAX_RATIO}: {'met' if teach <= TEACHING_MAX_RATIO else 'MISSED'}"
+                       if L <= TEACHING_MAX_L else f"no target above L={TEACHING_MAX_L}")
             targets.append(f"L={L}: teaching / nn.MultiheadAttention(need_weights=True) = {teach:.2f} "
                            f"({verdict})")
     crows = [[r["label"], f"({r['B']}, {r['L']}, {r['E']}), H={r['H']}",
               f"{r['inference_teaching_us']:.0f} / {r['inference_torch_weights_us']:.0f}",
-              f"{r['inference_ratio']:.2f}",
+              teaching_verdict(r, "inference"),
               f"{r['training_teaching_us']:.0f} / {r['training_torch_weights_us']:.0f}",
-              f"{r['training_ratio']:.2f}"] for r in payload.get("course_sizes", [])]
-    course_table = table(["shape from", "(B, L, E)", "forward µs (ours / torch)", "×",
-                          "training step µs (ours / torch)", "×"], crows)
+              teaching_verdict(r, "training")] for r in payload.get("course_sizes", [])]
+    course_table = table(["shape from", "(B, L, E)", "forward µs (ours / torch)", "forward against its target",
+                          "training step µs (ours / torch)", "training step against its target"], crows)
     for r in payload.get("course_sizes", []):
         for mode in ("inference", "training"):
-            ratio = r[f"{mode}_ratio"]
-            targets.append(f"{r['label']}, {mode}: teaching / nn.MultiheadAttention(need_weights=True) = "
-                           f"{ratio:.2f} (target <= 1.5: {'met' if ratio <= 1.5 else 'MISSED'})")
+            kind, _ = teaching_target(r["E"], mode)
+            versus = "-" if kind == "extra_ms" else "/"  # a difference in ms, or a ratio
+            targets.append(f"{r['label']}, {mode}: teaching {versus} nn.MultiheadAttention(need_weights=True) "
+                           f"= {teaching_verdict(r, mode)}")
     acc = payload["accuracy"]
     worst = max(acc["layer_causal_max_abs_diff"], acc["core_max_abs_diff"], acc["long_causal_max_abs_diff"])
     targets.append(f"blockwise vs SDPA max |diff| = {worst:.2e} (target <= 1e-5: "

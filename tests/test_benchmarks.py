@@ -68,6 +68,58 @@ def test_scale_quick_writes_json(tmp_path):
     assert data["accuracy"]["layer_causal_max_abs_diff"] < 1e-5
     assert data["accuracy"]["long_causal_max_abs_diff"] < 1e-5
     assert any("blockwise vs SDPA" in t for t in data["summary"]["targets"])
+    small = [t for t in data["summary"]["targets"] if t.startswith("a toy sentence (04), inference")]
+    assert len(small) == 1 and "ms per call (target <= +0.3 ms: " in small[0]
+    assert data["config"]["teaching_target"] == {"ratio": 1.5, "extra_ms": 0.3, "small_E": 32, "max_L": 128}
+
+
+def _course_row(label, E, inference_us, training_us):
+    return {"label": label, "B": 1, "L": 10, "E": E, "H": 2,
+            "inference_teaching_us": inference_us[0], "inference_torch_weights_us": inference_us[1],
+            "inference_ratio": inference_us[0] / inference_us[1],
+            "training_teaching_us": training_us[0], "training_torch_weights_us": training_us[1],
+            "training_ratio": training_us[0] / training_us[1]}
+
+
+def test_scale_reports_each_course_row_against_the_bound_that_applies():
+    # E = 32 in inference: at most 0.3 ms more per call; elsewhere at most 1.5 times
+    payload = {"layer": [], "head": [], "accuracy": {"layer_causal_max_abs_diff": 0.0, "core_max_abs_diff": 0.0,
+                                                     "long_causal_max_abs_diff": 0.0, "long_L": 64},
+               "course_sizes": [
+                   _course_row("small, close", 32, (450.0, 200.0), (1400.0, 1000.0)),  # 2.25x but +0.25 ms
+                   _course_row("small, far", 32, (560.0, 200.0), (1600.0, 1000.0)),  # +0.36 ms; training 1.6x
+                   _course_row("large", 512, (1400.0, 1000.0), (4000.0, 3000.0)),  # +0.4 ms but 1.4x
+                   _course_row("large, slow", 512, (1600.0, 1000.0), (4000.0, 3000.0)),  # 1.6x
+               ]}
+    targets = [t for t in scale.summarise(payload)["targets"] if ": teaching" in t]
+    assert targets == [
+        "small, close, inference: teaching - nn.MultiheadAttention(need_weights=True) = +0.25 ms per call "
+        "(target <= +0.3 ms: met)",
+        "small, close, training: teaching / nn.MultiheadAttention(need_weights=True) = 1.40x (target <= 1.5x: met)",
+        "small, far, inference: teaching - nn.MultiheadAttention(need_weights=True) = +0.36 ms per call "
+        "(target <= +0.3 ms: MISSED)",
+        "small, far, training: teaching / nn.MultiheadAttention(need_weights=True) = 1.60x (target <= 1.5x: MISSED)",
+        "large, inference: teaching / nn.MultiheadAttention(need_weights=True) = 1.40x (target <= 1.5x: met)",
+        "large, training: teaching / nn.MultiheadAttention(need_weights=True) = 1.33x (target <= 1.5x: met)",
+        "large, slow, inference: teaching / nn.MultiheadAttention(need_weights=True) = 1.60x "
+        "(target <= 1.5x: MISSED)",
+        "large, slow, training: teaching / nn.MultiheadAttention(need_weights=True) = 1.33x (target <= 1.5x: met)",
+    ]
+    table = scale.summarise(payload)["course_table"].splitlines()
+    assert "forward against its target" in table[0]
+    assert "+0.25 ms per call (target <= +0.3 ms: met)" in table[2] and "1.40x (target <= 1.5x: met)" in table[2]
+
+
+def test_report_states_the_teaching_bounds_when_the_results_have_them():
+    from benchmarks import report
+
+    d = json.loads((_common.RESULTS / "scale.json").read_text(encoding="utf-8"))
+    d["config"].pop("teaching_target", None)
+    assert "Target: at most" not in report.scale_section(d)  # results written before the two bounds
+    d["config"]["teaching_target"] = {"ratio": 1.5, "extra_ms": 0.3, "small_E": 32, "max_L": 128}
+    assert ("Target: at most 0.3 ms more per call than torch at E = 32 in inference"
+            in report.scale_section(d))
+    assert "at most 1.5× its time elsewhere." in report.scale_section(d)
 
 
 def test_course_times_a_notebook(tmp_path):

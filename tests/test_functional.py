@@ -272,3 +272,92 @@ def test_masked_softmax_broadcast_masks_equal_the_expanded_mask(mask_shape):
     torch.testing.assert_close(masked_softmax(scores, mask), masked_softmax(scores, expanded), atol=0, rtol=0)
     ref = torch.softmax(scores.masked_fill(~expanded, float("-inf")), -1).nan_to_num(0.0)
     torch.testing.assert_close(masked_softmax(scores, mask), ref, atol=1e-15, rtol=0)
+
+
+# ---- a row of -inf scores is not a mask: NaN without a mask, zeros when the mask blocks it ----
+
+def test_all_minus_inf_row_is_nan_without_a_mask_and_zeros_when_the_mask_blocks_it():
+    # the behaviour masked_softmax's docstring documents, row by row
+    ninf = float("-inf")
+    scores = torch.tensor([[ninf, ninf, ninf],  # all -inf
+                           [0.5, ninf, 1.0],  # some -inf: those keys get weight 0
+                           [ninf, ninf, ninf],  # all -inf again
+                           [0.5, 2.0, 1.0]], dtype=torch.float64)
+    unmasked = masked_softmax(scores)
+    assert torch.isnan(unmasked[0]).all() and torch.isnan(unmasked[2]).all()  # softmax(-inf, ...) = 0 / 0
+    a, c = torch.softmax(torch.tensor([0.5, 1.0], dtype=torch.float64), dim=0)  # the two finite scores
+    torch.testing.assert_close(unmasked[1], torch.stack([a, torch.zeros_like(a), c]), atol=1e-15, rtol=0)
+    mask = torch.tensor([[False, False, False],  # blocks row 0 entirely: zeros, though its scores are -inf
+                         [True, True, True],
+                         [True, False, False],  # allows only a key scoring -inf: still 0 / 0
+                         [False, False, False]])  # blocks a row of finite scores: zeros
+    masked = masked_softmax(scores, mask)
+    assert torch.equal(masked[0], torch.zeros(3, dtype=masked.dtype))
+    assert torch.equal(masked[3], torch.zeros(3, dtype=masked.dtype))
+    assert torch.isnan(masked[2]).all()
+    torch.testing.assert_close(masked[1], unmasked[1], atol=0, rtol=0)
+    # the same through attention_from_scores: the output row follows its weights
+    out, w = attention_from_scores(scores, rand(3, 2), mask)
+    torch.testing.assert_close(w, masked, atol=0, rtol=0, equal_nan=True)
+    assert torch.equal(out[0], torch.zeros(2, dtype=out.dtype)) and torch.isnan(out[2]).all()
+
+
+def test_infinite_query_gives_a_nan_row_without_a_mask_as_documented():
+    # scaled_dot_product_attention's docstring: infinities in query or key can make a row of
+    # scores all -inf; unmasked, that row is NaN, masked away, it is zeros
+    q, k, v = rand(2, 3), rand(4, 3, seed=1).abs() + 0.1, rand(4, 2, seed=2)
+    q[0] = -math.inf  # every score of query 0 is -inf (the keys are positive)
+    out, w = scaled_dot_product_attention(q, k, v)
+    assert torch.isnan(w[0]).all() and torch.isnan(out[0]).all() and torch.isfinite(w[1]).all()
+    blocked = torch.tensor([[False] * 4, [True] * 4])
+    out, w = scaled_dot_product_attention(q, k, v, blocked)
+    assert torch.equal(w[0], torch.zeros(4, dtype=w.dtype)) and torch.equal(out[0], torch.zeros(2, dtype=out.dtype))
+
+
+# ---- each public function checks its arguments once, then computes with the unchecked steps ----
+
+def _count_calls(monkeypatch, module, name):
+    calls = []
+    real = getattr(module, name)
+
+    def counting(*args, **kwargs):
+        calls.append(args[0] if args else None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
+
+def test_each_public_function_checks_its_mask_once(monkeypatch):
+    import attn.functional as functional
+
+    mask_checks = _count_calls(monkeypatch, functional, "check_bool_mask")
+    q, k, v = rand(2, 3, 4), rand(2, 5, 4, seed=1), rand(2, 5, 3, seed=2)
+    mask = causal_mask(3, 5)
+    calls = {
+        "scaled_dot_product_attention": lambda: scaled_dot_product_attention(q, k, v, mask),
+        "masked_softmax": lambda: masked_softmax(rand(2, 3, 5), mask),
+        "attention_from_scores": lambda: attention_from_scores(rand(2, 3, 5), v, mask),
+        "attention_backward": lambda: functional.attention_backward(q, k, v, rand(2, 3, 3), mask),
+    }
+    for name, call in calls.items():
+        mask_checks.clear()
+        call()
+        assert mask_checks == ["mask"], f"{name} checked its mask {len(mask_checks)} times"
+
+
+def test_the_public_functions_are_their_checks_then_the_unchecked_steps():
+    from attn.functional import attend, softmax_over_allowed_keys
+
+    q, k, v = rand(2, 3, 4), rand(2, 5, 4, seed=1), rand(2, 5, 3, seed=2)
+    mask = causal_mask(3, 5)
+    for m in (None, mask):
+        out, w = scaled_dot_product_attention(q, k, v, m, scale=0.7)
+        ref_out, ref_w = attend(q, k, v, m, 0.7)
+        assert torch.equal(out, ref_out) and torch.equal(w, ref_w)
+        scores = rand(2, 3, 5, seed=3)
+        assert torch.equal(masked_softmax(scores, m), softmax_over_allowed_keys(scores, m))
+    # the order of the textbook: scores Q K^T * scale, softmax over the keys, weighted sum
+    scores = q @ k.transpose(-2, -1) * 0.5
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    torch.testing.assert_close(attend(q, k, v, mask, 0.5)[0], weights @ v, atol=1e-12, rtol=0)

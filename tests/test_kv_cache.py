@@ -113,3 +113,69 @@ def test_cache_errors():
         cache.append(rand(2, 3, 1, 5), rand(2, 3, 1, 5))
     with pytest.raises(TypeError, match=r"key: expected dtype torch.float64 like the cached keys, got torch.float32"):
         cache.append(rand(2, 3, 1, 4, dtype=torch.float32), rand(2, 3, 1, 4, dtype=torch.float32))
+
+
+# ---- a cache belongs to one layer ----
+
+def test_a_cache_filled_by_one_layer_refuses_another_of_the_same_shape():
+    a, b = layer(seed=0), layer(seed=1)  # same E, H, dtype: their keys would mix silently
+    x = rand(2, 4, 12)
+    cache = KVCache()
+    a(x[:, :3], cache=cache)
+    assert cache.module is a
+    with pytest.raises(ValueError, match=r"cache: expected the cache of the module that filled it \(a "
+                                         r"MultiHeadAttention\), got another MultiHeadAttention: give each "
+                                         r"layer its own KVCache, or clear\(\) this one"):
+        b(x[:, 3:], cache=cache)
+    for need_weights in (True, False):  # refused before any computation, on both paths
+        with pytest.raises(ValueError, match=r"cache: expected the cache of the module that filled it"):
+            b(x[:, 3:], cache=cache, need_weights=need_weights)
+    assert len(cache) == 3 and cache.module is a  # the refused call changed nothing
+    a(x[:, 3:], cache=cache)  # its own layer goes on
+    assert len(cache) == 4
+    cache.clear()  # a new sequence: any layer may fill it now
+    assert cache.module is None
+    b(x[:, :2], cache=cache)
+    assert cache.module is b
+    with pytest.raises(ValueError, match=r"cache: expected the cache of the module that filled it"):
+        a(x[:, 2:3], cache=cache)
+    with pytest.raises(ValueError, match=r"key: expected the cache of the module that filled it"):
+        cache.append(rand(2, 3, 1, 4), rand(2, 3, 1, 4), module=a)
+    cache.append(rand(2, 3, 1, 4), rand(2, 3, 1, 4))  # by hand, naming no layer: allowed
+    assert len(cache) == 3
+
+
+def test_a_cache_made_for_a_layer_refuses_any_other_even_empty_and_after_clear():
+    a, b = layer(seed=0), layer(seed=1)
+    cache = KVCache(a)
+    assert cache.module is a and len(cache) == 0
+    with pytest.raises(ValueError, match=r"cache: expected the cache of the module it was made for \(a "
+                                         r"MultiHeadAttention\), got another MultiHeadAttention: give each "
+                                         r"layer its own KVCache$"):
+        b(rand(1, 2, 12), cache=cache)
+    assert len(cache) == 0
+    a(rand(1, 2, 12), cache=cache)
+    cache.clear()
+    assert cache.module is a and len(cache) == 0
+    with pytest.raises(ValueError, match=r"cache: expected the cache of the module it was made for"):
+        b(rand(1, 2, 12), cache=cache)
+    with pytest.raises(TypeError, match=r"module: expected the attention layer \(a torch.nn.Module\) this cache "
+                                        r"is for, or None, got str"):
+        KVCache("layer 1")
+
+
+def test_a_decoder_handed_its_caches_in_the_wrong_order_says_so():
+    from attn.decoding import Decoder
+
+    torch.manual_seed(0)
+    dec = Decoder(12, 3, 2).double().eval()  # two layers of one shape
+    x = rand(1, 5, 12)
+    full, _ = dec(x)
+    caches = dec.new_caches()
+    dec(x[:, :3], caches)
+    assert [c.module for c in caches] == [lay.attn for lay in dec.layers]
+    with pytest.raises(ValueError, match=r"cache: expected the cache of the module that filled it"):
+        dec(x[:, 3:4], caches[::-1])
+    assert [len(c) for c in caches] == [3, 3]  # the first layer refused before appending anything
+    steps = [dec(x[:, t:t + 1], caches)[0] for t in (3, 4)]  # the right order still decodes
+    assert (torch.cat(steps, dim=1) - full[:, 3:]).abs().max().item() <= TOL

@@ -270,3 +270,65 @@ def test_from_torch_and_to_torch_copy_the_train_eval_mode(training):
     assert ours.training is training
     assert ours.to_torch().training is training
     assert MultiHeadAttention(8, 2).train(training).to_torch().training is training
+
+
+# ---- the two paths take the same masks ----
+
+B_, H_, L_, S_ = 2, 2, 4, 6
+MASK_SHAPES = [(), (1,), (S_,), (L_, S_), (B_, 1, 1, S_), (B_, H_, L_, S_), (H_, 1, S_), (L_, 1)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", MASK_SHAPES, ids=str)
+def test_fast_path_takes_every_mask_shape_the_teaching_path_takes(shape, causal):
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, H_, bias=True).double()
+    x, mem = rand(B_, L_, 8), rand(B_, S_, 8, seed=1)
+    mask = torch.rand(shape, generator=torch.Generator().manual_seed(2)) > 0.3
+    mask.view(-1)[0] = True  # a mask of one entry must allow something, to be compared below
+    slow, w = m(x, mem, mask=mask, causal=causal)  # the teaching path
+    fast, none = m(x, mem, mask=mask, causal=causal, need_weights=False)
+    assert none is None and w.shape == (B_, H_, L_, S_)
+    torch.testing.assert_close(fast, slow, atol=TOL, rtol=0)
+    # and both equal the mask written out in full, (B, H, L, S)
+    full = mask.expand(B_, H_, L_, S_) & (causal_mask(L_, S_) if causal else True)
+    torch.testing.assert_close(m(x, mem, mask=full)[0], slow, atol=0, rtol=0)
+
+
+# ---- one check of each input per call ----
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("with_cache", [False, True])
+def test_forward_checks_each_input_once(monkeypatch, need_weights, with_cache):
+    import attn.functional
+    import attn.modules
+    from attn import KVCache
+
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2).double()
+    cache = KVCache() if with_cache else None
+    if with_cache:
+        m(rand(1, 3, 8), cache=cache)  # something cached already
+    log = []  # (namespace, check, what it checked)
+    for namespace in (attn.modules, attn.functional):
+        for name in [n for n in vars(namespace) if n.startswith("check_")]:
+            def spy(*args, _real=getattr(namespace, name), _at=(namespace.__name__, name), **kwargs):
+                log.append((*_at, str(args[0])))
+                return _real(*args, **kwargs)
+            monkeypatch.setattr(namespace, name, spy)
+    fits = []
+    real_fits = KVCache.check_fits
+
+    def spy_fits(self, name, *args, **kwargs):
+        fits.append(name)
+        return real_fits(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(KVCache, "check_fits", spy_fits)
+    out, _ = m(rand(1, 2, 8), mask=torch.ones(1, 2, 1, dtype=torch.bool), need_weights=need_weights, cache=cache)
+    assert out.shape == (1, 2, 8)
+    assert len(log) == len(set(log)), f"an input checked twice: {log}"
+    assert [entry for entry in log if entry[1] == "check_bool_mask"] == [("attn.modules", "check_bool_mask", "mask")]
+    assert ("attn.modules", "check_float", "query") in log
+    assert ("attn.modules", "check_like_parameters", "query") in log
+    assert not [entry for entry in log if entry[0] == "attn.functional"], log  # no second check inside
+    assert fits[:1] == (["cache"] if with_cache else [])  # the layer checks its cache before computing

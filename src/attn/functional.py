@@ -11,7 +11,13 @@ Mask convention (the only one in this package): a **bool** tensor, broadcastable
 (..., L, S), where **True = may attend** and False = blocked. This is the convention of
 ``torch.nn.functional.scaled_dot_product_attention``; ``torch.nn.MultiheadAttention`` uses
 the opposite one (see ``attn.masks.to_torch_mha_mask``). A query whose mask allows no key
-gets weights and output of zeros, never NaN, and a zero gradient.
+gets weights and output of zeros, never NaN, and a zero gradient (for finite scores). Scores
+of -inf are not a mask: a row of them only, unmasked, is NaN (see ``masked_softmax``).
+
+Layout: the computation is written once, in two steps that do not check their inputs,
+``softmax_over_allowed_keys`` and ``attend`` (softmax(Q K^T * scale) V, in that order). Each
+public function checks its arguments at its door, then calls them; so does
+``attn.MultiHeadAttention``, which checks its own inputs once per call.
 """
 from __future__ import annotations
 
@@ -37,6 +43,58 @@ __all__ = [
 ]
 
 
+# --- the computation, written once; inputs not checked: the public functions check them ---
+
+
+def softmax_over_allowed_keys(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """The masked softmax of ``masked_softmax``; inputs are not checked: the public functions
+    check them.
+
+    Args:
+        scores: (..., L, S) float scores.
+        mask: None, or bool broadcastable to (..., L, S) on the device of ``scores``;
+            True = may attend.
+
+    Returns:
+        weights: (..., L, S), as ``masked_softmax`` documents.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    no_key = ~mask.any(dim=-1, keepdim=True)  # (..., L, 1): a query that may attend to nothing
+    # exp(-inf) = 0: no weight on a blocked key. A row of -inf only would give 0 / 0 = NaN,
+    # so a query that may attend to nothing keeps its scores here (no -inf written) and
+    # gets zero weights after the softmax.
+    allowed = mask | no_key  # (..., L, S), or any shape that broadcasts to it
+    filled = torch.where(allowed, scores, float("-inf"))  # (..., L, S)
+    weights = torch.softmax(filled, dim=-1)  # (..., L, S)
+    return torch.where(no_key, 0.0, weights)
+
+
+def attend(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scale: float
+) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T * scale) V, the computation of ``scaled_dot_product_attention``; inputs
+    are not checked: the public functions check them.
+
+    Args:
+        query: (..., L, E); key: (..., S, E); value: (..., S, Ev), float, of one dtype and
+            device, batch dims that broadcast.
+        mask: None, or bool broadcastable to (..., L, S) on that device; True = may attend.
+        scale: a positive float, multiplying the scores (1/sqrt(E) in the textbook).
+
+    Returns:
+        output: (..., L, Ev); weights: (..., L, S).
+    """
+    scores = query @ key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
+    scores = scores * scale
+    weights = softmax_over_allowed_keys(scores, mask)  # (..., L, S)
+    output = weights @ value  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
+    return output, weights
+
+
+# --- the public functions: check the arguments, then compute ---------------------------------
+
+
 def _check_scores_and_mask(scores: object, mask: object | None) -> tuple[Tensor, Tensor | None]:
     scores = check_float("scores", scores)
     check_min_rank("scores", scores, 2, "(..., L, S)")
@@ -54,20 +112,16 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
 
     Returns:
         weights: (..., L, S). Each row sums to 1 over its allowed keys. A row whose mask
-        allows **no** key gets weights of **zeros** (not NaN, not uniform), and its
-        gradient is zero.
+        allows **no** key gets weights of **zeros** (not NaN, not uniform), whatever its
+        scores; its gradient is zero when its scores are finite.
+
+        Scores of -inf are weights of 0 (exp(-inf) = 0). A row whose scores are **all**
+        -inf, with no mask (or with a mask that allows only keys scoring -inf), has nothing
+        to share out: its weights are **NaN**, the softmax's 0 / 0. Only a mask says
+        "this query attends to nothing"; a score of -inf does not.
     """
     scores, mask = _check_scores_and_mask(scores, mask)
-    if mask is None:
-        return torch.softmax(scores, dim=-1)
-    no_key = ~mask.any(dim=-1, keepdim=True)  # (..., L, 1): a query that may attend to nothing
-    # exp(-inf) = 0: no weight on a blocked key. A row of -inf only would give 0 / 0 = NaN,
-    # so a query that may attend to nothing keeps its finite scores here and gets zero
-    # weights after the softmax.
-    allowed = mask | no_key  # (..., L, S), or any shape that broadcasts to it
-    filled = torch.where(allowed, scores, float("-inf"))  # (..., L, S)
-    weights = torch.softmax(filled, dim=-1)  # (..., L, S)
-    return torch.where(no_key, 0.0, weights)
+    return softmax_over_allowed_keys(scores, mask)
 
 
 def softmax_with_fill(scores: Tensor, mask: Tensor, fill_value: float) -> Tensor:
@@ -114,7 +168,7 @@ def attention_from_scores(
             f"value: expected {scores.shape[-1]} rows (S, the number of keys), "
             f"got shape {shape_str(value)}"
         )
-    weights = masked_softmax(scores, mask)  # (..., L, S)
+    weights = softmax_over_allowed_keys(scores, mask)  # (..., L, S)
     return weights @ value, weights  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
 
 
@@ -150,7 +204,12 @@ def scaled_dot_product_attention(
     Returns:
         output: (..., L, Ev), same dtype and device as ``query``.
         weights: (..., L, S); rows sum to 1. A query row whose mask allows no key gets
-        weights **and** output of zeros, never NaN.
+        weights **and** output of zeros, never NaN. (Infinite entries in ``query`` or
+        ``key`` can make a row of scores all -inf: with no mask, that row is NaN, as
+        ``masked_softmax`` documents.)
+
+    The computation is ``attend``: scores = query @ key^T * scale, weights = the masked
+    softmax of the scores over the keys, output = weights @ value.
 
     Raises:
         TypeError: non-tensor, integer or mixed dtypes, non-bool mask.
@@ -159,11 +218,7 @@ def scaled_dot_product_attention(
             that is not positive.
     """
     _, scale = _check_attention_inputs(query, key, value, mask, scale)
-    scores = query @ key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
-    scores = scores * scale
-    weights = masked_softmax(scores, mask)  # (..., L, S)
-    output = weights @ value  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
-    return output, weights
+    return attend(query, key, value, mask, scale)  # scores, masked softmax, weighted sum
 
 
 def attention_backward(
@@ -213,7 +268,7 @@ def attention_backward(
             f"grad_output: expected shape (..., L, Ev) = {expected}, got shape {shape_str(grad_output)}"
         )
     check_same_dtype_and_device(("query", "grad_output"), (query, grad_output))
-    _, weights = scaled_dot_product_attention(query, key, value, mask, scale=scale)  # W (..., L, S)
+    _, weights = attend(query, key, value, mask, scale)  # W (..., L, S), the forward's weights
     grad_value = weights.transpose(-2, -1) @ grad_output  # (..., S, L) @ (..., L, Ev) -> (..., S, Ev)
     grad_weights = grad_output @ value.transpose(-2, -1)  # (..., L, Ev) @ (..., Ev, S) -> (..., L, S)
     row_sum = (grad_weights * weights).sum(dim=-1, keepdim=True)  # (..., L, 1)

@@ -11,12 +11,17 @@ positions' query, key and value are computed:
 Each step then costs O(T) instead of the O(T^2) of a full causal pass over all T positions,
 and the cache holds 2 * T * E numbers per sequence and per layer (one cache per layer).
 
+A cache holds one layer's keys and values: the first layer to fill it owns it, and any other
+layer that is handed it raises a ValueError (two layers of the same shape would otherwise mix
+their keys without a word). ``clear()`` empties it for a new sequence and for any layer
+(unless it was made for one: ``KVCache(module)``).
+
 Shape legend: B batch, H heads, T cached positions, T_new new positions, D = E // H.
 """
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ._checks import check_float, check_rank, check_same_dtype_and_device, shape_str
 
@@ -30,14 +35,28 @@ class KVCache:
     appends its new keys and values, and its new queries attend to every cached position and
     causally among themselves.
 
+    Args:
+        module: optional, the layer this cache is for. Without it, the cache belongs to the
+            first layer that appends to it (``append(..., module=layer)``, as
+            ``MultiHeadAttention`` does).
+
     Attributes:
         key: (B, H, T, D), or None before the first ``append``.
         value: (B, H, T, D), or None before the first ``append``.
+        module: the layer whose keys and values these are, or None while no layer has
+            claimed the cache.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, module: nn.Module | None = None) -> None:
+        if module is not None and not isinstance(module, nn.Module):
+            raise TypeError(
+                f"module: expected the attention layer (a torch.nn.Module) this cache is for, "
+                f"or None, got {type(module).__name__}"
+            )
         self.key: Tensor | None = None
         self.value: Tensor | None = None
+        self.module: nn.Module | None = module
+        self.module_given = module is not None  # given here: kept by clear()
 
     def __len__(self) -> int:
         """T, the number of cached positions."""
@@ -47,13 +66,15 @@ class KVCache:
         shape = None if self.key is None else tuple(self.key.shape)
         return f"KVCache(positions={len(self)}, key shape={shape})"
 
-    def append(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+    def append(self, key: Tensor, value: Tensor, *, module: nn.Module | None = None) -> tuple[Tensor, Tensor]:
         """Add the new positions' keys and values after the cached ones.
 
         Args:
             key: (B, H, T_new, D)
             value: (B, H, T_new, D), the same shape; both of the cache's B, H, D, dtype and
                 device once it holds something.
+            module: the layer appending (``MultiHeadAttention`` passes itself): the cache's
+                own layer, or any layer if the cache has none yet, which then becomes its own.
 
         Returns:
             key, value: (B, H, T + T_new, D), every position so far (also kept as the
@@ -65,7 +86,10 @@ class KVCache:
         if value.shape != key.shape:
             raise ValueError(f"value: expected the shape of key {shape_str(key)}, got {shape_str(value)}")
         check_same_dtype_and_device(("key", "value"), (key, value))
-        self.check_fits("key", key.shape[0], key.shape[1], key.shape[3], dtype=key.dtype, device=key.device)
+        self.check_fits("key", key.shape[0], key.shape[1], key.shape[3], dtype=key.dtype, device=key.device,
+                        module=module)
+        if self.module is None:
+            self.module = module  # the first layer to fill the cache owns it
         if self.key is None:
             self.key, self.value = key, value
         else:
@@ -74,22 +98,35 @@ class KVCache:
         return self.key, self.value
 
     def check_fits(self, name: str, B: int, H: int, D: int, *, dtype: torch.dtype,
-                   device: torch.device) -> None:
+                   device: torch.device, module: nn.Module | None = None) -> None:
         """Raise unless new keys (B, H, T_new, D) of this dtype and device can follow the
-        cached ones (an empty cache takes anything): a layer calls it before computing."""
-        if self.key is None:
-            return
-        b, h, _, d = self.key.shape
-        if (B, H, D) != (b, h, d):
+        cached ones (an empty cache takes anything), appended by ``module`` (if given: the
+        cache's own layer, or any layer while the cache has none). A layer calls it before
+        computing."""
+        if self.key is not None:
+            b, h, _, d = self.key.shape
+            if (B, H, D) != (b, h, d):
+                raise ValueError(
+                    f"{name}: expected B={b}, H={h}, D={d} like the cached keys {shape_str(self.key)} "
+                    f"(B, H, T, D), got B={B}, H={H}, D={D}"
+                )
+            if dtype != self.key.dtype:
+                raise TypeError(f"{name}: expected dtype {self.key.dtype} like the cached keys, got {dtype}")
+            if device != self.key.device:
+                raise ValueError(f"{name}: expected device {self.key.device} like the cached keys, got {device}")
+        if module is not None and self.module is not None and module is not self.module:
+            whose, fix = (("the module it was made for", "give each layer its own KVCache")
+                          if self.module_given else
+                          ("the module that filled it", "give each layer its own KVCache, or clear() this one"))
             raise ValueError(
-                f"{name}: expected B={b}, H={h}, D={d} like the cached keys {shape_str(self.key)} "
-                f"(B, H, T, D), got B={B}, H={H}, D={D}"
+                f"{name}: expected the cache of {whose} (a {type(self.module).__name__}), got another "
+                f"{type(module).__name__}: {fix}"
             )
-        if dtype != self.key.dtype:
-            raise TypeError(f"{name}: expected dtype {self.key.dtype} like the cached keys, got {dtype}")
-        if device != self.key.device:
-            raise ValueError(f"{name}: expected device {self.key.device} like the cached keys, got {device}")
 
     def clear(self) -> None:
-        """Forget every position (start a new sequence)."""
+        """Forget every position (start a new sequence). A cache that its first ``append``
+        bound to a layer is free again for any layer; one made with ``KVCache(module)`` stays
+        that module's."""
         self.key, self.value = None, None
+        if not self.module_given:
+            self.module = None

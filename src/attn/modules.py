@@ -5,10 +5,13 @@ H heads, D = E // H per-head size. Masks are bool, True = may attend.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import functional
 from ._checks import (
     check_bool,
     check_bool_mask,
@@ -127,14 +130,35 @@ class MultiHeadAttention(nn.Module):
         return self.W_o(self.merge_heads(heads))  # (B, H, L, D) -> (B, L, E) -> (B, L, E)
 
     def check_inputs(
-        self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        mask: Tensor | None = None,
+        *,
+        cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """Check the inputs of a forward pass; key defaults to query, value to key.
+        """Check the inputs of a forward pass, before any computation; key defaults to query,
+        value to key.
+
+        Args:
+            query, key, value, mask, cache: as in ``forward``.
 
         Returns:
             query (B, L, E), key (B, S, E), value (B, S, E), float, of the dtype and device
             of the module's parameters.
+
+        Raises:
+            TypeError / ValueError naming the argument: a cache that is not an
+            ``attn.KVCache``, or given with a key or value, or holding keys the new ones
+            cannot follow, or filled by another module; inputs of the wrong type, rank, size,
+            dtype or device; a mask that is not bool or does not broadcast to (B, H, L, S).
         """
+        if cache is not None:
+            if not isinstance(cache, KVCache):
+                raise TypeError(f"cache: expected an attn.KVCache or None, got {type(cache).__name__}")
+            if key is not None or value is not None:
+                raise ValueError("cache: expected self-attention (key and value None), got a key or value")
         key = query if key is None else key
         value = key if value is None else value
         for name, t, legend in (("query", query, "(B, L, E)"), ("key", key, "(B, S, E)"),
@@ -150,7 +174,49 @@ class MultiHeadAttention(nn.Module):
                 f"key/value: expected shapes (B={query.shape[0]}, S, E) with equal S, got key "
                 f"{shape_str(key)}, value {shape_str(value)}"
             )
+        B, L, _ = query.shape
+        past = 0  # T positions already cached
+        if cache is not None:  # the new keys and values must fit after the cached ones
+            cache.check_fits("cache", B, self.num_heads, self.head_dim, dtype=query.dtype,
+                             device=query.device, module=self)
+            past = len(cache)
+        if mask is not None:
+            S = past + key.shape[1]
+            check_bool_mask("mask", mask, (B, self.num_heads, L, S), "(B, H, L, S)", device=query.device)
         return query, key, value
+
+    def attend(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, causal: bool, past: int,
+        need_weights: bool,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Every head's softmax(q k^T / sqrt(D)) v, on the teaching path or the fast path.
+
+        Inputs are not checked: ``forward`` checked them (``check_inputs``).
+
+        Args:
+            q: (B, H, L, D); k, v: (B, H, S, D), the projected heads.
+            mask: None, or bool broadcastable to (B, H, L, S); True = may attend.
+            causal: whether query i may see keys 0..past+i only.
+            past: T, the number of keys (cached positions) before the first query's own.
+            need_weights: True: ``attn.functional``'s attention, which returns the weights;
+                False: one call to ``torch.nn.functional.scaled_dot_product_attention``.
+
+        Returns:
+            heads: (B, H, L, D); weights: (B, H, L, S), or None on the fast path.
+        """
+        L, S = q.shape[-2], k.shape[-2]
+        # The fast path without a mask hands the causal rule to SDPA (is_causal, top-left
+        # aligned, so only without a cache); everywhere else it becomes part of the mask.
+        is_causal = causal and not need_weights and mask is None and past == 0
+        if causal and not is_causal:
+            seen = causal_mask(L, S, offset=past, device=q.device)  # (L, S): query i sees keys 0..past+i
+            mask = seen if mask is None else mask & seen  # broadcasts to (B, H, L, S)
+        if need_weights:  # the teaching path: heads (B, H, L, D) and weights (B, H, L, S)
+            return functional.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim))
+        if mask is not None and mask.dim() < 2:  # SDPA takes masks of 2 dims or more
+            mask = mask.expand(L, S)  # (S,) or () -> (L, S), a view
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (B, H, L, D)
+        return heads, None
 
     # --- the forward pass ---------------------------------------------------------------------
 
@@ -173,16 +239,18 @@ class MultiHeadAttention(nn.Module):
             value: (B, S, E); defaults to ``key``.
             mask: bool, broadcastable to (B, H, L, S); **True = may attend**.
             need_weights: True (the teaching path) computes each head with
-                ``attn.scaled_dot_product_attention`` and returns the weights. False (the
+                ``attn.functional.attend``, the computation of
+                ``attn.scaled_dot_product_attention``, and returns the weights. False (the
                 fast path) is one call to ``torch.nn.functional.scaled_dot_product_attention``
-                and returns ``None`` for the weights.
+                and returns ``None`` for the weights. Both take the same masks.
             causal: True blocks the future: query i sees keys 0..i, as ``causal_mask(L, S)``
                 (combined with ``mask`` if both are given). On the fast path without a
                 ``mask`` this is SDPA's ``is_causal=True``, which skips the blocked half.
             cache: an ``attn.KVCache``, for decoding (self-attention only: no key or value).
                 The new positions' keys and values are appended to it; the L new queries
                 attend to the T cached positions and causally among themselves, so S = T + L
-                and the attention is causal whatever ``causal`` says.
+                and the attention is causal whatever ``causal`` says. A cache belongs to one
+                layer: the first to fill it (ValueError from any other).
 
         Returns:
             output: (B, L, E)
@@ -192,36 +260,13 @@ class MultiHeadAttention(nn.Module):
         """
         check_bool("need_weights", need_weights)
         check_bool("causal", causal)
-        if cache is not None:
-            if not isinstance(cache, KVCache):
-                raise TypeError(f"cache: expected an attn.KVCache or None, got {type(cache).__name__}")
-            if key is not None or value is not None:
-                raise ValueError("cache: expected self-attention (key and value None), got a key or value")
-        query, key, value = self.check_inputs(query, key, value)
-        B, L, _ = query.shape
-        past = 0 if cache is None else len(cache)  # T positions already cached
-        if cache is not None:  # the new keys and values must fit after the cached ones
-            cache.check_fits("cache", B, self.num_heads, self.head_dim, dtype=query.dtype, device=query.device)
-        S = past + key.shape[1]
-        if mask is not None:
-            check_bool_mask("mask", mask, (B, self.num_heads, L, S), "(B, H, L, S)", device=query.device)
-
+        query, key, value = self.check_inputs(query, key, value, mask, cache=cache)
+        past = 0 if cache is None else len(cache)  # T positions cached before these queries
         q, k, v = self.project(query, key, value)  # (B, H, L, D), (B, H, S, D), (B, H, S, D)
         if cache is not None:
-            k, v = cache.append(k, v)  # (B, H, T + L, D): the cached positions, then the new ones
-            causal = True
-        # The fast path without a mask hands the causal rule to SDPA (is_causal, top-left
-        # aligned, so only without a cache); everywhere else it becomes part of the mask.
-        is_causal = causal and not need_weights and mask is None and past == 0
-        if causal and not is_causal:
-            seen = causal_mask(L, S, offset=past, device=query.device)  # (L, S): query i sees keys 0..past+i
-            mask = seen if mask is None else mask & seen  # broadcasts to (B, H, L, S)
-
-        if need_weights:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, H, L, D), (B, H, L, S)
-        else:
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (B, H, L, D)
-            weights = None
+            k, v = cache.append(k, v, module=self)  # (B, H, T + L, D): the cached keys, then the new
+        heads, weights = self.attend(q, k, v, mask, causal=causal or cache is not None, past=past,
+                                     need_weights=need_weights)  # (B, H, L, D), (B, H, L, S) or None
         return self.combine(heads), weights  # (B, H, L, D) -> (B, L, E)
 
     # --- weights to and from torch.nn.MultiheadAttention --------------------------------------
