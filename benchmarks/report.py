@@ -62,7 +62,7 @@ def browser_section(d: dict[str, Any]) -> str:
     medians = sorted(r["median_ms"] for r in rows)
     mid = medians[len(medians) // 2] if medians else float("nan")
     over = [r for r in rows if r["median_ms"] > 100]
-    head = (f"**Live controls, in the browser** (real JupyterLab in Chromium, `benchmarks/lab.py`): "
+    head = (f"**Live controls, in the browser** (real JupyterLab in Chromium, `tools/lab.py`): "
             f"from the first input event (key press, click, option chosen; Enter for a text box) "
             f"to the first frame after the new picture was decoded, median / p95 ms, up to "
             f"{d.get('moves_per_control', '?')} moves per control, each after the previous one "

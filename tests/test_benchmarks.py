@@ -6,7 +6,8 @@ import json
 import nbformat
 import pytest
 
-from benchmarks import _common, course, latency, scale
+from _support import REPO
+from benchmarks import _common, course, hub, latency, scale
 
 
 def test_table_and_percentiles():
@@ -192,3 +193,39 @@ def test_latency_types_into_a_text_box_and_back():
     import ipywidgets as widgets
 
     assert latency._positions(widgets.Text(value="a b")) == ("value", ["a b", "a b again"])
+
+
+# --- the hub benchmark (benchmarks/hub.py) ---------------------------------------------------
+
+HUB_FIGURES = REPO / "benchmarks" / "results" / "hub.json"
+
+
+def test_z2jh_cpu_guarantee_fits_the_measured_class():
+    """Learners per core the guarantee lets a node take (hub/z2jh-config.yaml): no more than the
+    measured rule allows for every move under the target (benchmarks.hub.estimate_largest_class)."""
+    yaml = pytest.importorskip("yaml")  # PyYAML: a dependency of jupyter_events, so of Lab
+    z2jh = yaml.safe_load((REPO / "hub" / "z2jh-config.yaml").read_text(encoding="utf-8"))
+    figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
+    per_core = hub.estimate_largest_class(figures) / figures["machine"]["cpu_count"]
+    assert 1 / float(z2jh["singleuser"]["cpu"]["guarantee"]) <= per_core, (z2jh["singleuser"]["cpu"], per_core)
+
+
+def test_readme_shows_the_measured_hub_figures():
+    figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- hub:start -->\n", 1)[1].split("\n<!-- hub:end -->", 1)[0]
+    assert block == hub.readme_block(figures), (
+        "README.md's hub figures differ from benchmarks/results/hub.json: "
+        "run `python -m benchmarks.hub --write-readme`")
+
+
+def test_benchmark_bisects_between_the_largest_served_class_and_the_next():
+    served = {1: True, 5: True, 10: True, 20: False, 15: False, 12: True}
+    done: list[dict] = []
+    for n in hub._sizes_to_measure((1, 5, 10, 20), done, search=2):
+        done.append({"learners": n, "served": served[n]})
+    assert [r["learners"] for r in done] == [1, 5, 10, 20, 15, 12]
+    done = []
+    for n in hub._sizes_to_measure((1, 5), done, search=2):  # every size served: nothing to bisect
+        done.append({"learners": n, "served": True})
+    assert [r["learners"] for r in done] == [1, 5]

@@ -406,38 +406,3 @@ def test_z2jh_memory_fits_the_measured_figures(z2jh):
     one = next(r for r in figures["classes"] if r["learners"] == 1)
     kernel_06 = one["memory_after_run_all"]["rss_mib"] - figures["memory"]["idle"]["server"]["rss_mib"]
     assert limit >= after_08["peak_rss_mib"] + 2 * kernel_06, (limit, after_08, kernel_06)
-
-
-def test_z2jh_cpu_guarantee_fits_the_measured_class(z2jh):
-    """Learners per core the guarantee lets a node take: no more than the measured rule allows
-    for every move under the target (benchmarks.hub.estimate_largest_class)."""
-    from benchmarks.hub import estimate_largest_class
-
-    figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
-    per_core = estimate_largest_class(figures) / figures["machine"]["cpu_count"]
-    assert 1 / float(z2jh["singleuser"]["cpu"]["guarantee"]) <= per_core, (z2jh["singleuser"]["cpu"], per_core)
-
-
-def test_readme_shows_the_measured_hub_figures():
-    from benchmarks.hub import readme_block
-
-    figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- hub:start -->\n", 1)[1].split("\n<!-- hub:end -->", 1)[0]
-    assert block == readme_block(figures), (
-        "README.md's hub figures differ from benchmarks/results/hub.json: "
-        "run `python -m benchmarks.hub --write-readme`")
-
-
-def test_benchmark_bisects_between_the_largest_served_class_and_the_next():
-    from benchmarks.hub import _sizes_to_measure
-
-    served = {1: True, 5: True, 10: True, 20: False, 15: False, 12: True}
-    done: list[dict] = []
-    for n in _sizes_to_measure((1, 5, 10, 20), done, search=2):
-        done.append({"learners": n, "served": served[n]})
-    assert [r["learners"] for r in done] == [1, 5, 10, 20, 15, 12]
-    done = []
-    for n in _sizes_to_measure((1, 5), done, search=2):  # every size served: nothing to bisect
-        done.append({"learners": n, "served": True})
-    assert [r["learners"] for r in done] == [1, 5]

@@ -119,3 +119,10 @@ def test_padding_mask_device_follows_the_lengths_and_refuses_meta_lengths():
     with pytest.raises(ValueError, match=r"lengths: expected a tensor with values \(each is compared with max_len\), "
                                          r"got one on the meta device"):
         padding_mask(torch.tensor([1, 3], device="meta"), 3)
+
+
+def test_padding_mask_refuses_a_length_too_large_for_torch_before_converting_it():
+    with pytest.raises(ValueError, match=r"lengths: expected values in 0..max_len=4, got \[2, 10{30}\]"):
+        padding_mask([2, 10**30], 4)
+    with pytest.raises(ValueError, match=r"lengths: expected values in 0..max_len=4, got \[-1\]"):
+        padding_mask([-1], 4)

@@ -33,6 +33,12 @@ def code_cells(path):
     return [c for c in cells(path) if c["cell_type"] == "code" and source(c).strip()]
 
 
+def output_ignored(cell) -> bool:
+    """nbval's own rule: a line that is only the comment ``# NBVAL_IGNORE_OUTPUT``."""
+    return any(line.strip().startswith("#") and line.strip().lstrip("#").strip() == "NBVAL_IGNORE_OUTPUT"
+               for line in source(cell).splitlines())
+
+
 def test_the_course_has_its_notebooks():
     """NN_topic.ipynb numbered 00, 01, ... with no gap; a solutions notebook per lesson, no other."""
     assert TOP and all(re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name) for p in TOP), [p.name for p in TOP]
@@ -59,12 +65,14 @@ def test_no_error_output_and_under_1_mb(path):
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
-def test_ignore_marker_only_on_widget_or_version_cells(path):
+def test_ignore_marker_only_on_widget_version_or_timing_cells(path):
     timing = timing_cells(path)
     for i, c in enumerate(cells(path)):
         src = source(c)
         if c["cell_type"] != "code" or "NBVAL_IGNORE_OUTPUT" not in src:
             continue
+        assert output_ignored(c), (f"{path.name}: cell {i} names NBVAL_IGNORE_OUTPUT in a line nbval "
+                                   f"does not read as its marker (the comment must be alone):\n{src}")
         shows_widget = any(WIDGET_MIME in out.get("data", {}) for out in c.get("outputs", []))
         assert shows_widget or "version" in src or i in timing, \
             f"{path.name}: marker on a cell without a widget, a version or a timing:\n{src}"
@@ -90,7 +98,7 @@ def checked_cells(path):
     """(index in the JSON, cell, its text outputs) of every code cell whose output nbval compares."""
     found = []
     for i, c in enumerate(cells(path)):
-        if c["cell_type"] != "code" or "NBVAL_IGNORE_OUTPUT" in source(c):
+        if c["cell_type"] != "code" or output_ignored(c):
             continue
         texts = ["".join(out["text"]) for out in c.get("outputs", []) if out["output_type"] == "stream"]
         texts += ["".join(out.get("data", {}).get(mime, "")) for out in c.get("outputs", [])

@@ -135,8 +135,17 @@ def test_run_records_the_maps_forming(runs):
     assert (run.scores[-1] > run.scores[0]).all()
 
 
-def test_training_is_reproducible_and_restores_threads_and_rng(runs):
+@pytest.fixture
+def two_threads():
+    """Start from 2 threads, and leave the run's own thread count as it was afterwards (a
+    test that runs after this one on the same worker checks it)."""
+    before = torch.get_num_threads()
     torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_training_is_reproducible_and_restores_threads_and_rng(runs, two_threads):
     torch.manual_seed(42)
     before = torch.random.get_rng_state()
     again = train_tiny("cls")

@@ -71,6 +71,8 @@ def padding_mask(lengths: Tensor | list[int], max_len: int, *,
     if isinstance(lengths, (list, tuple)):
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in lengths):
             raise TypeError(f"lengths: expected a list of ints, got {lengths!r}")
+        if any(not 0 <= n <= max_len for n in lengths):  # before torch.tensor: 10**30 overflows it
+            raise ValueError(f"lengths: expected values in 0..max_len={max_len}, got {list(lengths)}")
         lengths = torch.tensor(lengths, dtype=torch.long)
     lengths = check_tensor("lengths", lengths)
     if lengths.is_floating_point() or lengths.dtype == torch.bool or lengths.is_complex():
