@@ -105,7 +105,8 @@ lab: setup
 # 1. Everything but the `network` tests, in a network namespace with only loopback
 #    (tools/offline.py): strict nbval executes every notebook there, once, so a notebook that
 #    fetched anything fails; the Labs, Voila, the hub and the browsers run there too.
-# 2. The `network` tests: what pip would fetch from PyPI for the set-up.
+# 2. The `network` tests: what pip would fetch from PyPI for the set-up (no notebook among
+#    them, so --dist load: test by test, not file by file).
 # Both always run; the target fails if either fails. The teacher venv is set up too
 # (tests/test_assignments.py uses it); so are the hub's proxy and the site's JavaScript (npm).
 PYTEST  := $(BIN)/python -m pytest -n 2 --dist loadfile
@@ -114,8 +115,8 @@ test: setup teacher $(HUB_PROXY) $(VENDOR)
 	@status=0; \
 	echo '$(OFFLINE) $(PYTEST) --nbval -m "not network" tests notebooks'; \
 	$(OFFLINE) $(PYTEST) --nbval -m "not network" tests notebooks || status=1; \
-	echo '$(PYTEST) -m network tests'; \
-	$(PYTEST) -m network tests || status=1; \
+	echo '$(BIN)/python -m pytest -n 2 --dist load -m network tests'; \
+	$(BIN)/python -m pytest -n 2 --dist load -m network tests || status=1; \
 	exit $$status
 
 # For editing: the package's tests and strict nbval of the lessons (notebooks/*.ipynb, not the

@@ -6,13 +6,15 @@ so, and under CI (CI=true) fail instead.
 
 1. ``make assignments`` (tools/assignments.py) writes every assignment; each student version keeps the code of
    each exercise as the course notebook has it, and holds neither a worked solution nor a check.
-2. Two students hand in two assignments (``GRADED``): ``right`` with the worked solutions,
+2. Two students hand in one assignment (``GRADED``): ``right`` with the worked solutions,
    ``partial`` with only the first exercise answered (the others as handed out). ``make grade``
    (nbgrader's autograde, then export) grades both: grades.csv gives ``right`` full marks and
-   ``partial`` less. Grading executes each notebook handed in, so two assignments stand for
+   ``partial`` less. Grading executes each notebook handed in, so one assignment stands for
    all: 05, whose checker of one class is called by several exercise cells (the hardest case
-   for tools/assignments.py), and 01. That every worked solution passes its check, in every
-   notebook, strict nbval shows on the solutions notebooks, whose stored outputs say "Correct".
+   for tools/assignments.py). That every worked solution passes its check, in every notebook,
+   strict nbval shows on the solutions notebooks, whose stored outputs say "Correct", and
+   ``test_every_worked_solution_is_the_solutions_notebooks_own`` shows that the assignments'
+   worked solutions are those.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from _support import REPO, unavailable
 TEACHER = REPO / ".venv-teacher"
 TEACHER_PYTHON = TEACHER / "bin" / "python"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-GRADED = ("01_intuition", "05_pytorch_implementation")
+GRADED = ("05_pytorch_implementation",)
 
 
 pytestmark = pytest.mark.slow  # nbgrader makes the student versions and grades them

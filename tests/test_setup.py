@@ -246,7 +246,7 @@ def test_the_readme_test_commands_are_make_tests():
     assert commands == [
         '.venv/bin/python -m tools.offline .venv/bin/python -m pytest -n 2 --dist loadfile --nbval '
         '-m "not network" tests notebooks',
-        ".venv/bin/python -m pytest -n 2 --dist loadfile -m network tests",
+        ".venv/bin/python -m pytest -n 2 --dist load -m network tests",
     ]
     without_make = README.split("## Without make", 1)[1].split("\n## ", 1)[0]
     tests_section = README.split("## Tests", 1)[1].split("\n## ", 1)[0]
