@@ -66,8 +66,13 @@ def test_softmax_row_hard_coded_for_one_row_fails():
     lambda s: torch.special.softmax(s, dim=-1),
     lambda s: attn.masked_softmax(s[None, :])[0],
     lambda s: torch.exp(s) / torch.exp(s).sum() + 0 * torch.softmax(s, -1),
+    lambda s: torch.log_softmax(s, -1).exp(),
+    lambda s: s.log_softmax(-1).exp(),
+    lambda s: torch.nn.functional.log_softmax(s, dim=-1).exp(),
+    lambda s: torch.special.log_softmax(s, dim=-1).exp(),
 ], ids=["torch.softmax", "Tensor.softmax", "F.softmax", "torch.special.softmax",
-        "attn.masked_softmax", "hidden in a sum"])
+        "attn.masked_softmax", "hidden in a sum", "torch.log_softmax", "Tensor.log_softmax",
+        "F.log_softmax", "torch.special.log_softmax"])
 def test_softmax_row_catches_a_library_softmax(library):
     """The exercise says "no torch.softmax": the checker must catch it, not trust it."""
     fb = nb01.check_softmax_row(library)
@@ -80,6 +85,10 @@ def test_softmax_switched_off_restores_the_library():
             torch.softmax(torch.zeros(3), dim=0)
     assert torch.allclose(torch.softmax(torch.zeros(2), dim=0), torch.tensor([0.5, 0.5]))
     assert torch.allclose(torch.zeros(2).softmax(0), torch.tensor([0.5, 0.5]))
+    with pytest.raises(SoftmaxCalled, match="reason"):
+        with softmax_switched_off("reason"):
+            torch.log_softmax(torch.zeros(3), dim=0)
+    assert torch.allclose(torch.zeros(2).log_softmax(0).exp(), torch.tensor([0.5, 0.5]))
 
 
 def test_path_counts():

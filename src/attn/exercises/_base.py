@@ -77,16 +77,18 @@ class SoftmaxCalled(RuntimeError):
 def softmax_switched_off(reason: str) -> Iterator[None]:
     """Run a learner's function with every library softmax switched off.
 
-    ``torch.softmax``, ``Tensor.softmax``, ``torch.nn.functional.softmax`` and
-    ``torch.special.softmax`` raise ``SoftmaxCalled(reason)`` inside the block (so does every
-    function of the package that calls them, such as ``attn.masked_softmax``), which lets an
-    exercise that says "no softmax" check it instead of trusting it.
+    ``softmax`` and ``log_softmax`` of ``torch``, ``torch.Tensor``, ``torch.nn.functional``
+    and ``torch.special``, and ``torch.nn.functional.gumbel_softmax``, raise
+    ``SoftmaxCalled(reason)`` inside the block (so does every function of the package that
+    calls them, such as ``attn.masked_softmax``), which lets an exercise that says "no
+    softmax" check it instead of trusting it (``torch.log_softmax(s, -1).exp()`` is a softmax).
     """
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise SoftmaxCalled(reason)
 
-    targets = [(torch, "softmax"), (torch.Tensor, "softmax"), (torch.nn.functional, "softmax"),
-               (torch.special, "softmax")]
+    owners = (torch, torch.Tensor, torch.nn.functional, torch.special)
+    targets = [(owner, name) for owner in owners for name in ("softmax", "log_softmax")]
+    targets.append((torch.nn.functional, "gumbel_softmax"))
     patches = [mock.patch.object(owner, name, refuse) for owner, name in targets]
     for p in patches:
         p.start()
