@@ -109,14 +109,6 @@ def checked_cells(path):
 
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 SCIENTIFIC = re.compile(r"[eE]([-+]?\d+)$")
-# Small numbers that are values, not round-off: (notebook, text in the cell's source, why).
-REAL_SMALL_VALUES = [
-    ("01_intuition.ipynb", "gradient_profile(n=32",
-     "the RNN's gradient norms, down to 7e-11 after 31 steps: products of float64 Jacobians, each "
-     "exact to about 1e-15 relative, so the three digits printed are the same on every CPU"),
-]
-
-
 # A number right after one of these is a stated bound ("< 1e-12: True"), not a measured value.
 BOUND = re.compile(r"(?:[<>≤≥]=?|\b(?:below|under|above|than|within|to))\s*$")
 
@@ -146,12 +138,10 @@ TIME = re.compile(r"\d\s*(?:ns|µs|ms)\b|\d\s+(?:us|s|sec|seconds?|minutes?|min)
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
 def test_no_checked_output_prints_round_off_a_signed_zero_or_a_time(path):
-    allowed = [snippet for name, snippet, _why in REAL_SMALL_VALUES if name == path.name]
     problems = []
     for i, c, texts in checked_cells(path):
         for text in texts:
-            if not any(snippet in source(c) for snippet in allowed):
-                problems += [f"cell {i}: round-off {n}" for n in round_off_numbers(text)]
+            problems += [f"cell {i}: round-off {n}" for n in round_off_numbers(text)]
             problems += [f"cell {i}: signed zero {n}" for n in signed_zeros(text)]
             problems += [f"cell {i}: a time {m!r}" for m in TIME.findall(text)]
     assert not problems, f"{path.name}: " + "; ".join(problems)
