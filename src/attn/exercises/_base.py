@@ -10,7 +10,10 @@ from unittest import mock
 import numpy as np
 import torch
 
-__all__ = ["Feedback", "as_array", "as_whole_number", "close", "SoftmaxCalled", "softmax_switched_off"]
+__all__ = [
+    "Feedback", "Hints", "as_array", "as_whole_number", "close", "SoftmaxCalled",
+    "softmax_switched_off",
+]
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,39 @@ class Feedback:
     def _repr_html_(self) -> str:
         color = "#1a7f37" if self.correct else "#cf222e"
         return f'<span style="color:{color}">{self!r}</span>'
+
+
+class Hints:
+    """Hints in tiers, as a tutor gives them: the first wrong try with a given mistake hears
+    its **symptom** ("your weights are the transpose of the right ones"); a second try with the
+    same mistake hears the symptom and **where to look** too. No tier gives the code.
+
+    One ``Hints`` per checker, so that each exercise keeps its own count. ``reset()`` starts
+    again (a test, or a learner who wants the first tier back).
+
+    Example:
+        >>> hints = Hints()
+        >>> hints.wrong("transpose", "Your weights are the transpose of the right ones.",
+        ...             where="the order of Q and K in the scores")
+        ❌ Not yet. Your weights are the transpose of the right ones.
+    """
+
+    def __init__(self) -> None:
+        self._tries: dict[str, int] = {}
+
+    def wrong(self, mistake: str, symptom: str, *, where: str) -> Feedback:
+        """A ``Feedback`` for one more try with ``mistake``: the symptom, then the place to look."""
+        tries = self._tries[mistake] = self._tries.get(mistake, 0) + 1
+        if tries == 1:
+            return Feedback(False, symptom)
+        return Feedback(False, f"{symptom} Where to look: {where}.")
+
+    def tries(self, mistake: str) -> int:
+        """How many wrong tries with ``mistake`` this checker has seen."""
+        return self._tries.get(mistake, 0)
+
+    def reset(self) -> None:
+        self._tries.clear()
 
 
 def as_array(name: str, answer: Any, shape: tuple[int, ...] | None = None) -> np.ndarray | Feedback:
