@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from attn.positions import apply_rope, frequencies, sinusoidal
+from attn.positions import apply_rope, frequencies, offset_rotation, offset_spread, sinusoidal
 
 
 @pytest.mark.parametrize("length,d", [(1, 2), (7, 4), (33, 16), (5, 384)])
@@ -176,3 +176,51 @@ def test_device_arguments_and_positions_on_another_device():
     with pytest.raises(ValueError, match=r"positions: expected a tensor with values \(the angles are computed "
                                          r"from them\), got one on the meta device"):
         apply_rope(torch.zeros(3, 4), torch.arange(3, device="meta"))
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, -5, 17.5])
+@pytest.mark.parametrize("d", [2, 8, 64])
+def test_offset_rotation_moves_every_code_by_k_positions(k, d):
+    """Vaswani et al.'s argument: PE[p + k] = PE[p] R_k^T, one R_k for every p."""
+    p = torch.arange(40, dtype=torch.float64)
+    w = frequencies(d)
+    shifted = torch.empty(40, d, dtype=torch.float64)
+    shifted[:, 0::2] = torch.sin((p[:, None] + k) * w)
+    shifted[:, 1::2] = torch.cos((p[:, None] + k) * w)
+    R = offset_rotation(k, d)
+    assert R.shape == (d, d)
+    torch.testing.assert_close(sinusoidal(40, d) @ R.T, shifted, atol=1e-12, rtol=0)
+    torch.testing.assert_close(R @ R.T, torch.eye(d, dtype=torch.float64), atol=1e-12, rtol=0)
+    # block-diagonal: pair i only mixes with itself
+    mask = torch.block_diag(*[torch.ones(2, 2)] * (d // 2)).bool()
+    assert (R[~mask] == 0).all()
+
+
+def test_offset_spread_is_zero_for_a_function_of_the_offset_only():
+    m = torch.arange(6.0)[:, None]
+    n = torch.arange(9.0)[None, :]
+    assert offset_spread(torch.cos(n - m)) == 0.0
+    assert offset_spread(torch.zeros(1, 1)) == 0.0
+    # one entry off its diagonal's value by 0.5: the spread is exactly that
+    scores = torch.cos(n - m)
+    scores[3, 5] += 0.5
+    assert offset_spread(scores) == pytest.approx(0.5)
+    below = torch.cos(n - m)
+    below[5, 1] -= 0.25  # a key before its query: offset -4
+    assert offset_spread(below) == pytest.approx(0.25)
+    assert offset_spread(m * n) == pytest.approx(5 * 8 - 0 * 3)  # offset 3: 0*3 .. 5*8
+
+
+def test_offset_spread_rejects_bad_input():
+    with pytest.raises(ValueError, match="scores: expected a non-empty"):
+        offset_spread(torch.zeros(3))
+    with pytest.raises(ValueError, match="scores: expected a non-empty"):
+        offset_spread(torch.zeros(0, 3))
+    with pytest.raises(ValueError, match="scores: expected finite"):
+        offset_spread(torch.tensor([[1.0, float("nan")]]))
+    with pytest.raises(TypeError, match="scores"):
+        offset_spread([[1.0]])
+    with pytest.raises(TypeError, match="offset"):
+        offset_rotation("1", 4)
+    with pytest.raises(ValueError, match="d_model"):
+        offset_rotation(1, 3)

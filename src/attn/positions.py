@@ -10,8 +10,10 @@ same way (notebook 01). Models recover order in one of two places:
       PE[p, 2i+1] = cos(p / 10000^(2i / d)),
 
   so each pair (2i, 2i+1) is a point on a circle turning at its own frequency
-  w_i = 10000^(-2i/d). BERT-style models (MiniLM in notebook 08) *learn* one vector per position
-  instead.
+  w_i = 10000^(-2i/d). Moving k positions turns pair i by k * w_i, so for every fixed offset
+  k the code at p + k is a fixed rotation of the code at p: PE[p + k] = PE[p] R_k^T
+  (``offset_rotation``), the same R_k for every p. BERT-style models (MiniLM in notebook 08)
+  *learn* one vector per position instead.
 * **inside the score**: the **rotary position embedding** (RoPE, Su et al. 2021) rotates each
   pair (2i, 2i+1) of a query or key at position p by the angle p * w_i, with
   w_i = base^(-2i/E). A rotation by a and a rotation by b leave a dot product depending on
@@ -33,7 +35,7 @@ from torch import Tensor
 from ._checks import (check_device, check_entries, check_float, check_float_dtype, check_int,
                       check_min_rank, check_not_meta, check_number, shape_str)
 
-__all__ = ["frequencies", "sinusoidal", "apply_rope"]
+__all__ = ["frequencies", "sinusoidal", "offset_rotation", "offset_spread", "apply_rope"]
 
 
 def _check_even(name: str, value: object) -> int:
@@ -97,6 +99,54 @@ def sinusoidal(length: int, d_model: int, *, base: float = 10000.0,
     pe[:, 0::2] = torch.sin(angle)  # even features
     pe[:, 1::2] = torch.cos(angle)  # odd features
     return pe.to(device=device, dtype=dtype)
+
+
+def offset_rotation(offset: int | float, d_model: int, *, base: float = 10000.0) -> Tensor:
+    """R_k, the rotation that moves a sinusoidal code by ``offset`` = k positions.
+
+    Pair i of PE[p] is (sin p w_i, cos p w_i); moving k positions turns it by the angle k w_i:
+    (sin(p+k)w, cos(p+k)w) = (s cos kw + c sin kw, c cos kw - s sin kw) for s, c = sin pw, cos pw.
+    So PE[p + k] = PE[p] @ R_k.T for every p, with R_k block-diagonal, one 2 x 2 block
+    [[cos kw_i, sin kw_i], [-sin kw_i, cos kw_i]] per pair (Vaswani et al. 2017: "PE[pos+k] can
+    be represented as a linear function of PE[pos]").
+
+    Args:
+        offset: k, any real number of positions (negative moves back).
+        d_model: d, a positive even int.
+        base: 10000 in the Transformer.
+
+    Returns:
+        (d, d) float64 rotation matrix (orthogonal: R_k @ R_k.T is the identity).
+    """
+    offset = check_number("offset", offset)
+    d_model = _check_even("d_model", d_model)
+    angle = offset * frequencies(d_model, base=base)  # (d/2,) one angle per pair
+    c, s = torch.cos(angle), torch.sin(angle)  # (d/2,) each
+    blocks = torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2)  # (d/2, 2, 2)
+    return torch.block_diag(*blocks)  # (d, d)
+
+
+def offset_spread(scores: Tensor) -> float:
+    """How far a score matrix is from depending on the offset only.
+
+    For each diagonal (a fixed offset n - m between query m and key n), the largest minus the
+    smallest score along it; the result is the largest of these over all diagonals. 0 means
+    ``scores[m, n]`` is a function of n - m alone (to round-off, about 1e-14 in float64).
+
+    Args:
+        scores: (L, S) real matrix, L, S >= 1.
+
+    Returns:
+        the largest spread along a diagonal, a float >= 0.
+    """
+    scores = check_float("scores", scores)
+    if scores.dim() != 2 or 0 in scores.shape:
+        raise ValueError(f"scores: expected a non-empty (L, S) matrix, got shape {shape_str(scores)}")
+    if not torch.isfinite(scores).all():
+        raise ValueError("scores: expected finite numbers, got NaN or inf (a spread of them means nothing)")
+    L, S = scores.shape
+    spreads = [torch.diagonal(scores, k) for k in range(-(L - 1), S)]  # one per offset n - m
+    return max((d.max() - d.min()).item() for d in spreads)
 
 
 def apply_rope(x: Tensor, positions: Tensor | None = None, *, base: float = 10000.0) -> Tensor:
