@@ -165,3 +165,17 @@ def test_explorer_readout_and_image_data():
         band = px[int(px.shape[0] - ax.bbox.y1) - 14:int(px.shape[0] - ax.bbox.y1) - 3,
                   int(ax.bbox.x0):int(ax.bbox.x1)]
         assert bool((band < 128).any()) == (h < 2), h
+
+
+def test_a_flat_block_head_is_explained():
+    """Issue 20 item 23: with 8 tokens or fewer, mixed's head 6 (sentences) sees one sentence
+    only and draws one flat block; the readout says so, and stops saying so at 9 tokens."""
+    from attn.widgets.patterns import pattern_heads
+
+    notes = pattern_heads("mixed", 8, n_tokens=8).notes
+    flat = [n for n in notes if "one flat block" in n]
+    assert flat and flat[0].startswith("head 6 (sentences)")
+    w = pattern_heads("mixed", 8, n_tokens=8).weights[5]
+    assert np.allclose(w[1:, 1:], w[1, 1])  # the picture: one flat block after [CLS]
+    assert not any("one flat block" in n for n in pattern_heads("mixed", 8, n_tokens=9).notes)
+    assert not any("one flat block" in n for n in pattern_heads("diagonal", 8, n_tokens=3).notes)

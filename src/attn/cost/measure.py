@@ -278,7 +278,8 @@ def backward_memory(method: str, L: int, *, d_k: int = 64, threads: int = 1, see
     backward pass.
 
     The naive method keeps its (L, L) weights for the backward pass; a FlashAttention-style
-    kernel keeps its output and one number per query row, and recomputes the rest.
+    kernel keeps its output and one number per query row, and recomputes the rest. The inputs
+    q, k, v are made before the meter starts, so they are not counted (every method keeps them).
     """
     (method,) = _check_methods([method])
     check_positive_int("L", L)

@@ -118,6 +118,16 @@ def _notes(specs: tuple[HeadSpec, ...], n: int, d_k: int, strength: float,
         if most > d_k:
             notes.append(f"d_k = {d_k} directions for up to {most} segments: some segments share "
                          f"a direction and attend to each other.")
+    flat = []  # block heads with every token but [CLS] in one segment: nothing to tell apart
+    for h, spec in enumerate(specs):
+        if spec.kind == "block":
+            segments = segments_for(spec, n)
+            if len({seg for tok, seg in zip(TOKENS[:n], segments) if tok != "[CLS]"}) == 1:
+                flat.append(f"{h + 1} ({spec.name})")
+    if flat:
+        which = ("head " if len(flat) == 1 else "heads ") + ", ".join(flat)
+        notes.append(f"{which}: with {n} tokens every token after [CLS] falls in one segment, so "
+                     f"the map is one flat block; more tokens start the next segment.")
     if mask_kind == "causal":
         notes.append("causal: a query sees only keys at or before it, so a head aiming ahead "
                      "(or at a later key) finds nothing there and spreads over what it may see.")
