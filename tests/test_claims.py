@@ -135,3 +135,67 @@ def test_the_lesson_still_prints_its_claims(name):
     out = printed(notebook(ROOT / "notebooks" / name))
     missing = [claim for claim in CLAIMS[name] if claim not in out]
     assert not missing, f"{name}: these claims are no longer printed: {missing}"
+
+
+# ---- folded check cells ------------------------------------------------------------------
+#
+# A routine agreement ("same as torch.cat: True") next to a section's one idea buries it. Such
+# lines go into one check cell per section, tagged "check" and folded (its source hidden in
+# JupyterLab), which prints one line of claims beginning "checks:". A "same as ..." line may
+# stay in an idea cell only where the prose before it announces the comparison.
+
+ANNOUNCED = re.compile(r"agree|same|equal|check", re.I)
+
+
+def sections(nb: dict) -> list[list[tuple[int, dict]]]:
+    """The cells grouped by level-2 heading (## ...), with their indices."""
+    groups: list[list[tuple[int, dict]]] = [[]]
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown" and re.search(r"^## ", "".join(cell["source"]), re.M):
+            groups.append([])
+        groups[-1].append((i, cell))
+    return groups
+
+
+def is_check(cell: dict) -> bool:
+    return "check" in cell.get("metadata", {}).get("tags", [])
+
+
+def cell_text(cell: dict) -> str:
+    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in cell.get("outputs", []))
+
+
+LESSONS = [p for p in NOTEBOOKS if p.parent.name == "notebooks"]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_check_cells_are_folded_one_per_section_and_print_claims(path):
+    nb = notebook(path)
+    for group in sections(nb):
+        checks = [(i, c) for i, c in group if is_check(c)]
+        assert len(checks) <= 1, f"{path.name}: cells {[i for i, _ in checks]} are two check cells in one section"
+        for i, cell in checks:
+            assert cell["cell_type"] == "code"
+            assert cell["metadata"].get("jupyter", {}).get("source_hidden") is True, \
+                f"{path.name} cell {i}: a check cell is folded (metadata jupyter.source_hidden)"
+            out = cell_text(cell)
+            assert out.startswith("checks:") and "True" in out and "False" not in out, \
+                f"{path.name} cell {i}: prints 'checks: ... True', got {out!r}"
+            assert "assert" in "".join(cell["source"]), f"{path.name} cell {i}: asserts what it prints"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_a_routine_agreement_is_in_a_check_cell_or_announced(path):
+    nb = notebook(path)
+    cells = nb["cells"]
+    unannounced = []
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code" or is_check(cell):
+            continue
+        lines = [l for l in cell_text(cell).splitlines() if l.startswith("same as ")]
+        before = next(("".join(c["source"]) for c in reversed(cells[:i]) if c["cell_type"] == "markdown"), "")
+        last_paragraph = before.strip().split("\n\n")[-1]
+        if lines and not ANNOUNCED.search(last_paragraph):
+            unannounced += [f"cell {i}: {l}" for l in lines]
+    assert not unannounced, f"{path.name}: move these into the section's check cell: {unannounced}"
