@@ -51,6 +51,10 @@ CLAIMS: dict[str, list[str]] = {
     "05_pytorch_implementation.ipynb": [
         "d_model = 512: without biases 1,048,576, with biases 1,050,624, difference 2,048 = 4 x 512",
         "exp(-1e9) in float64: 0.0",
+        "raised at once for 8 of 10 lengths; ran silently for L = [5, 10]",
+        "SDPA, query 0: zeros",
+        "nn.MultiheadAttention, train mode, need_weights=False, gradient on , query 0: out_proj's bias",
+        "nn.MultiheadAttention, eval  mode, need_weights=False, gradient off, query 0: NaN",
     ],
     "06_visualization.ipynb": [
         "aligned pair (cosine 1) scores strength * sqrt(d_k) = 4.00",

@@ -13,6 +13,14 @@ from torch import nn
 import attn
 from attn.exercises import Feedback, _layers, nb05
 
+
+@pytest.fixture(autouse=True)
+def first_tier_hints():
+    """Each test starts with every checker's hints at the first tier."""
+    nb05.reset_hints()
+    yield
+    nb05.reset_hints()
+
 # ---- correct single heads: cls(d_model, d_k, d_v) -----------------------------------------
 
 
@@ -115,8 +123,72 @@ class FlagHead(ChapterHead):
         return (out, weights) if need_weights else out
 
 
+class RaschkaHead(nn.Module):
+    """Raschka's names (LLMs-from-scratch, ch. 3), scores scaled by keys.shape[-1] ** 0.5 after
+    the product, an eval-safe nn.Dropout on the weights."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.W_query = nn.Linear(d_model, d_k, bias=False)
+        self.W_key = nn.Linear(d_model, d_k, bias=False)
+        self.W_value = nn.Linear(d_model, d_v, bias=False)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, x, mask=None):
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        if mask is not None:
+            attn_scores = attn_scores.masked_fill(~mask, -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        return self.dropout(attn_weights) @ values, attn_weights
+
+
+class FusedHead(nn.Module):
+    """One fused projection to q, k and v side by side, split in that order."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.sizes = [d_k, d_k, d_v]
+        self.qkv = nn.Linear(d_model, 2 * d_k + d_v)
+
+    def forward(self, x, mask=None):
+        q, k, v = self.qkv(x).split(self.sizes, dim=-1)  # (B, L, 2 d_k + d_v) -> 3 parts
+        return attn.scaled_dot_product_attention(q, k, v, mask)
+
+
+class MatrixHead(nn.Module):
+    """The course's own Q = X W^Q: raw (d_model, d_k) matrices, used as x @ W."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.d_k = d_k
+        self.W_q = nn.Parameter(torch.randn(d_model, d_k))
+        self.W_k = nn.Parameter(torch.randn(d_model, d_k))
+        self.W_v = nn.Parameter(torch.randn(d_model, d_v))
+
+    def forward(self, x, mask=None):
+        Q, K, V = x @ self.W_q, x @ self.W_k, x @ self.W_v  # (B, L, d_model) @ (d_model, d)
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = scores.softmax(-1)
+        return weights @ V, weights
+
+
+class Float32SoftmaxHead(ChapterHead):
+    """The softmax computed in float32 and cast back, as mixed-precision code does."""
+
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = Q @ K.transpose(1, 2) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores.float(), dim=-1).to(scores.dtype)
+        return weights @ V, weights
+
+
 CORRECT_HEADS = [ChapterHead, MatmulHead, EinsumHead, PackageHead, SdpaHead, ArticleNamedHead,
-                 LoopHead, FlagHead]
+                 LoopHead, FlagHead, RaschkaHead, FusedHead, MatrixHead, Float32SoftmaxHead]
 
 
 @pytest.mark.parametrize("cls", CORRECT_HEADS, ids=lambda c: c.__name__)
@@ -287,8 +359,97 @@ class PackageMHA(nn.Module):
         return self.inner(x, mask=mask)
 
 
+class RaschkaMHA(nn.Module):
+    """Raschka's MultiHeadAttention (LLMs-from-scratch, ch. 3): W_query, W_key, W_value, a biased
+    out_proj, nn.Dropout on the weights, masked_fill_ in place; the output only."""
+
+    def __init__(self, d_in, num_heads, dropout=0.1, qkv_bias=False):
+        super().__init__()
+        self.d_out, self.num_heads, self.head_dim = d_in, num_heads, d_in // num_heads
+        self.W_query = nn.Linear(d_in, d_in, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_in, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_in, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_in, d_in)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, mask=None):
+        b, num_tokens, _ = x.shape
+        keys, queries, values = (
+            f(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+            for f in (self.W_key, self.W_query, self.W_value))
+        attn_scores = queries @ keys.transpose(2, 3)
+        if mask is not None:
+            attn_scores.masked_fill_(~mask, -torch.inf)
+        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+        context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)
+        return self.out_proj(context)
+
+
+class FusedMHA(nn.Module):
+    """One nn.Linear(E, 3E) named qkv (q, k, v side by side), out_proj, SDPA."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x, mask=None):
+        B, L, E = x.shape
+        qkv = self.qkv(x).view(B, L, 3, self.n_heads, E // self.n_heads)  # (B, L, 3, H, D)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # 3 x (B, H, L, D)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, L, D)
+        return self.out_proj(heads.transpose(1, 2).reshape(B, L, E))
+
+
+class MatrixMHA(ChapterMHA):
+    """Raw (E, E) matrices used as x @ W, the course's Q = X W^Q, for all four projections."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads)
+        for name in ("W_q", "W_k", "W_v", "W_o"):
+            delattr(self, name)
+            setattr(self, name, nn.Parameter(torch.randn(d_model, d_model) / d_model ** 0.5))
+
+    def forward(self, x, mask=None):
+        Q, K, V = (self.split(x @ W) for W in (self.W_q, self.W_k, self.W_v))
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = scores.softmax(-1)
+        return self.merge(weights @ V) @ self.W_o, weights
+
+
+class LinearMatrixMHA(MatrixMHA):
+    """Raw (E, E) matrices, used as nn.Linear uses its weight: F.linear(x, W) = x @ W.T."""
+
+    def forward(self, x, mask=None):
+        Q, K, V = (self.split(F.linear(x, W)) for W in (self.W_q, self.W_k, self.W_v))
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = scores.softmax(-1)
+        return F.linear(self.merge(weights @ V), self.W_o), weights
+
+
+class Float32SoftmaxMHA(ChapterMHA):
+    """The softmax in float32, cast back to the scores' dtype."""
+
+    def softmax_dim(self):
+        return -1
+
+    def forward(self, x, mask=None):
+        Q, K, V = (self.split(f(x)) for f in (self.W_q, self.W_k, self.W_v))
+        scores = Q @ K.transpose(-2, -1) / self.scale()
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
+        return self.W_o(self.merge(weights @ V)), weights
+
+
 CORRECT_MHAS = [ChapterMHA, ReshapeMHA, EinsumMHA, BmmMHA, SdpaMHA, ArticleMHA, HeadLoopMHA,
-                BiasedChapterMHA, PackageMHA, nb05.ArticleAsPrinted]
+                BiasedChapterMHA, PackageMHA, nb05.ArticleAsPrinted, RaschkaMHA, FusedMHA,
+                MatrixMHA, LinearMatrixMHA, Float32SoftmaxMHA]
 
 
 @pytest.mark.parametrize("cls", CORRECT_MHAS, ids=lambda c: c.__name__)
@@ -318,16 +479,53 @@ class NoScaleHead(ChapterHead):
         return torch.bmm(weights, V), weights
 
 
+class ScaledUpHead(ChapterHead):
+    """Multiplies by the scale."""
+
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = Q @ K.transpose(1, 2) * math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = scores.softmax(-1)
+        return weights @ V, weights
+
+
+class ScaledAfterHead(ChapterHead):
+    """Scales the weights, after the softmax."""
+
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = Q @ K.transpose(1, 2)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = scores.softmax(-1) / math.sqrt(self.d_k)
+        return weights @ V, weights
+
+
+class KeysTimesQueriesHead(ChapterHead):
+    """K Q^T: the scores' product the wrong way round."""
+
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = torch.bmm(K, Q.transpose(1, 2)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = scores.softmax(-1)
+        return weights @ V, weights
+
+
 def head_with(**changes):
     """A ChapterHead with one line changed: scale, softmax dim, queries, mask handling."""
     scale = changes.get("scale", lambda self: math.sqrt(self.d_k))
     dim = changes.get("dim", -1)
     query = changes.get("query", "W_q")
+    key = changes.get("key", "W_k")
     blocked = changes.get("blocked", lambda mask: mask == 0)
 
     class Head(ChapterHead):
         def forward(self, x, mask=None):
-            Q, K, V = getattr(self, query)(x), self.W_k(x), self.W_v(x)
+            Q, K, V = getattr(self, query)(x), getattr(self, key)(x), self.W_v(x)
             scores = torch.bmm(Q, K.transpose(1, 2)) / scale(self)
             if mask is not None and blocked is not None:
                 scores = scores.masked_fill(blocked(mask), float("-inf"))
@@ -339,6 +537,49 @@ def head_with(**changes):
 
 def mha_with(**overrides):
     return type("BuggyMHA", (ChapterMHA,), overrides)
+
+
+class QueriesForKeysMHA(ChapterMHA):
+    def forward(self, x, mask=None):
+        Q, K, V = self.split(self.W_q(x)), self.split(self.W_q(x)), self.split(self.W_v(x))
+        weights = (Q @ K.transpose(-2, -1) / self.scale()).masked_fill(
+            mask == 0 if mask is not None else torch.zeros((), dtype=torch.bool), float("-inf")
+        ).softmax(-1)
+        return self.W_o(self.merge(weights @ V)), weights
+
+
+class ScaledAfterMHA(ChapterMHA):
+    def forward(self, x, mask=None):
+        Q, K, V = (self.split(f(x)) for f in (self.W_q, self.W_k, self.W_v))
+        scores = Q @ K.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1) / math.sqrt(self.d_k)
+        return self.W_o(self.merge(weights @ V)), weights
+
+
+class KeysTimesQueriesMHA(ChapterMHA):
+    def forward(self, x, mask=None):
+        Q, K, V = (self.split(f(x)) for f in (self.W_q, self.W_k, self.W_v))
+        scores = K @ Q.transpose(-2, -1) / self.scale()
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return self.W_o(self.merge(weights @ V)), weights
+
+
+class ValuesSplitWronglyMHA(ChapterMHA):
+    """Queries and keys split right, the values with one view."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        Q, K = self.split(self.W_q(x)), self.split(self.W_k(x))
+        V = self.W_v(x).view(B, self.n_heads, L, self.d_k)
+        scores = Q @ K.transpose(-2, -1) / self.scale()
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return self.W_o(self.merge(weights @ V)), weights
 
 
 def merge_without_transpose(self, t):
@@ -356,6 +597,12 @@ HEAD_BUGS = [
     ("key projection used for the queries", head_with(query="W_k")),
     ("mask flipped", head_with(blocked=lambda mask: mask)),
     ("mask ignored", head_with(blocked=None)),
+    ("query projection used for the keys", head_with(key="W_q")),
+    ("scaled by sqrt(d_v)", head_with(scale=lambda self: math.sqrt(self.W_v.out_features))),
+    ("mask along the wrong axis", head_with(blocked=lambda mask: mask.transpose(-2, -1) == 0)),
+    ("scaled up", ScaledUpHead),
+    ("scaled after the softmax", ScaledAfterHead),
+    ("keys times queries", KeysTimesQueriesHead),
 ]
 
 MHA_BUGS = [
@@ -374,6 +621,12 @@ MHA_BUGS = [
     ("mask flipped", mha_with(blocked=lambda self, mask: mask == 1)),
     ("mask ignored", mha_with(blocked=lambda self, mask: torch.zeros_like(mask))),
     ("no output projection", mha_with(project_out=lambda self, merged: merged)),
+    ("query projection used for the keys", QueriesForKeysMHA),
+    ("scaled up", mha_with(scale=lambda self: 1 / math.sqrt(self.d_k))),
+    ("scaled after the softmax", ScaledAfterMHA),
+    ("keys times queries", KeysTimesQueriesMHA),
+    ("values split without a transpose", ValuesSplitWronglyMHA),
+    ("mask along the wrong axis", mha_with(blocked=lambda self, mask: mask.mT == 0)),
 ]
 
 # A phrase that names each bug in its hint.
@@ -391,6 +644,13 @@ NAMES = {
     "mask flipped": "wrong way round",
     "mask ignored": "does not use `mask`",
     "no output projection": "skips the output projection",
+    "query projection used for the keys": "keys are made with the query projection",
+    "scaled up": "multiplied by the scale",
+    "scaled by sqrt(d_v)": "divided by √d_v",
+    "scaled after the softmax": "sums to the same number below 1",
+    "keys times queries": "transpose of the right ones",
+    "values split without a transpose": "values are split with a single view",
+    "mask along the wrong axis": "lined up with the scores' rows",
 }
 
 
@@ -405,18 +665,34 @@ def assert_names_the_bug(fb, bug):
 
 def test_every_bug_has_a_name_and_a_buggy_class():
     assert set(NAMES) == set(_layers.BUGS)
-    assert {b for b, _ in MHA_BUGS} == set(_layers.BUGS)
+    assert {b for b, _ in MHA_BUGS} == set(nb05._MULTI.bugs())
     assert {b for b, _ in HEAD_BUGS} == set(nb05._SELF.bugs())
+    assert set(nb05._MULTI.bugs()) | set(nb05._SELF.bugs()) == set(_layers.BUGS)
+    assert "scaled by sqrt(d_v)" not in nb05._MULTI.bugs()  # d_v = d_k there: it cannot show
+
+
+def assert_second_try_says_where(check, cls, bug):
+    """The same mistake twice: the symptom, then the symptom and the place to look."""
+    symptom, where = _layers.BUGS[bug]
+    symptom = symptom[0].lower() + symptom[1:]  # after "With <case>: "
+    nb05.reset_hints()
+    first, second = check(cls), check(cls)
+    assert symptom in first.message and "Where to look" not in first.message, first.message
+    assert symptom in second.message and f"Where to look: {where}." in second.message
+    for answer in ("√d_k", "sqrt(d_k)", "transpose(1, 2)", "dim=-1", "mask == 0,", "W_o(", "*"):
+        assert answer not in where
 
 
 @pytest.mark.parametrize("bug, cls", HEAD_BUGS, ids=[b for b, _ in HEAD_BUGS])
 def test_each_single_head_bug_gets_its_hint(bug, cls):
     assert_names_the_bug(nb05.check_self_attention(cls), bug)
+    assert_second_try_says_where(nb05.check_self_attention, cls, bug)
 
 
 @pytest.mark.parametrize("bug, cls", MHA_BUGS, ids=[f"{b}-{i}" for i, (b, _) in enumerate(MHA_BUGS)])
 def test_each_multi_head_bug_gets_its_hint(bug, cls):
     assert_names_the_bug(nb05.check_multi_head_attention(cls), bug)
+    assert_second_try_says_where(nb05.check_multi_head_attention, cls, bug)
 
 
 class ArticleNoScale(ArticleMHA):
@@ -780,9 +1056,88 @@ def test_head_split_guard():
     for cls, words in [(nb05.ArticleAsPrinted, "still builds without complaint"),
                        (Asserted, "bare assert"), (Silent, "name d_model and num_heads"),
                        (TooStrict, "should build"), (WrongType, "is a ValueError"),
-                       (Guarded(12, 4), "expected the class"), (print, "expected the class")]:
+                       (Guarded(12, 4), "expected the class"), (print, "expected the class"),
+                       (HardCoded, "stops the sizes of the text"),
+                       (HardCodedMessage, "name d_model and num_heads"),
+                       (CheckedAfterTheWeights, "after 8 parameters were made"),
+                       (CheckedAfterOneMatrix, "after 1 parameter was made")]:
         fb = nb05.check_head_split_guard(cls)
         assert not fb.correct and words in fb.message, (cls, fb.message)
+
+
+class HardCoded(nb05.ArticleAsPrinted):
+    """Stops only the sizes the text uses."""
+
+    def __init__(self, d_model, num_heads):
+        if (d_model, num_heads) == (12, 5):
+            raise ValueError(f"d_model={d_model} is not a multiple of num_heads={num_heads}")
+        super().__init__(d_model, num_heads)
+
+
+class HardCodedMessage(nb05.ArticleAsPrinted):
+    """The right condition, and a message that names the text's values, whatever the sizes."""
+
+    def __init__(self, d_model, num_heads):
+        if d_model % num_heads:
+            raise ValueError("d_model=12 is not a multiple of num_heads=5")
+        super().__init__(d_model, num_heads)
+
+
+class CheckedAfterTheWeights(nb05.ArticleAsPrinted):
+    """The right check and message, after super().__init__ has made the four nn.Linear."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        if d_model % num_heads:
+            raise ValueError(f"d_model: expected a multiple of num_heads={num_heads}, got {d_model}")
+
+
+class CheckedAfterOneMatrix(nn.Module):
+    """A raw nn.Parameter made before the check."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.W_q = nn.Parameter(torch.zeros(d_model, d_model))
+        if d_model % num_heads:
+            raise ValueError(f"d_model: expected a multiple of num_heads={num_heads}, got {d_model}")
+
+
+class GuardedOwnLayer(nn.Module):
+    """A class of its own (no ArticleAsPrinted): the check first, then the weights."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError(f"num_heads={num_heads} does not divide d_model={d_model}")
+        self.W_q = nn.Linear(d_model, d_model)
+
+
+@pytest.mark.parametrize("cls", [Guarded, GuardedOwnLayer], ids=lambda c: c.__name__)
+def test_a_right_guard_passes_on_every_size(cls):
+    fb = nb05.check_head_split_guard(cls)
+    assert fb.correct and "before any weight is made" in fb.message, fb.message
+
+
+def test_the_guard_sizes_cover_both_cases_and_more_than_the_texts():
+    even, uneven = nb05.GUARD_SIZES["even"], nb05.GUARD_SIZES["uneven"]
+    assert even and all(E % H == 0 for E, H in even)
+    assert uneven and all(E % H for E, H in uneven)
+    text = (nb05.SILENT_CASE["d_model"], nb05.SILENT_CASE["num_heads"])
+    assert text not in uneven and any(E != text[0] for E, _ in uneven)
+
+
+def test_the_guard_hints_say_where_on_a_second_try():
+    first = nb05.check_head_split_guard(CheckedAfterTheWeights)
+    second = nb05.check_head_split_guard(CheckedAfterTheWeights)
+    assert "Where to look" not in first.message
+    assert "Where to look: the order of the lines in __init__" in second.message
+
+
+def test_the_guard_check_leaves_nn_module_as_it_was():
+    register = nn.Module.register_parameter
+    nb05.check_head_split_guard(CheckedAfterTheWeights)
+    assert nn.Module.register_parameter is register
+    assert len(list(nn.Linear(2, 3).parameters())) == 2
 
 
 # ---- PyTorch's own layer -------------------------------------------------------------------
@@ -802,7 +1157,12 @@ def test_mha_causal_mask_right_answer_behaves_like_causal_in_torch():
 @pytest.mark.parametrize("answer, hint", [
     (None, "bool tensor"),
     ([[True]], "torch.Tensor"),
-    (torch.zeros(5, 5), "dtype torch.bool"),
+    (torch.zeros(5, 5, dtype=torch.int64), "dtype torch.bool"),
+    (torch.zeros(5, 5), "*added* to the scores"),
+    (torch.ones(5, 5).tril(), "blocks nothing"),
+    (torch.zeros(5, 5).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), -1e9), "-inf"),
+    (torch.zeros(5, 5).masked_fill(attn.causal_mask(5), float("-inf")), "where a query may attend"),
+    (torch.zeros(5, 5).masked_fill(torch.eye(5, dtype=torch.bool), float("-inf")), "row by row"),
     (torch.zeros(4, 4, dtype=torch.bool), "shape (5, 5)"),
     (attn.causal_mask(5), "True = may attend"),
     (torch.ones(5, 5, dtype=torch.bool).triu(0), "diagonal"),
@@ -813,6 +1173,31 @@ def test_mha_causal_mask_wrong_answers_get_a_hint(answer, hint):
     fb = nb05.check_mha_causal_mask(answer)
     assert not fb.correct and hint in fb.message
     assert "triu" not in fb.message and "tril" not in fb.message
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_mha_causal_mask_accepts_pytorchs_own_float_mask(dtype):
+    L = nb05.MASK_LENGTH
+    answer = nn.Transformer.generate_square_subsequent_mask(L, dtype=dtype)
+    fb = nb05.check_mha_causal_mask(answer)
+    assert fb.correct and "-inf" in fb.message, fb.message
+    # and it really gives the same attention as the bool mask the checker also accepts
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True, dtype=dtype)
+    x = torch.randn(1, L, 8, dtype=dtype)
+    bool_mask = torch.ones(L, L, dtype=torch.bool).triu(1)
+    assert nb05.check_mha_causal_mask(bool_mask).correct
+    _, w_float = mha(x, x, x, attn_mask=answer)
+    _, w_bool = mha(x, x, x, attn_mask=bool_mask)
+    assert torch.allclose(w_float, w_bool)
+
+
+def test_a_float_mask_of_ones_and_zeros_is_told_it_is_added_twice_with_where_to_look():
+    ones_zeros = (~torch.ones(5, 5, dtype=torch.bool).triu(1)).float()  # 1 allowed, 0 blocked
+    first, second = nb05.check_mha_causal_mask(ones_zeros), nb05.check_mha_causal_mask(ones_zeros)
+    assert not first.correct and "*added*" in first.message and "Where to look" not in first.message
+    assert "Where to look: what a float attn_mask must hold" in second.message
+    assert "-inf" not in first.message  # the first tier gives the symptom, not the value
 
 
 def test_weight_shapes():
@@ -847,3 +1232,189 @@ def test_fully_masked_row():
     assert not fb.correct and fb.message.startswith("2 of 3")
     assert not nb05.check_fully_masked_row(None).correct
     assert not nb05.check_fully_masked_row({"-inf": "nan", "-1e9": "flat", "package": "zeros"}).correct
+
+
+# ---- issue 20: what the layer checkers accept, and how they say what is wrong ---------------
+
+def test_the_verdict_names_the_accepted_forms():
+    assert "Raschka's names" in nb05.check_multi_head_attention(RaschkaMHA).message
+    assert "a fused qkv projection" in nb05.check_multi_head_attention(FusedMHA).message
+    assert "matrices used as x @ W," in nb05.check_self_attention(MatrixHead).message
+    assert "matrices used as x @ W.T," in nb05.check_multi_head_attention(LinearMatrixMHA).message
+    fb = nb05.check_self_attention(Float32SoftmaxHead)
+    assert "float32 round-off (below 1e-5" in fb.message, fb.message
+    assert "in float64" in nb05.check_self_attention(ChapterHead).message
+
+
+class Float32NoScaleHead(ChapterHead):
+    """A float32 softmax that hides no bug: the missing scale is still named."""
+
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = Q @ K.transpose(1, 2)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores.float(), dim=-1).double()
+        return weights @ V, weights
+
+
+def test_float32_round_off_is_told_from_a_bug():
+    assert_names_the_bug(nb05.check_self_attention(Float32NoScaleHead), "no scaling")
+
+
+class WholeLayerInFloat16(ChapterHead):
+    """Everything after the projections in float16: far more than round-off of a float32 step."""
+
+    def forward(self, x, mask=None):
+        out, weights = super().forward(x.half().double(), mask)
+        return out.half().double(), weights.half().double()
+
+
+def test_float16_is_not_passed_as_round_off():
+    assert not nb05.check_self_attention(WholeLayerInFloat16).correct
+
+
+@pytest.mark.parametrize("spec, correct", [(nb05._SELF, ChapterHead), (nb05._SELF, ArticleNamedHead),
+                                           (nb05._MULTI, ChapterMHA), (nb05._MULTI, ArticleMHA)],
+                         ids=["single", "single-biased", "multi", "multi-biased"])
+def test_every_bug_is_far_from_float32_round_off(spec, correct):
+    """With the checker's own weights and input, each bug differs from the right layer, and
+    from every other bug, by far more than ROUND_OFF in some mask case: so accepting float32
+    round-off never lets a bug through nor names the wrong one."""
+    learner = _layers.inspect_layer(correct(*spec.args), spec)
+    gen = torch.Generator().manual_seed(_layers._SEED + 1)
+    x = torch.randn(_layers.BATCH, _layers.LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
+    far = 100 * _layers.ROUND_OFF
+
+    def gap(a, b):
+        return (a - b).nan_to_num(nan=1.0).abs().max().item()  # NaN against a number: far
+
+    outs = {bug: [_layers.variant(x, learner.params, m, spec, bug) for _, m in spec.masks()]
+            for bug in (None, *spec.bugs())}
+    for bug in spec.bugs():
+        for other in (None, *spec.bugs()):
+            if other != bug:
+                assert max(gap(a, b) for a, b in zip(outs[bug], outs[other])) > far, (bug, other)
+
+
+class DropoutEverywhereMHA(ChapterMHA):
+    """F.dropout with its default training=True: random even in eval mode."""
+
+    def forward(self, x, mask=None):
+        out, weights = super().forward(x, mask)
+        return self.W_o(F.dropout(self.merge(weights @ self.split(self.W_v(x))), 0.1)), weights
+
+
+class DropoutHead(ChapterHead):
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        weights = F.dropout((Q @ K.mT / math.sqrt(self.d_k)).softmax(-1), p=0.1)
+        return weights @ V, weights
+
+
+@pytest.mark.parametrize("check, cls", [(nb05.check_multi_head_attention, DropoutEverywhereMHA),
+                                        (nb05.check_self_attention, DropoutHead)])
+def test_an_output_that_changes_between_two_calls_in_eval_mode_is_named(check, cls):
+    torch.manual_seed(3)
+    before = torch.rand(2)
+    torch.manual_seed(3)
+    first, second = check(cls), check(cls)
+    assert torch.equal(torch.rand(2), before)  # the learner's dropout did not move the RNG
+    symptom, where = _layers.RANDOM_IN_EVAL
+    assert not first.correct and first.message == symptom
+    assert second.message == f"{symptom} Where to look: {where}."
+
+
+def test_print_the_shapes_only_when_a_shape_is_wrong():
+    class WrongOutputShape(ChapterMHA):
+        def forward(self, x, mask=None):
+            out, weights = super().forward(x, mask)
+            return out[:, :, :4], weights
+
+    class WrongWeightsShape(ChapterMHA):
+        def forward(self, x, mask=None):
+            out, weights = super().forward(x, mask)
+            return out, weights[:, 0]
+
+    for cls in (WrongOutputShape, WrongWeightsShape):
+        fb = nb05.check_multi_head_attention(cls)
+        assert not fb.correct and "Print the shape" in fb.message, fb.message
+    Both = mha_with(scale=lambda self: 1.0, softmax_dim=lambda self: -2)  # right shapes, two bugs
+    for _ in range(2):
+        fb = nb05.check_multi_head_attention(Both)
+        assert not fb.correct and "print the shape" not in fb.message.lower(), fb.message
+    for bug, cls in MHA_BUGS:
+        fb = nb05.check_multi_head_attention(cls)
+        assert "print the shape" not in fb.message.lower(), (bug, fb.message)
+
+
+def test_square_matrices_that_fit_neither_way_get_the_course_reading():
+    """A raw-matrix layer with a bug: diagnosed in the course's reading, x @ W."""
+
+    class MatrixNoScale(MatrixMHA):
+        def scale(self):
+            return 1.0
+
+        def forward(self, x, mask=None):
+            Q, K, V = (self.split(x @ W) for W in (self.W_q, self.W_k, self.W_v))
+            weights = (Q @ K.transpose(-2, -1) / self.scale()).softmax(-1)
+            return self.merge(weights @ V) @ self.W_o, weights
+
+    assert_names_the_bug(nb05.check_multi_head_attention(MatrixNoScale), "no scaling")
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("matrix", "is a matrix used as x @ W, so it should have shape (6, 4)"),
+    ("fused", "should take 6 features to 11 (q, k and v side by side)"),
+])
+def test_wrong_shapes_of_the_new_forms_are_explained(bad, words):
+    class Bad(nn.Module):
+        def __init__(self, d_model, d_k, d_v):
+            super().__init__()
+            if bad == "matrix":
+                self.W_q, self.W_k = nn.Parameter(torch.zeros(5, 5)), nn.Parameter(torch.zeros(6, 4))
+                self.W_v = nn.Parameter(torch.zeros(6, 3))
+            else:
+                self.qkv = nn.Linear(d_model, 3 * d_k)
+
+    fb = nb05.check_self_attention(Bad)
+    assert not fb.correct and words in fb.message, fb.message
+
+
+# ---- issue 20: the article's layer over lengths, and PyTorch's fully masked row --------------
+
+def test_the_articles_layer_raises_at_once_unless_the_length_fits():
+    """d_model = 12, h = 5: view(B, -1, 5, 2) needs L * 12 to be a multiple of 10."""
+    s = nb05.SILENT_CASE
+    layer = nb05.ArticleAsPrinted(s["d_model"], s["num_heads"])
+    silent = []
+    for L in range(1, 11):
+        x = torch.randn(1, L, s["d_model"])
+        try:
+            layer(x, x, x)
+            silent.append(L)
+        except RuntimeError as err:
+            assert "is invalid for input of size" in str(err)
+    assert silent == [5, 10]
+
+
+def test_pytorchs_fully_masked_row_depends_on_the_path():
+    """What 05's prose states of nn.MultiheadAttention on a query with no key."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(16, 2, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.out_proj.bias.uniform_(0.5, 1.0)  # not zero, so "the bias" and "zeros" differ
+    x = torch.randn(1, 4, 16, dtype=torch.float64)
+    allowed = torch.ones(4, 4, dtype=torch.bool)
+    allowed[0] = False
+    blocked = attn.to_torch_mha_mask(allowed)
+    sdpa = F.scaled_dot_product_attention(x, x, x, attn_mask=allowed)
+    assert torch.all(sdpa[0, 0] == 0)
+    mha.train()
+    assert mha(x, x, x, attn_mask=blocked)[0][0, 0].isnan().all()  # need_weights=True
+    out = mha(x, x, x, attn_mask=blocked, need_weights=False)[0][0, 0]
+    assert torch.allclose(out, mha.out_proj.bias)  # SDPA's zeros through out_proj
+    mha.eval()
+    with torch.no_grad():  # the fast path
+        assert mha(x, x, x, attn_mask=blocked, need_weights=False)[0][0, 0].isnan().all()
+        assert mha(x, x, x, attn_mask=blocked)[0][0, 0].isnan().all()

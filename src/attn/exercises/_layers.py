@@ -4,7 +4,14 @@ The checker builds the learner's class, finds its projections by name, writes kn
 weights into them, runs it on random inputs (no mask, a causal mask, a padding mask) and
 compares with the package's layer holding the same weights. When the two disagree, it runs
 the same weights through each classic bug of ``BUGS`` and names the one that gives the
-learner's numbers.
+learner's numbers; a ``Hints`` gives the symptom first, and the place to look on a second try
+with the same mistake.
+
+Accepted as correct: the chapter's, the article's and Raschka's names (``W_q``,
+``q_linear``, ``W_query`` and their siblings), a fused ``qkv`` projection (q, k, v side by
+side, in that order), raw matrices used as ``x @ W`` (the course's Q = X W^Q, so the matrix
+is (in, out)), and a layer that computes some steps (say the softmax) in float32: its output
+agrees to float32 round-off (``ROUND_OFF``), and every classic bug is far from that.
 
 Shape legend: B batch, L tokens, E = d_model, H heads, D = E // H (d_k of a head),
 d_k / d_v the sizes of one head's queries/keys and values.
@@ -24,51 +31,114 @@ from torch import Tensor, nn
 from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ..modules import MultiHeadAttention
-from ._base import Feedback
+from ._base import Feedback, Hints
 
-#: Projection names, by role (query, key, value, output): the chapter's and the article's.
+#: Projection names, by role (query, key, value, output): the chapter's, the article's and
+#: Raschka's (LLMs-from-scratch, chapter 3).
 NAMINGS: dict[str, dict[str, str]] = {
     "the chapter's names": {"q": "W_q", "k": "W_k", "v": "W_v", "o": "W_o"},
     "the article's names": {"q": "q_linear", "k": "k_linear", "v": "v_linear", "o": "out_linear"},
+    "Raschka's names": {"q": "W_query", "k": "W_key", "v": "W_value", "o": "out_proj"},
 }
+#: Names of one fused projection that makes q, k and v side by side (in that order).
+FUSED_NAMES: tuple[str, ...] = ("qkv", "W_qkv", "qkv_proj")
+#: Names accepted for the output projection, whatever the names of q, k, v.
+OUT_NAMES: tuple[str, ...] = ("W_o", "out_linear", "out_proj")
 BATCH, LENGTH = 2, 5
 TOLERANCE = 1e-10  # float64: different but correct orders of operations differ by ~1e-15
+#: A layer that runs a step in float32 (a softmax in float32, cast back) differs by ~1e-7;
+#: every classic bug differs by more than 1e-3 (a test checks it).
+ROUND_OFF = 1e-5
 _SEED = 1234
 
-#: Each classic bug, with the hint that names it. The hint says what the layer does, and
-#: where to look; it never gives the code of the fix.
-BUGS: dict[str, str] = {
-    "no scaling": "your scores are not scaled at all: compare the softmax's input with the "
-                  "formula.",
-    "scaled by d_k": "your scores are divided by d_k itself: look again at what the formula "
-                     "divides by.",
-    "scaled by d_model": "your scores are divided by d_model: the scale belongs to the length of "
-                         "the vectors in each dot product, and it is not d_model itself.",
-    "scaled by sqrt(d_model)": "your scores are divided by √d_model: each dot product runs over "
-                               "the d_k numbers of one head's query and key, not over d_model.",
-    "softmax over the queries": "your softmax runs over the queries: each column of your weights "
-                                "sums to 1, where each query's row should.",
-    "softmax over the heads": "your softmax runs over the heads: for each query, the weights "
-                              "should sum to 1 over the keys of its own head.",
-    "softmax over the batch": "your softmax runs over the batch dimension: the sequences of a "
-                              "batch must not share their weights.",
-    "key projection used for the queries": "your queries are made with the key projection "
-                                           "(so the scores are symmetric, and the query "
-                                           "projection is never used).",
-    "heads split without a transpose": "your heads are split with a single view to (B, H, L, d): "
-                                       "the shape is right, but each head gets numbers from "
-                                       "several tokens instead of d features of every token.",
-    "heads merged without a transpose": "your heads are merged with a view straight from "
-                                        "(B, H, L, d): the shape is right, but each output row "
-                                        "mixes several tokens of one head instead of all heads "
-                                        "of one token.",
-    "mask flipped": "your mask works the wrong way round: your layer blocks the positions the "
-                    "mask allows. In the chapter's convention mask == 0 (False) is blocked.",
-    "mask ignored": "your output with a mask is the output without one: forward does not use "
-                    "`mask`.",
-    "no output projection": "your output skips the output projection: the concatenated heads "
-                            "come out as they are.",
+#: Each classic bug: (its symptom, where to look). The symptom says what the layer does; the
+#: place to look comes on a second try with the same mistake. Neither gives the code of the fix.
+BUGS: dict[str, tuple[str, str]] = {
+    "no scaling": (
+        "Your scores are not scaled at all: the softmax gets the raw dot products, and its "
+        "weights come out too peaked.",
+        "the step between the scores and the softmax, against the formula"),
+    "scaled by d_k": (
+        "Your scores are divided by d_k itself: the weights come out flatter than the formula's.",
+        "what the formula divides the scores by"),
+    "scaled by d_model": (
+        "Your scores are divided by d_model: the scale belongs to the length of the vectors in "
+        "each dot product, and it is not d_model itself.",
+        "the sizes of one query and one key"),
+    "scaled by sqrt(d_model)": (
+        "Your scores are divided by √d_model: each dot product runs over the d_k numbers of one "
+        "head's query and key, not over d_model.",
+        "which size each dot product runs over"),
+    "scaled up": (
+        "Your scores are multiplied by the scale instead of divided by it: the weights come out "
+        "far too peaked.",
+        "the operator that applies the scale"),
+    "scaled by sqrt(d_v)": (
+        "Your scores are divided by √d_v: the scale comes from the size of the queries and "
+        "keys, whose dot products the scores are; the values play no part in the scores.",
+        "which of the layer's sizes the scale is computed from"),
+    "scaled after the softmax": (
+        "Each row of your weights sums to the same number below 1, not to 1: the scale reaches "
+        "the weights instead of the scores.",
+        "the order of the steps: scores, scale, mask, softmax"),
+    "softmax over the queries": (
+        "Your softmax runs over the queries: each column of your weights sums to 1, where each "
+        "query's row should.",
+        "the dimension the softmax normalises"),
+    "softmax over the heads": (
+        "Your softmax runs over the heads: for each query, the weights should sum to 1 over the "
+        "keys of its own head.",
+        "the dimension the softmax normalises"),
+    "softmax over the batch": (
+        "Your softmax runs over the batch dimension: the sequences of a batch must not share "
+        "their weights.",
+        "the dimension the softmax normalises"),
+    "key projection used for the queries": (
+        "Your scores are symmetric, as if queries and keys were the same vectors: your queries "
+        "are made with the key projection, and the query projection is never used.",
+        "the line that makes the queries"),
+    "query projection used for the keys": (
+        "Your scores are symmetric, as if queries and keys were the same vectors: your keys are "
+        "made with the query projection, and the key projection is never used.",
+        "the line that makes the keys"),
+    "keys times queries": (
+        "Your scores are the transpose of the right ones: row i holds key i's dot products with "
+        "every query, where it should hold query i's dot products with every key.",
+        "the order of the two factors in the scores' product"),
+    "heads split without a transpose": (
+        "Your heads are split with a single view to (B, H, L, d): the shape is right, but each "
+        "head gets numbers from several tokens instead of d features of every token.",
+        "the split into heads, and the order of its dimensions"),
+    "values split without a transpose": (
+        "Your queries and keys are split into heads correctly, but your values are split with "
+        "a single view to (B, H, L, d): each head's values mix numbers from several tokens.",
+        "the split of the values, next to that of the queries"),
+    "heads merged without a transpose": (
+        "Your heads are merged with a view straight from (B, H, L, d): the shape is right, but "
+        "each output row mixes several tokens of one head instead of all heads of one token.",
+        "the merge of the heads, and the order of its dimensions"),
+    "mask flipped": (
+        "Your mask works the wrong way round: your layer blocks the positions the mask allows. "
+        "In the chapter's convention mask == 0 (False) is blocked.",
+        "the condition that selects the blocked scores"),
+    "mask along the wrong axis": (
+        "Your mask is lined up with the scores' rows (queries) instead of their columns (keys): "
+        "with a causal mask each query sees itself and the future; with a padding mask the "
+        "padded queries see nothing, and every query still reads the padding keys.",
+        "how the mask's dimensions line up with the scores' (queries, keys)"),
+    "mask ignored": (
+        "Your output with a mask is the output without one: forward does not use `mask`.",
+        "where forward applies the mask, between the scaling and the softmax"),
+    "no output projection": (
+        "Your output skips the output projection: the concatenated heads come out as they are.",
+        "the last step of forward"),
 }
+
+#: Not a bug of ``variant``: an output that changes from one call to the next in eval mode.
+RANDOM_IN_EVAL = (
+    "Your layer gives a different output each time it is called on the same input in eval "
+    "mode: something random runs even when the layer is not training.",
+    "the dropout: does that step know whether the layer is training?")
 
 ERROR_HINTS = (  # (words in the error message, what they usually mean)
     (("view size is not compatible",), "After a transpose the tensor is no longer contiguous in "
@@ -127,16 +197,22 @@ class Spec:
         return [("no mask", None), ("a causal mask", causal_mask(LENGTH)), ("a padding mask", pad)]
 
     def bugs(self) -> tuple[str, ...]:
+        """The classic bugs that can show in this layer (√d_v only where d_v differs from d_k)."""
         single = ("no scaling", "scaled by d_k", "scaled by d_model", "scaled by sqrt(d_model)",
-                  "softmax over the queries", "softmax over the batch",
-                  "key projection used for the queries", "mask flipped", "mask ignored")
+                  "scaled up", "scaled after the softmax", "softmax over the queries",
+                  "softmax over the batch", "key projection used for the queries",
+                  "query projection used for the keys", "keys times queries", "mask flipped",
+                  "mask along the wrong axis", "mask ignored")
+        if self.d_v != self.d_k:
+            single += ("scaled by sqrt(d_v)",)
         if self.heads is None:
             return single
         return single + ("softmax over the heads", "heads split without a transpose",
-                         "heads merged without a transpose", "no output projection")
+                         "values split without a transpose", "heads merged without a transpose",
+                         "no output projection")
 
 
-Params = dict[str, tuple[Tensor, Tensor | None]]  # role -> (weight, bias or None)
+Params = dict[str, tuple[Tensor, Tensor | None]]  # role -> (weight (out, in), bias or None)
 
 
 def variant(x: Tensor, params: Params, mask: Tensor | None, spec: Spec, bug: str | None,
@@ -150,24 +226,35 @@ def variant(x: Tensor, params: Params, mask: Tensor | None, spec: Spec, bug: str
         raise ValueError(f"bug: expected None or one of {sorted(BUGS)}, got {bug!r}")
     B, L, E = x.shape
     q = F.linear(x, *params["k" if bug == "key projection used for the queries" else "q"])
-    k = F.linear(x, *params["k"])
+    k = F.linear(x, *params["q" if bug == "query projection used for the keys" else "k"])
     v = F.linear(x, *params["v"])  # (B, L, d_k), (B, L, d_k), (B, L, d_v) or all (B, L, E)
     H = spec.heads
     if H is not None:
         D = E // H
-        if bug == "heads split without a transpose":
-            q, k, v = (t.reshape(B, H, L, D) for t in (q, k, v))  # (B, L, E) -> (B, H, L, D) wrongly
-        else:
-            q, k, v = (t.reshape(B, L, H, D).transpose(1, 2) for t in (q, k, v))  # (B, L, E) -> (B, H, L, D)
+        split_wrongly = {"heads split without a transpose": "qkv",
+                         "values split without a transpose": "v"}.get(bug, "")
+        q, k, v = (t.reshape(B, H, L, D) if role in split_wrongly  # (B, L, E) -> (B, H, L, D) wrongly
+                   else t.reshape(B, L, H, D).transpose(1, 2)  # (B, L, E) -> (B, H, L, D)
+                   for role, t in zip("qkv", (q, k, v)))
     scale = {"no scaling": 1.0, "scaled by d_k": spec.d_k, "scaled by d_model": spec.d_model,
-             "scaled by sqrt(d_model)": math.sqrt(spec.d_model)}.get(bug, math.sqrt(spec.d_k))
-    scores = q @ k.transpose(-2, -1) / scale  # (..., L, d) @ (..., d, L) -> (..., L, L)
+             "scaled by sqrt(d_model)": math.sqrt(spec.d_model), "scaled up": 1 / math.sqrt(spec.d_k),
+             "scaled by sqrt(d_v)": math.sqrt(spec.d_v), "scaled after the softmax": 1.0,
+             }.get(bug, math.sqrt(spec.d_k))
+    if bug == "keys times queries":
+        scores = k @ q.transpose(-2, -1) / scale  # (..., L, d) @ (..., d, L) -> (..., L, L), transposed
+    else:
+        scores = q @ k.transpose(-2, -1) / scale  # (..., L, d) @ (..., d, L) -> (..., L, L)
     if mask is not None and bug != "mask ignored":
+        if bug == "mask along the wrong axis":
+            mask = mask.transpose(-2, -1)  # (L, L) -> (L, L)ᵀ; (B, [1,] 1, L) -> (B, [1,] L, 1)
         blocked = mask if bug == "mask flipped" else ~mask
         scores = scores.masked_fill(blocked, fill)
     dim = {"softmax over the queries": -2, "softmax over the heads": 1,
            "softmax over the batch": 0}.get(bug, -1)
-    out = torch.softmax(scores, dim=dim) @ v  # (..., L, L) @ (..., L, d) -> (..., L, d)
+    weights = torch.softmax(scores, dim=dim)  # (..., L, L)
+    if bug == "scaled after the softmax":
+        weights = weights / math.sqrt(spec.d_k)
+    out = weights @ v  # (..., L, L) @ (..., L, d) -> (..., L, d)
     if H is None:
         return out  # (B, L, d_v)
     if bug == "heads merged without a transpose":
@@ -203,6 +290,8 @@ class Learner:
     params: Params
     article_call: bool  # forward(q, k, v, mask) rather than forward(x, mask)
     mask_param: str | int | None  # keyword name, positional index, or None (no mask argument)
+    matrices: str | None = None  # "x @ W" or "x @ W.T" for raw matrices, None for nn.Linear
+    square_matrices: bool = False  # raw (E, E) matrices, whose orientation the shape cannot tell
 
 
 def build(cls: object, spec: Spec) -> nn.Module | Feedback:
@@ -229,46 +318,102 @@ def build(cls: object, spec: Spec) -> nn.Module | Feedback:
     return module
 
 
-def inspect_layer(module: nn.Module, spec: Spec) -> Learner | Feedback:
-    """Find the projections by name, write known float64 weights into them, find the mask
-    argument. Uses the module's attributes and forward's signature, not its source."""
+def _slots(module: nn.Module, spec: Spec) -> tuple[str, list[tuple[str, tuple[str, ...]]]] | Feedback:
+    """(naming, [(attribute, roles it makes)]): one attribute per role, or one fused ``qkv``
+    for the three roles q, k, v, then the output projection if the spec has one."""
     name = type(module).__name__
-    naming = next((n for n, names in NAMINGS.items()
-                   if any(hasattr(module, names[r]) for r in "qkv")), None)
-    if naming is None:
-        found = [n for n, _ in module.named_children()] or "none"
-        return Feedback(False, f"{name} has no projections named W_q, W_k, W_v (the chapter) or "
-                               f"q_linear, k_linear, v_linear (the article); its submodules: {found}.")
-    names = NAMINGS[naming]
+    naming = next((n for test in (_present, hasattr) for n, names in NAMINGS.items()
+                   if any(test(module, names[r]) for r in "qkv")), None)  # set ones first
+    if naming is not None:
+        slots = [(NAMINGS[naming][r], (r,)) for r in "qkv"]
+    else:
+        fused = next((n for n in FUSED_NAMES if hasattr(module, n)), None)
+        if fused is None:
+            found = [n for n, _ in module.named_children()] or "none"
+            return Feedback(False, f"{name} has no projections named W_q, W_k, W_v (the chapter), "
+                                   "q_linear, k_linear, v_linear (the article), W_query, W_key, "
+                                   "W_value (Raschka) or one fused qkv; its submodules: "
+                                   f"{found}.")
+        naming, slots = "a fused qkv projection", [(fused, ("q", "k", "v"))]
+    if "o" in spec.roles:
+        own = NAMINGS.get(naming, {}).get("o", OUT_NAMES[0])
+        out = own if _present(module, own) else next((n for n in OUT_NAMES if _present(module, n)),
+                                                    own)
+        slots.append((out, ("o",)))
+    return naming, slots
+
+
+def _present(module: nn.Module, attr: str) -> bool:
+    return getattr(module, attr, None) not in (None, Ellipsis)
+
+
+def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -> Learner | Feedback:
+    """Find the projections by name, write known float64 weights into them, find the mask
+    argument. Uses the module's attributes and forward's signature, not its source.
+
+    A raw matrix (an ``nn.Parameter``, not an ``nn.Linear``) is read as the course writes it,
+    Q = X W^Q with W^Q of shape (in, out); of shape (out, in) it is read as x @ W.T. A square
+    one could be either: ``flip_square=True`` reads it the other way (x @ W.T).
+    """
+    name = type(module).__name__
+    found = _slots(module, spec)
+    if isinstance(found, Feedback):
+        return found
+    naming, slots = found
     gen = torch.Generator().manual_seed(_SEED)
     module.double().eval()
+    sizes = spec.shapes()  # role -> (out_features, in_features)
     params: Params = {}
-    for role in spec.roles:
-        attr = names[role]
+    matrices: str | None = None
+    square = False
+    for attr, roles in slots:
         lin = getattr(module, attr, None)
         if lin is None or lin is Ellipsis:
-            if role == "o":
+            if roles == ("o",):
                 return Feedback(False, f"{name} has no output projection `{attr}`: multi-head "
                                        "attention ends with one, after the heads are concatenated.")
             return Feedback(False, f"{name}.{attr} is not set yet: create it in __init__.")
-        weight = getattr(lin, "weight", None)
-        if not isinstance(weight, Tensor):
-            return Feedback(False, f"{name}.{attr} should be an nn.Linear, got {type(lin).__name__}.")
-        out_f, in_f = spec.shapes()[role]
-        if tuple(weight.shape) != (out_f, in_f):
-            return Feedback(False, f"{name}.{attr} should take {in_f} features to {out_f}: its "
-                                   f"weight should have shape ({out_f}, {in_f}), got "
-                                   f"{tuple(weight.shape)}.")
-        bias = getattr(lin, "bias", None)
-        new_w = torch.randn(out_f, in_f, generator=gen, dtype=torch.float64) / math.sqrt(in_f)
-        new_b = None if bias is None else 0.3 * torch.randn(out_f, generator=gen, dtype=torch.float64)
+        out_f = sum(sizes[r][0] for r in roles)
+        in_f = sizes[roles[0]][1]
+        what = "q, k and v side by side" if len(roles) == 3 else ""
+        if isinstance(lin, Tensor):  # a raw matrix
+            weight, bias = lin, None
+            if tuple(weight.shape) == (in_f, out_f):
+                transposed = in_f == out_f and flip_square
+                square = square or in_f == out_f
+            elif tuple(weight.shape) == (out_f, in_f):
+                transposed = True
+            else:
+                legend = f"in, out: {what}" if what else "in, out"
+                return Feedback(False, f"{name}.{attr} is a matrix used as x @ W, so it should "
+                                       f"have shape ({in_f}, {out_f}) ({legend}), got "
+                                       f"{tuple(weight.shape)}.")
+            matrices = "x @ W.T" if transposed else "x @ W"
+        else:
+            weight = getattr(lin, "weight", None)
+            if not isinstance(weight, Tensor):
+                return Feedback(False, f"{name}.{attr} should be an nn.Linear (or a matrix, an "
+                                       f"nn.Parameter), got {type(lin).__name__}.")
+            if tuple(weight.shape) != (out_f, in_f):
+                return Feedback(False, f"{name}.{attr} should take {in_f} features to {out_f}"
+                                       f"{' (' + what + ')' if what else ''}: its weight should "
+                                       f"have shape ({out_f}, {in_f}), got {tuple(weight.shape)}.")
+            bias = getattr(lin, "bias", None)
+            transposed = False
+        new = {r: torch.randn(*sizes[r], generator=gen, dtype=torch.float64) / math.sqrt(in_f)
+               for r in roles}  # role -> (out, in)
+        new_b = None if bias is None else {
+            r: 0.3 * torch.randn(sizes[r][0], generator=gen, dtype=torch.float64) for r in roles}
+        stacked = torch.cat([new[r] for r in roles])  # (out_f, in_f), q, k, v in that order
+        as_x_at_w = isinstance(lin, Tensor) and not transposed  # x @ W keeps W as (in, out)
         with torch.no_grad():
-            weight.copy_(new_w)
+            weight.copy_(stacked.T if as_x_at_w else stacked)
             if bias is not None:
-                bias.copy_(new_b)
-        params[role] = (new_w, new_b)
+                bias.copy_(torch.cat([new_b[r] for r in roles]))
+        for r in roles:
+            params[r] = (new[r], None if new_b is None else new_b[r])
     article_call, mask_param = _call_style(module)
-    return Learner(module, naming, params, article_call, mask_param)
+    return Learner(module, naming, params, article_call, mask_param, matrices, square)
 
 
 def _call_style(module: nn.Module) -> tuple[bool, str | int | None]:
@@ -315,23 +460,42 @@ def run(learner: Learner, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tenso
             f"{type(result).__name__}.")
 
 
-def same(got: Tensor, expected: Tensor) -> bool:
+def same(got: Tensor, expected: Tensor, atol: float = TOLERANCE) -> bool:
+    """Same shape and the same numbers to ``atol`` (NaN equals NaN)."""
     return (tuple(got.shape) == tuple(expected.shape)
-            and bool(torch.allclose(got.double(), expected, atol=TOLERANCE, rtol=0, equal_nan=True)))
+            and bool(torch.allclose(got.double(), expected, atol=atol, rtol=0, equal_nan=True)))
 
 
 def diagnose(learner: Learner, spec: Spec, x: Tensor, mask: Tensor | None, got: Tensor) -> str | None:
-    """The classic bug whose output is ``got``, or None. Fully blocked rows (a flipped mask
-    makes some) give NaN under -inf and uniform weights under -1e9: both fills are tried."""
+    """The classic bug whose output is ``got`` (to float32 round-off), or None. Fully blocked
+    rows (a flipped mask makes some) give NaN under -inf and uniform weights under -1e9: both
+    fills are tried."""
     for bug in spec.bugs():
         for fill in (float("-inf"), -1e9):
-            if same(got, variant(x, learner.params, mask, spec, bug, fill)):
+            if same(got, variant(x, learner.params, mask, spec, bug, fill), ROUND_OFF):
                 return bug
     return None
 
 
-def check_layer(cls: object, spec: Spec, *, masks: bool = True) -> Feedback:
-    """Build, inspect, run and compare, case by case; the first difference is explained."""
+def check_layer(cls: object, spec: Spec, *, masks: bool = True, hints: Hints | None = None) -> Feedback:
+    """Build, inspect, run and compare, case by case; the first difference is explained.
+
+    Args:
+        cls: the learner's class.
+        spec: what is checked (sizes, single head or multi-head).
+        masks: False checks only the case without a mask.
+        hints: the checker's own ``Hints``, which counts the tries per mistake (a fresh one if
+            None: every message is then the first tier).
+
+    Returns:
+        A ``Feedback``; the learner's RNG is left as it was (dropout included).
+    """
+    hints = Hints() if hints is None else hints
+    with torch.random.fork_rng(devices=[]):  # a learner's dropout must not move the RNG
+        return _check_layer(cls, spec, masks, hints)
+
+
+def _check_layer(cls: object, spec: Spec, masks: bool, hints: Hints) -> Feedback:
     module = build(cls, spec)
     if isinstance(module, Feedback):
         return module
@@ -342,29 +506,46 @@ def check_layer(cls: object, spec: Spec, *, masks: bool = True) -> Feedback:
     gen = torch.Generator().manual_seed(_SEED + 1)
     x = torch.randn(BATCH, LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
     cases = spec.masks() if masks else spec.masks()[:1]
-    returns_weights = True
+    returns_weights, exact = True, True
     for case, mask in cases:
         result = run(learner, x, mask)
         if isinstance(result, str):
             return Feedback(False, f"With {case}: {result}")
         out, weights = result
-        expected_out, expected_weights = reference(x, learner.params, mask, spec)
         if tuple(out.shape) != spec.output_shape():
             return Feedback(False, f"With {case}: the output should have shape {spec.output_shape()} "
                                    f"(B, L, {'d_v' if spec.heads is None else 'd_model'}), got "
-                                   f"{tuple(out.shape)}.")
-        if not same(out, expected_out):
+                                   f"{tuple(out.shape)}. Print the shapes after each step to see "
+                                   "where it goes wrong.")
+        again = run(learner, x, mask)
+        if isinstance(again, str) or not same(again[0], out.double()):
+            return hints.wrong("random in eval", RANDOM_IN_EVAL[0], where=RANDOM_IN_EVAL[1])
+        expected_out, expected_weights = reference(x, learner.params, mask, spec)
+        if (case == cases[0][0] and learner.square_matrices
+                and not same(out, expected_out, ROUND_OFF)):
+            flipped = _read_matrices_transposed(module, spec, x, mask)
+            if flipped is not None:
+                learner, out, weights, expected_out, expected_weights = flipped
+        if not same(out, expected_out, ROUND_OFF):
             bug = diagnose(learner, spec, x, mask, out)
             if bug is not None:
-                return Feedback(False, f"With {case}: {BUGS[bug]}")
+                symptom, where = BUGS[bug]
+                return hints.wrong(bug, f"With {case}: {symptom[0].lower()}{symptom[1:]}",
+                                   where=where)
             nan = " It contains NaN." if bool(out.isnan().any()) else ""
             if mask is None:
-                return Feedback(False, f"With no mask: your output differs from the chapter's "
-                                       f"attention, and not by one of the classic bugs this checker "
-                                       f"knows.{nan} More than one step may be wrong: try each step "
-                                       "on a tiny input and print the shapes.")
-            return Feedback(False, f"Without a mask your output is right; with {case} it is not."
-                                   f"{nan} Check how forward applies the mask (mask == 0 is blocked).")
+                return hints.wrong(
+                    "unknown", "With no mask: your output differs from the chapter's attention, "
+                    f"and not by one of the classic bugs this checker knows.{nan} More than one "
+                    "step may be wrong.",
+                    where="each step on its own, on a tiny input: the scores, the scaled scores, "
+                          "the weights (each row sums to 1) and the output, against the formula")
+            return hints.wrong(
+                "unknown mask", f"Without a mask your output is right; with {case} it is not.{nan} "
+                "Check how forward applies the mask (mask == 0 is blocked).",
+                where="the line that applies the mask, and which of the scores' dimensions each "
+                      "of the mask's dimensions meets")
+        exact = exact and same(out, expected_out)
         if weights is None:
             returns_weights = False
             continue
@@ -372,17 +553,40 @@ def check_layer(cls: object, spec: Spec, *, masks: bool = True) -> Feedback:
             legend = "(B, L, L)" if spec.heads is None else "(B, H, L, L), one map per head"
             return Feedback(False, f"With {case}: your output is right, but the weights should have "
                                    f"shape {spec.weights_shape()} {legend}, got "
-                                   f"{tuple(weights.shape)}.")
-        if not same(weights, expected_weights):
-            return Feedback(False, f"With {case}: your output is right, but the weights you return "
-                                   "are not the attention weights (after the softmax).")
+                                   f"{tuple(weights.shape)}. Print the shape of the weights you "
+                                   "return.")
+        if not same(weights, expected_weights, ROUND_OFF):
+            return hints.wrong(
+                "weights", f"With {case}: your output is right, but the weights you return are "
+                "not the attention weights (after the softmax).",
+                where="which tensor forward returns beside the output")
     style = "forward(q, k, v, mask)" if learner.article_call else "forward(x, mask)"
     bias = "with biases" if any(b is not None for _, b in learner.params.values()) else "no biases"
     gives = "output and weights" if returns_weights else "the output"
+    form = f", matrices used as {learner.matrices}" if learner.matrices else ""
     what = ("with no mask, a causal mask and a padding mask" if masks
             else "without a mask (masks come next)")
-    return Feedback(True, f"{name} ({learner.naming}, {bias}, {style}, returns {gives}) matches "
-                          f"the reference in float64 {what}.")
+    bound = f"{ROUND_OFF:.0e}".replace("e-0", "e-")  # 1e-5
+    precision = ("in float64" if exact else
+                 f"to float32 round-off (below {bound}: some step runs in float32)")
+    return Feedback(True, f"{name} ({learner.naming}{form}, {bias}, {style}, returns {gives}) "
+                          f"matches the reference {precision} {what}.")
+
+
+def _read_matrices_transposed(module: nn.Module, spec: Spec, x: Tensor, mask: Tensor | None
+                              ) -> tuple[Learner, Tensor, Tensor | None, Tensor, Tensor] | None:
+    """For square raw matrices: if reading them as x @ W.T makes the first case right, the
+    learner (re-inspected that way), its output and weights, and the reference's; else None
+    (and the matrices are written back as x @ W)."""
+    flipped = inspect_layer(module, spec, flip_square=True)
+    if isinstance(flipped, Learner):
+        result = run(flipped, x, mask)
+        if not isinstance(result, str):
+            expected_out, expected_weights = reference(x, flipped.params, mask, spec)
+            if same(result[0], expected_out, ROUND_OFF):
+                return flipped, result[0], result[1], expected_out, expected_weights
+    inspect_layer(module, spec)  # back to x @ W, the course's reading
+    return None
 
 
 def describe_error(err: BaseException) -> str:

@@ -8,13 +8,16 @@ write known weights into it and compare what it computes with the package's laye
 ``check_weight_shapes``, ``check_mha_causal_mask``, and ``check_fully_masked_row``.
 
 Each checker returns a ``Feedback`` (right or wrong, with a hint) and never states the expected
-answer. Masks given to a learner's layer follow the chapter: ``mask == 0`` is blocked (for a
+answer. The layer checkers, the guard's and the causal mask's give hints in tiers (``Hints``):
+the symptom on a first wrong try, the symptom and where to look on a second try with the same
+mistake; ``reset_hints()`` starts again. Masks given to a learner's layer follow the chapter: ``mask == 0`` is blocked (for a
 bool mask: False is blocked, this package's True = may attend).
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Callable
+from unittest import mock
 
 import torch
 from torch import Tensor, nn
@@ -22,7 +25,7 @@ from torch import Tensor, nn
 from ..functional import masked_softmax, softmax_with_fill
 from ..masks import causal_mask, to_torch_mha_mask
 from . import _layers
-from ._base import Feedback
+from ._base import Feedback, Hints
 
 __all__ = [
     "SELF_ATTENTION_ARGS",
@@ -32,6 +35,7 @@ __all__ = [
     "MASK_LENGTH",
     "SHAPES_SETUP",
     "OUTCOMES",
+    "GUARD_SIZES",
     "ArticleAsPrinted",
     "check_self_attention",
     "check_split_merge",
@@ -41,6 +45,11 @@ __all__ = [
     "check_mha_causal_mask",
     "check_weight_shapes",
     "check_fully_masked_row",
+    "reset_hints",
+    "SELF_ATTENTION_HINTS",
+    "MULTI_HEAD_HINTS",
+    "HEAD_SPLIT_GUARD_HINTS",
+    "MHA_CAUSAL_MASK_HINTS",
 ]
 
 #: Steps 1-2 build SelfAttention(d_model, d_k, d_v) with these sizes (all different, so that a
@@ -60,32 +69,51 @@ _E, _H = MULTI_HEAD_ARGS["d_model"], MULTI_HEAD_ARGS["n_heads"]
 _MULTI = _layers.Spec("MultiHeadAttention", (_E, _H), "d_model, n_heads", d_model=_E,
                       d_k=_E // _H, d_v=_E // _H, heads=_H)
 
+#: One ``Hints`` per checker (a second try with the same mistake hears where to look too):
+#: ``check_self_attention``'s, ``check_multi_head_attention``'s, ``check_head_split_guard``'s
+#: and ``check_mha_causal_mask``'s. ``reset_hints()`` starts them all again.
+SELF_ATTENTION_HINTS = Hints()
+MULTI_HEAD_HINTS = Hints()
+HEAD_SPLIT_GUARD_HINTS = Hints()
+MHA_CAUSAL_MASK_HINTS = Hints()
+
+
+def reset_hints() -> None:
+    """Start every checker's hints of this notebook again from the first tier (the symptom)."""
+    for hints in (SELF_ATTENTION_HINTS, MULTI_HEAD_HINTS, HEAD_SPLIT_GUARD_HINTS,
+                  MHA_CAUSAL_MASK_HINTS):
+        hints.reset()
+
 
 def check_self_attention(cls: Any, *, masks: bool = True) -> Feedback:
     """Steps 1-2: the learner's single-head class, built as ``cls(d_model, d_k, d_v)``.
 
-    The projections are found by the chapter's names (``W_q, W_k, W_v``) or the article's
-    (``q_linear, k_linear, v_linear``), with or without bias; forward is ``forward(x, mask=None)``
-    or ``forward(q, k, v, mask=None)`` and returns ``(output, weights)`` or the output alone.
+    The projections are found by the chapter's names (``W_q, W_k, W_v``), the article's
+    (``q_linear, k_linear, v_linear``) or Raschka's (``W_query, W_key, W_value``), or as one
+    fused ``qkv`` (q, k, v side by side); each is an ``nn.Linear``, with or without bias, or a
+    raw matrix used as ``x @ W`` (shape (in, out)). forward is ``forward(x, mask=None)`` or
+    ``forward(q, k, v, mask=None)`` and returns ``(output, weights)`` or the output alone.
     With the same float64 weights as the package's single head, the output (B, L, d_v) and
-    weights (B, L, L) must agree with no mask, a causal mask (L, L) and a padding mask
-    (B, 1, L); ``mask == 0`` is blocked.
+    weights (B, L, L) must agree (to float32 round-off) with no mask, a causal mask (L, L) and
+    a padding mask (B, 1, L); ``mask == 0`` is blocked. A wrong layer hears its symptom, and on
+    a second try with the same mistake where to look.
 
     Args:
         cls: the class (not an instance).
         masks: False checks only the case without a mask (step 1, before masks are taught).
     """
-    return _layers.check_layer(cls, _SELF, masks=masks)
+    return _layers.check_layer(cls, _SELF, masks=masks, hints=SELF_ATTENTION_HINTS)
 
 
 def check_multi_head_attention(cls: Any) -> Feedback:
     """Steps 4-5: the learner's multi-head class, built as ``cls(d_model, n_heads)``.
 
-    As ``check_self_attention``, with the output projection (``W_o`` or ``out_linear``) too.
+    As ``check_self_attention``, with the output projection (``W_o``, ``out_linear`` or
+    ``out_proj``) too.
     Output (B, L, d_model), weights per head (B, H, L, L); the masks are (L, L) and
     (B, 1, 1, L), ``mask == 0`` blocked.
     """
-    return _layers.check_layer(cls, _MULTI)
+    return _layers.check_layer(cls, _MULTI, hints=MULTI_HEAD_HINTS)
 
 
 # ---- step 3: splitting into heads and merging back ---------------------------------------
@@ -125,7 +153,7 @@ def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
     expected = x.view(B, L, H, D).transpose(1, 2)  # (B, L, E) -> (B, L, H, D) -> (B, H, L, D)
     if not torch.equal(heads.double(), expected):
         if torch.equal(heads.double(), x.view(B, H, L, D)):
-            return Feedback(False, "split_heads: " + _layers.BUGS["heads split without a transpose"])
+            return Feedback(False, "split_heads: " + _layers.BUGS["heads split without a transpose"][0])
         return Feedback(False, "split_heads: the shape is right, not the numbers: head h of token l "
                                "should hold D consecutive features of token l.")
     merged = _call(merge_heads, expected.contiguous())  # as attention's output: contiguous
@@ -136,7 +164,7 @@ def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
         return Feedback(False, f"merge_heads should give shape (B, L, E) = {(B, L, E)}, got {got}.")
     if not torch.equal(merged.double(), x):
         if torch.equal(merged.double(), expected.reshape(B, L, E)):
-            return Feedback(False, "merge_heads: " + _layers.BUGS["heads merged without a transpose"])
+            return Feedback(False, "merge_heads: " + _layers.BUGS["heads merged without a transpose"][0])
         return Feedback(False, "merge_heads: the shape is right, not the numbers: merging the split "
                                "should give back x exactly.")
     return Feedback(True, "Each head gets D features of every token, and merging puts every "
@@ -224,47 +252,107 @@ def check_silent_case(answer: Any) -> Feedback:
     if shapes["output"] != expected["output"]:
         return Feedback(False, "The merge's view(batch, -1, d_model) has a -1 too: what does it "
                                "give back?")
-    return Feedback(True, "No error anywhere: the two -1s absorb the mismatch, and the output "
+    return Feedback(True, "No error at this length: the two -1s absorb the mismatch, and the output "
                           "has the right shape, yet every head attends over pieces that straddle the real tokens.")
 
 
+#: Sizes the guard is tried on, besides ``SILENT_CASE``'s: (d_model, num_heads) pairs whose
+#: heads split d_model evenly (it must build) and pairs whose heads do not (it must refuse).
+GUARD_SIZES: dict[str, tuple[tuple[int, int], ...]] = {
+    "even": ((12, 3), (12, 4), (8, 2), (6, 6)),
+    "uneven": ((10, 4), (9, 2), (7, 3)),
+}
+
+
+def _build_counting(cls: type, d_model: int, num_heads: int) -> tuple[BaseException | None, int]:
+    """Build ``cls(d_model, num_heads)``: (the exception it raised or None, how many parameters
+    were registered before it returned or raised). Counts through ``nn.Module.register_parameter``,
+    which every ``nn.Linear`` and every ``nn.Parameter`` assigned to a module goes through."""
+    made: list[str] = []
+    register = nn.Module.register_parameter
+
+    def counting(module: nn.Module, name: str, param: nn.Parameter | None) -> None:
+        if param is not None:
+            made.append(name)
+        register(module, name, param)
+
+    with torch.random.fork_rng(devices=[]), mock.patch.object(nn.Module, "register_parameter",
+                                                              counting):
+        try:
+            cls(d_model, num_heads)
+        except Exception as err:  # the learner's code: the caller explains it
+            return err, len(made)
+    return None, len(made)
+
+
 def check_head_split_guard(cls: Any) -> Feedback:
-    """Step 6: ``cls(d_model, num_heads)`` must raise a ValueError, naming both values, when
-    num_heads does not divide d_model (``SILENT_CASE``), and build when it does."""
+    """Step 6: ``cls(d_model, num_heads)`` must raise a ValueError, naming both values, whenever
+    num_heads does not divide d_model (``SILENT_CASE``, then the other sizes of ``GUARD_SIZES``),
+    before any parameter is made; and build when it does divide.
+
+    Args:
+        cls: the class (not an instance), built as ``cls(d_model, num_heads)``.
+
+    Returns:
+        A ``Feedback``; a second try with the same mistake hears where to look too.
+    """
+    hints = HEAD_SPLIT_GUARD_HINTS
     if not isinstance(cls, type) or not issubclass(cls, nn.Module):
         return Feedback(False, f"cls: expected the class you wrote (an nn.Module subclass), got "
                                f"{type(cls).__name__}.")
-    E, H = SILENT_CASE["d_model"], SILENT_CASE["num_heads"]
-    with torch.random.fork_rng(devices=[]):  # the layers' init must not move the learner's RNG
-        for good in (3, 4):
-            try:
-                cls(E, good)
-            except NotImplementedError:
-                return Feedback(False, f"{cls.__name__}.__init__ is not written yet.")
-            except Exception as err:  # the learner's code: any error becomes a hint
-                return Feedback(False, f"{cls.__name__}({E}, {good}) raised "
-                                       f"{_layers.describe_error(err)} {good} heads split {E} "
-                                       "evenly, so it should build.")
-        try:
-            cls(E, H)
-        except ValueError as err:
-            message = str(err)
-            if str(E) in message and str(H) in message:
-                return Feedback(True, f"{cls.__name__}({E}, {H}) now stops at once, and says why: "
-                                      f"{message}")
-            return Feedback(False, "It raises a ValueError, but its message should say what was "
-                                   f"expected and what was given: name d_model and num_heads with "
-                                   f"their values. It says: {message!r}")
-        except AssertionError:
-            return Feedback(False, "A bare assert says nothing about what went wrong, and `python -O` "
-                                   "removes it: raise a ValueError with a message instead.")
-        except NotImplementedError:
-            return Feedback(False, f"{cls.__name__}.__init__ is not written yet.")
-        except Exception as err:  # the learner's code: any error becomes a hint
-            return Feedback(False, f"It raises {_layers.describe_error(err)} A value that does "
-                                   "not fit is a ValueError.")
-    return Feedback(False, f"{cls.__name__}({E}, {H}) still builds without complaint: check in "
-                           "__init__, before any weight is made, that the heads split d_model evenly.")
+    name = cls.__name__
+    for E, good in GUARD_SIZES["even"]:
+        err, _ = _build_counting(cls, E, good)
+        if isinstance(err, NotImplementedError):
+            return Feedback(False, f"{name}.__init__ is not written yet.")
+        if err is not None:
+            return hints.wrong("too strict", f"{name}({E}, {good}) raised "
+                               f"{_layers.describe_error(err)} {good} heads split {E} evenly, so it "
+                               "should build.", where="the condition of your check")
+    uneven = ((SILENT_CASE["d_model"], SILENT_CASE["num_heads"]),) + GUARD_SIZES["uneven"]
+    for E, H in uneven:
+        err, made = _build_counting(cls, E, H)
+        if err is None:
+            if (E, H) == uneven[0]:
+                return hints.wrong(
+                    "no check", f"{name}({E}, {H}) still builds without complaint.",
+                    where="__init__, before any weight is made: check that the heads split "
+                          "d_model evenly")
+            return hints.wrong(
+                "hard-coded", f"{name}({E}, {H}) builds without complaint, though {H} heads do "
+                f"not split {E} evenly: your check stops the sizes of the text, not every size "
+                "that does not fit.", where="the condition of your check: what must hold for "
+                                            "any d_model and num_heads")
+        if isinstance(err, AssertionError):
+            return hints.wrong(
+                "assert", "A bare assert says nothing about what went wrong, and `python -O` "
+                "removes it: raise a ValueError with a message instead.",
+                where="the statement that stops the construction")
+        if isinstance(err, NotImplementedError):
+            return Feedback(False, f"{name}.__init__ is not written yet.")
+        if not isinstance(err, ValueError):
+            return hints.wrong("not a ValueError", f"It raises {_layers.describe_error(err)} A "
+                               "value that does not fit is a ValueError.",
+                               where="the type of the exception you raise")
+        if made:
+            return hints.wrong(
+                "after the weights", f"{name}({E}, {H}) raises a ValueError, but only after "
+                f"{made} {'parameter was' if made == 1 else 'parameters were'} made: the check runs "
+                "after the weights, and should "
+                "stop the construction before any weight is made.",
+                where="the order of the lines in __init__: where your check stands relative "
+                      "to the line that makes the projections")
+        message = str(err)
+        if str(E) not in message or str(H) not in message:
+            return hints.wrong(
+                "message", f"{name}({E}, {H}) raises a ValueError, but its message should say "
+                "what was expected and what was given: name d_model and num_heads with their "
+                f"values. It says: {message!r}", where="the text of your ValueError")
+    E, H = uneven[0]
+    err, _ = _build_counting(cls, E, H)
+    return Feedback(True, f"{name}({E}, {H}) now stops at once, before any weight is made, and "
+                          f"says why: {err} (also tried on {len(GUARD_SIZES['uneven'])} other "
+                          f"sizes that do not split, and {len(GUARD_SIZES['even'])} that do).")
 
 
 # ---- PyTorch's own layer -----------------------------------------------------------------
@@ -279,33 +367,68 @@ OUTCOMES: tuple[str, ...] = ("nan", "uniform", "zeros")
 
 
 def check_mha_causal_mask(answer: Any) -> Feedback:
-    """A causal mask over ``MASK_LENGTH`` tokens in ``nn.MultiheadAttention``'s convention
-    (bool, True = blocked), as its ``attn_mask`` takes it."""
+    """A causal mask over ``MASK_LENGTH`` tokens, as ``nn.MultiheadAttention``'s ``attn_mask``
+    takes it: bool with True = blocked, or float, *added* to the scores, with 0 where a key is
+    allowed and -inf where it is blocked (as ``nn.Transformer.generate_square_subsequent_mask``
+    makes it). A second try with the same mistake hears where to look too."""
+    hints = MHA_CAUSAL_MASK_HINTS
     L = MASK_LENGTH
     if answer is None:
         return Feedback(False, f"Set `answer` to a ({L}, {L}) bool tensor for nn.MultiheadAttention's "
                                "attn_mask (there, True means blocked).")
     if not isinstance(answer, torch.Tensor):
         return Feedback(False, f"`answer` should be a torch.Tensor, got {type(answer).__name__}.")
-    if answer.dtype != torch.bool:
-        return Feedback(False, f"`answer` should have dtype torch.bool, got {answer.dtype}: a float "
-                               "attn_mask is *added* to the scores, which is a different thing.")
+    if answer.dtype != torch.bool and not answer.dtype.is_floating_point:
+        return Feedback(False, f"`answer` should have dtype torch.bool (True = blocked), got "
+                               f"{answer.dtype}. (A float mask works too: it is added to the "
+                               "scores, 0 where allowed and -inf where blocked.)")
     if tuple(answer.shape) != (L, L):
         return Feedback(False, f"`answer` should have shape ({L}, {L}) (queries, keys), "
                                f"got {tuple(answer.shape)}.")
+    is_float = answer.dtype.is_floating_point
+    if is_float:
+        values = set(answer.unique().tolist())
+        if values <= {0.0, 1.0}:
+            return hints.wrong(
+                "float 1/0", "A float attn_mask is *added* to the scores, not read as allowed or "
+                "blocked: a mask of 0s and 1s only shifts some scores by 1, and blocks nothing.",
+                where="what a float attn_mask must hold where a key is blocked (or use a bool "
+                      "mask, True = blocked)")
+        if not values <= {0.0, float("-inf")}:
+            return hints.wrong(
+                "float values", "A float attn_mask is *added* to the scores: it blocks a key "
+                "exactly only where it holds -inf, and leaves it alone where it holds 0. Yours "
+                f"holds other values too: {sorted(v for v in values if v not in (0.0, float('-inf')))}.",
+                where="the values of your mask: 0 for allowed, -inf for blocked")
+        blocked = answer == float("-inf")  # what the float mask blocks, as a bool mask
+    else:
+        blocked = answer
     allowed = causal_mask(L)  # this package: True = may attend
     expected = to_torch_mha_mask(allowed)
-    if torch.equal(answer, expected):
+    if torch.equal(blocked, expected):
+        if is_float:
+            return Feedback(True, "Future keys (above the diagonal) get -inf added to their "
+                                  "scores, the rest 0: every query may see itself and the past. "
+                                  "It is the mask nn.Transformer.generate_square_subsequent_mask "
+                                  "makes, and it gives the same attention as the bool one.")
         return Feedback(True, "Future keys (above the diagonal) are True = blocked; every query may "
                               "see itself and the past.")
-    if torch.equal(answer, allowed):
-        return Feedback(False, "This is the convention of attn and of SDPA (True = may attend). "
-                               "nn.MultiheadAttention reads True as *blocked*.")
-    if torch.equal(answer, ~torch.ones(L, L, dtype=torch.bool).tril(-1)):
-        return Feedback(False, "A query may always attend to itself: the diagonal must be allowed.")
-    if torch.equal(answer, torch.ones(L, L, dtype=torch.bool).tril(-1)):
-        return Feedback(False, "This blocks the past and lets each query see the future.")
-    return Feedback(False, "Go row by row: query i may see keys 0..i, and must not see i+1 and later.")
+    if torch.equal(blocked, allowed):
+        if is_float:
+            return hints.wrong("flipped", "Your -inf entries are where a query may attend: "
+                               "added to the scores, -inf blocks.",
+                               where="which keys a query must not see")
+        return hints.wrong("flipped", "This is the convention of attn and of SDPA (True = may "
+                           "attend). nn.MultiheadAttention reads True as *blocked*.",
+                           where="which of the two bool values blocks")
+    if torch.equal(blocked, ~torch.ones(L, L, dtype=torch.bool).tril(-1)):
+        return hints.wrong("diagonal", "A query may always attend to itself: the diagonal must be "
+                           "allowed.", where="the diagonal of your mask")
+    if torch.equal(blocked, torch.ones(L, L, dtype=torch.bool).tril(-1)):
+        return hints.wrong("past", "This blocks the past and lets each query see the future.",
+                           where="which side of the diagonal is blocked")
+    return hints.wrong("other", "Go row by row: query i may see keys 0..i, and must not see i+1 "
+                       "and later.", where="one row at a time, query i")
 
 
 def _expected_shapes() -> dict[str, tuple[int, ...]]:
