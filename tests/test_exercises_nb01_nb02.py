@@ -102,13 +102,49 @@ def test_path_counts():
     assert "Missing keys" in nb01.check_path_counts({"rnn_steps": 1}).message
 
 
-def test_reversed_output():
-    out_rev, _ = toy_attention(toy_embeddings().flip(0))
-    fb = nb01.check_reversed_output(out_rev)
+def _reversed_output(x):
+    return toy_attention(x.flip(0))[0]
+
+
+REVERSAL_SLIPS = [
+    (lambda x: toy_attention(x)[0], "output for the original order", "the order of the words"),
+    (lambda x: toy_attention(x.flip(0))[0].flip(0), "output for the original order", "the order of the words"),
+    (lambda x: toy_attention(x.flip(1))[0], "features were reversed", "which dimension"),
+    (lambda x: toy_attention(x.flip(0))[1], "the weights", "two return values"),
+    (lambda x: toy_attention(toy_embeddings().flip(0))[0], "chapter's sentence only", "its argument"),
+    (lambda x: toy_attention(x.flip(0))[0] * 2, "not toy_attention's output", "what it returns"),
+]
+
+
+def test_reversed_output_accepts_right_ones():
+    nb01.REVERSED_OUTPUT_HINTS.reset()
+    fb = nb01.check_reversed_output(_reversed_output)
     assert fb and "reversed the output" in fb.message
-    out, w = toy_attention()
-    assert "original order" in nb01.check_reversed_output(out).message
-    assert not nb01.check_reversed_output(w.flip(0))
+    # permutation equivariance: reversing the output of the original order is right too
+    assert nb01.check_reversed_output(lambda x: toy_attention(x)[0].flip(0))
+
+
+@pytest.mark.parametrize("fn, symptom, where", REVERSAL_SLIPS)
+def test_reversed_output_names_each_slip_then_where_to_look(fn, symptom, where):
+    nb01.REVERSED_OUTPUT_HINTS.reset()
+    first = nb01.check_reversed_output(fn)
+    assert not first and symptom in first.message and "Where to look" not in first.message, first.message
+    second = nb01.check_reversed_output(fn)
+    assert not second and symptom in second.message and where in second.message, second.message
+    for fb in (first, second):
+        assert "flip" not in fb.message, fb.message  # never the code
+
+
+def test_reversed_output_input_errors():
+    nb01.REVERSED_OUTPUT_HINTS.reset()
+    assert "Pass the function itself" in nb01.check_reversed_output(_reversed_output(toy_embeddings())).message
+
+    def todo(x):
+        raise NotImplementedError
+
+    assert "Not implemented yet" in nb01.check_reversed_output(todo).message
+    assert "output only" in nb01.check_reversed_output(lambda x: toy_attention(x.flip(0))).message
+    assert "ZeroDivisionError" in nb01.check_reversed_output(lambda x: 1 / 0).message
 
 
 def test_rnn_decay_distance():

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from attn import MultiHeadAttention
 from attn.cost.counts import multi_head_cost
 from attn.exercises import nb03, nb04
 from attn.exercises._base import Feedback
@@ -144,27 +145,103 @@ def test_layer_macs_right_at_one_size_only_fails():
     assert not fb.correct
 
 
-def test_param_count():
+def _param_counts(count):
+    """A learner's answer to exercise 2: {h: count(layer)} for the exercise's layers."""
     q = nb04.PARAMS_QUESTION
-    E, H = q["d_model"], q["num_heads"]
-    right = multi_head_cost(1, E, H, bias=True).params
-    assert right == 4 * E * E + 4 * E
+    return {h: count(MultiHeadAttention(q["d_model"], h, bias=q["bias"])) for h in q["heads"]}
+
+
+def _heads_times(layer):
+    return layer.num_heads * sum(p.numel() for p in layer.parameters())
+
+
+PARAM_SLIPS = [
+    (lambda layer: len(list(layer.parameters())), "number of the layer's tensors", "entries of one tensor"),
+    (lambda layer: sum(p.shape[0] for p in layer.parameters()), "one dimension of each tensor",
+     "2-D tensor"),
+    (lambda layer: sum(p.numel() for n, p in layer.named_parameters() if n.endswith("weight")),
+     "leaves out the biases", "each projection has two"),
+    (lambda layer: sum(p.numel() for n, p in layer.named_parameters() if not n.startswith("W_o")),
+     "output projection W^O", "four projections"),
+    (_heads_times, "grows with the number of heads", "change shape with h"),
+    (lambda layer: sum(p.numel() for p in layer.parameters()) + 1, "differs from the layer's",
+     "how many numbers each holds"),
+]
+
+
+def test_param_count_right():
+    nb04.PARAM_COUNT_HINTS.reset()
+    right = _param_counts(lambda layer: sum(p.numel() for p in layer.parameters()))
+    E = nb04.PARAMS_QUESTION["d_model"]
+    assert set(right.values()) == {4 * E * E + 4 * E}  # h does not enter
     assert nb04.check_param_count(right).correct
-    for answer, hint in [(4 * E * E, "biases"), (3 * E * E, "W^O"), (H * 4 * E * E, "share"),
-                         (right + 1, "Count"), (None, "placeholder")]:
-        fb = nb04.check_param_count(answer)
-        assert not fb.correct and hint in fb.message, (answer, fb)
-        _no_leak(fb, right)
+    assert nb04.check_param_count({h: float(c) for h, c in right.items()}).correct
 
 
-def test_softmax_entries():
+@pytest.mark.parametrize("count, symptom, where", PARAM_SLIPS)
+def test_param_count_names_each_slip_then_where_to_look(count, symptom, where):
+    nb04.PARAM_COUNT_HINTS.reset()
+    answer = _param_counts(count)
+    first = nb04.check_param_count(answer)
+    assert not first.correct and symptom in first.message and "Where to look" not in first.message, first
+    second = nb04.check_param_count(answer)
+    assert not second.correct and symptom in second.message and where in second.message, second
+    E = nb04.PARAMS_QUESTION["d_model"]
+    _no_leak(second, 4 * E * E + 4 * E)
+
+
+def test_param_count_input_errors():
+    heads = nb04.PARAMS_QUESTION["heads"]
+    assert "Replace None" in nb04.check_param_count(None).message
+    assert "should be a dict" in nb04.check_param_count(37248).message
+    assert "missing: [" in nb04.check_param_count({heads[0]: 1}).message
+    assert "whole number" in nb04.check_param_count({h: "many" for h in heads}).message
+
+
+def _softmax_answer(count):
+    """A learner's answer to exercise 4: count(weights) for the two layers of the question."""
     q = nb04.SOFTMAX_QUESTION
-    many = q["num_heads"] * q["n"] ** 2
-    one = q["n"] ** 2
+    torch.manual_seed(0)
+    x = torch.randn(q["batch"], q["n"], q["d_model"])  # (B, n, d_model)
+    many = MultiHeadAttention(q["d_model"], q["num_heads"])
+    one = MultiHeadAttention(q["d_model"], 1)
+    return count(many(x)[1]), count(one(x)[1])  # weights (B, H, n, n)
+
+
+SOFTMAX_SLIPS = [
+    (lambda w: w.numel(), "both sequences of the batch", "first dim"),
+    (lambda w: w[0].shape[0] * w.shape[2], "count rows", "one score per (query, key) pair"),
+    (lambda w: w.numel() // w.shape[-1], "and for the whole batch", "and the first"),
+    (lambda w: w[0, 0].numel(), "counts are equal", "head dim"),
+    (lambda w: w[0].numel() + 1, "Not the scores", "(B, H, n, n)"),
+]
+
+
+def test_softmax_entries_right():
+    nb04.SOFTMAX_ENTRIES_HINTS.reset()
+    many, one = _softmax_answer(lambda w: w[0].numel())
+    q = nb04.SOFTMAX_QUESTION
+    assert (many, one) == (q["num_heads"] * q["n"] ** 2, q["n"] ** 2)
     assert nb04.check_softmax_entries((many, one)).correct
-    for answer, hint in [((one, many), "other way"), ((one, one), "multiply-adds"),
-                         ((many + 1, one), "one n x n map"), (None, "placeholder"), (5, "two numbers"),
-                         (("a", 1), "whole number")]:
+    assert nb04.check_softmax_entries([torch.tensor(many), one]).correct
+
+
+@pytest.mark.parametrize("count, symptom, where", SOFTMAX_SLIPS)
+def test_softmax_entries_names_each_slip_then_where_to_look(count, symptom, where):
+    nb04.SOFTMAX_ENTRIES_HINTS.reset()
+    answer = _softmax_answer(count)
+    first = nb04.check_softmax_entries(answer)
+    assert not first.correct and symptom in first.message and "Where to look" not in first.message, first
+    second = nb04.check_softmax_entries(answer)
+    assert not second.correct and symptom in second.message and where in second.message, second
+    q = nb04.SOFTMAX_QUESTION
+    _no_leak(second, q["num_heads"] * q["n"] ** 2, q["n"] ** 2)
+
+
+def test_softmax_entries_swapped_and_input_errors():
+    nb04.SOFTMAX_ENTRIES_HINTS.reset()
+    many, one = _softmax_answer(lambda w: w[0].numel())
+    assert "other way round" in nb04.check_softmax_entries((one, many)).message
+    for answer, hint in [(None, "placeholder"), (5, "two numbers"), (("a", 1), "whole number")]:
         fb = nb04.check_softmax_entries(answer)
         assert not fb.correct and hint in fb.message, (answer, fb)
-        _no_leak(fb, many, one)

@@ -11,17 +11,51 @@ from attn.blockwise import causal_blocks
 from attn.exercises import nb07
 
 
-def _online(rescale: bool = True, subtract_max: bool = True):
-    def fn(scores, block_size):
+def _online(rule: str = "right"):
+    """A learner's online_softmax(blocks) -> (m, l): right, or with one classic slip."""
+    def fn(blocks):
         m, total = -math.inf, 0.0
-        for j in range(0, len(scores), block_size):
-            block = scores[j:j + block_size]
-            m_new = max(m, block.max().item()) if subtract_max else 0.0
-            factor = math.exp(m - m_new) if (rescale and subtract_max) else 1.0
-            total = total * factor + torch.exp(block - m_new).sum().item()
+        for block in blocks:
+            block_max = block.max().item()
+            m_new = block_max if rule == "block_max" else max(m, block_max)
+            shift = 0.0 if rule == "no_shift" else m_new
+            exps = torch.exp(block - shift).sum().item()
+            if rule == "no_rescale" or rule == "no_shift":
+                total = total + exps
+            elif rule == "flipped":
+                total = total * math.exp(m_new - m) + exps  # inf * 0 on the first block
+            elif rule == "flipped_guarded":
+                total = (total * math.exp(m_new - m) if total else 0.0) + exps
+            elif rule == "last_block":
+                total = exps
+            else:
+                total = total * math.exp(m - m_new) + exps
             m = m_new
-        return torch.exp(scores - m) / total
+        return m, total
     return fn
+
+
+def _two_pass_cat(blocks):
+    """The plain two-pass softmax: keep the scores, their maximum, then exp and sum."""
+    scores = torch.cat(list(blocks))
+    m = scores.max()
+    return m, torch.exp(scores - m).sum()
+
+
+def _two_pass_twice(blocks):
+    """The two-pass softmax that walks the blocks twice."""
+    m = max(block.max().item() for block in blocks)
+    return m, sum(torch.exp(block - m).sum().item() for block in blocks)
+
+
+def _tensor_state(blocks):
+    """Right, with the running state kept as tensors (the form OnlineSoftmax uses)."""
+    m, total = torch.tensor(-math.inf, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64)
+    for block in blocks:
+        m_new = torch.maximum(m, block.max())
+        total = total * torch.exp(m - m_new) + torch.exp(block - m_new).sum()
+        m = m_new
+    return m, total
 
 
 def test_weights_bytes():
@@ -41,22 +75,63 @@ def test_weights_bytes():
     assert not nb07.check_weights_bytes(True).correct
 
 
-def test_online_softmax():
+def test_online_softmax_accepts_right_ones():
+    nb07.ONLINE_SOFTMAX_HINTS.reset()
     assert nb07.check_online_softmax(_online()).correct
-    fb = nb07.check_online_softmax(_online(rescale=False))
-    assert not fb.correct and "exp(old max - new max)" in fb.message
-    fb = nb07.check_online_softmax(_online(subtract_max=False))
-    assert not fb.correct and "Subtract the running maximum" in fb.message
-    fb = nb07.check_online_softmax(lambda s, b: torch.softmax(s, dim=0))
-    assert not fb.correct and "must not call softmax" in fb.message
-    fb = nb07.check_online_softmax(lambda s, b: s.softmax(0))
-    assert not fb.correct and "must not call softmax" in fb.message
-    fb = nb07.check_online_softmax(lambda s, b: torch.ones(len(s)) / len(s))
-    assert not fb.correct and "running max" in fb.message
-    fb = nb07.check_online_softmax(lambda s, b: s[:1])
-    assert not fb.correct and "return" in fb.message
-    fb = nb07.check_online_softmax(lambda s, b: 1 / 0)
+    assert nb07.check_online_softmax(_tensor_state).correct
+    assert nb07.check_online_softmax(lambda blocks: tuple(_tensor_state(blocks))).correct
+
+
+@pytest.mark.parametrize("fn, symptom, where", [
+    (_online("no_rescale"), "adds up sums taken against different maxima", "when m grows"),
+    (_online("no_shift"), "exp(1000) overflows", "subtracted from the scores"),
+    (_online("flipped"), "NaN, even on blocks that are never overwritten", "m is still -inf"),
+    (_online("flipped_guarded"), "rescaled the wrong way", "sign of the exponent"),
+    (_online("block_max"), "last block's maximum", "the old m and the block"),
+    (_online("last_block"), "only the last block's sum", "the old l must stay"),
+    (_two_pass_cat, "goes over the scores twice", "one pass is enough"),
+    (_two_pass_twice, "goes over the scores twice", "one pass is enough"),
+])
+def test_online_softmax_names_each_mistake_then_where_to_look(fn, symptom, where):
+    nb07.ONLINE_SOFTMAX_HINTS.reset()
+    first = nb07.check_online_softmax(fn)
+    assert not first.correct and symptom in first.message, first.message
+    assert "Where to look" not in first.message
+    second = nb07.check_online_softmax(fn)
+    assert not second.correct and symptom in second.message and where in second.message, second.message
+    for fb in (first, second):  # no message gives the rule away
+        assert "exp(m - m_new)" not in fb.message and "exp(old max - new max)" not in fb.message
+
+
+def test_two_pass_softmax_is_right_on_kept_blocks_but_rejected():
+    # the two-pass formula is right: on blocks it may keep, it gives OnlineSoftmax's (m, l)...
+    scores = torch.linspace(-2.0, 6.0, 11, dtype=torch.float64)
+    blocks = [scores[j:j + 3] for j in range(0, 11, 3)]
+    m, total = _two_pass_cat(blocks)
+    assert math.isclose(m.item(), 6.0) and math.isclose(total.item(), torch.exp(scores - 6.0).sum().item())
+    # ...and the stream, which overwrites a block once the next is asked for, catches it
+    stream = nb07.BlockStream(scores, 3)
+    m, total = _two_pass_cat(stream)
+    assert math.isnan(m.item())
+    assert list(stream) == [] and stream.passes == 2
+    nb07.ONLINE_SOFTMAX_HINTS.reset()
+    assert not nb07.check_online_softmax(_two_pass_cat).correct
+
+
+def test_online_softmax_input_errors():
+    nb07.ONLINE_SOFTMAX_HINTS.reset()
+    fb = nb07.check_online_softmax(lambda blocks: 1 / 0)
     assert not fb.correct and "ZeroDivisionError" in fb.message
+
+    def todo(blocks):
+        raise NotImplementedError
+
+    assert "Not implemented yet" in nb07.check_online_softmax(todo).message
+    assert "Return two numbers" in nb07.check_online_softmax(lambda blocks: 3.0).message
+    fb = nb07.check_online_softmax(lambda blocks: (next(iter(blocks)).max(), 1.0))
+    assert not fb.correct and "stopped reading after 1 of" in fb.message
+    fb = nb07.check_online_softmax(lambda blocks: (torch.cat(list(blocks)).softmax(0), 1.0))
+    assert not fb.correct and "no library softmax" in fb.message
     assert "Replace None" in nb07.check_online_softmax(None).message
     assert "should be a function" in nb07.check_online_softmax(3).message
     # softmax works again after the checker switched it off

@@ -27,6 +27,7 @@ def right(x_new, keys, values, W_q, W_k, W_v):
 
 
 def test_cached_step_accepts_a_right_one():
+    nb10.CACHED_STEP_HINTS.reset()
     assert nb10.check_cached_step(right)
 
 
@@ -58,8 +59,20 @@ def test_cached_step_names_each_mistake():
     def todo(*args):
         raise NotImplementedError
 
-    cases = {before: "append first", unscaled: "not divided by sqrt", by_dk: "divided by d_k",
-             keys_as_values: "over the values", no_append: "should hold 1 positions",
+    slips = [(before, "leaves out the new position itself", "what the cache holds"),
+             (unscaled, "sqrt(d_k) times too large", "divided by"),
+             (by_dk, "sqrt(d_k) times too small", "divided by"),
+             (keys_as_values, "weighted sums of the keys", "which cache"),
+             (lambda *a: (torch.zeros(1, 4, dtype=torch.float64), torch.cat([a[1], a[0] @ a[4]]),
+                          torch.cat([a[2], a[0] @ a[5]])), "not by one of the usual slips", "row t")]
+    for fn, symptom, where in slips:
+        nb10.CACHED_STEP_HINTS.reset()
+        first = nb10.check_cached_step(fn)
+        assert not first and symptom in first.message and "Where to look" not in first.message, first.message
+        second = nb10.check_cached_step(fn)
+        assert not second and symptom in second.message and where in second.message, second.message
+        assert "append first" not in second.message.lower()
+    cases = {no_append: "should hold 1 positions",
              pair: "Return three things", todo: "Not implemented yet",
              (lambda *a: 1 / 0): "raised ZeroDivisionError", 3: "Pass your function"}
     for fn, hint in cases.items():

@@ -27,26 +27,50 @@ def score_backward_autograd(dS, Q, K, scale):
     return torch.autograd.grad(scale * Q @ K.T, (Q, K), dS)
 
 
+def _reset():
+    nb11.SOFTMAX_BACKWARD_HINTS.reset()
+    nb11.SCORE_BACKWARD_HINTS.reset()
+
+
 def test_softmax_backward_accepts_correct_ones():
+    _reset()
     assert nb11.check_softmax_backward(softmax_backward_formula)
     assert nb11.check_softmax_backward(softmax_backward_jacobian)
 
 
-def test_softmax_backward_names_each_mistake():
-    cases = {
-        (lambda w, dw: w * dw): "second term is missing",
-        (lambda w, dw: w * (dw - (dw * w).sum(0, keepdim=True))): "wrong dim",
-        (lambda w, dw: dw - (dw * w).sum(-1, keepdim=True)): "factor w in front is missing",
-        (lambda w, dw: w * (dw - dw.sum(-1, keepdim=True))): "needs the weights",
-        (lambda w, dw: -softmax_backward_formula(w, dw)): "sign is flipped",
-        (lambda w, dw: w): "Some entries differ",
-    }
-    for fn, hint in cases.items():
-        fb = nb11.check_softmax_backward(fn)
-        assert not fb and hint in fb.message, fb.message
+SOFTMAX_SLIPS = [
+    (lambda w, dw: w * dw, "rows do not sum to 0", "the product rule"),
+    (lambda w, dw: w * (dw - (dw * w).sum(0, keepdim=True)), "depends on the other rows", "the dim"),
+    (lambda w, dw: dw - (dw * w).sum(-1, keepdim=True), "not proportional to the weights",
+     "multiplies the whole bracket"),
+    (lambda w, dw: w * (dw - dw.sum(-1, keepdim=True)), "does not change when the weights change",
+     "what is summed"),
+    (lambda w, dw: -softmax_backward_formula(w, dw), "exactly the negative", "order of the two terms"),
+    (lambda w, dw: w, "not by one of the usual slips", "write the terms"),
+]
+
+
+def test_softmax_backward_names_each_mistake_then_where_to_look():
+    for fn, symptom, where in SOFTMAX_SLIPS:
+        _reset()
+        first = nb11.check_softmax_backward(fn)
+        assert not first and symptom in first.message and "Where to look" not in first.message, first.message
+        second = nb11.check_softmax_backward(fn)
+        assert not second and symptom in second.message and where in second.message, second.message
+        for fb in (first, second):  # never the formula of the fix
+            assert "rowsum(dw * w)" not in fb.message and "sum of dw * w" not in fb.message, fb.message
+
+
+def test_softmax_backward_counts_each_mistake_apart():
+    _reset()
+    missing, sign = SOFTMAX_SLIPS[0][0], SOFTMAX_SLIPS[4][0]
+    assert "Where to look" not in nb11.check_softmax_backward(missing).message
+    assert "Where to look" not in nb11.check_softmax_backward(sign).message  # a new mistake: tier 1
+    assert "Where to look" in nb11.check_softmax_backward(missing).message
 
 
 def test_softmax_backward_checker_input_errors():
+    _reset()
     assert "Pass your function" in nb11.check_softmax_backward(None).message
 
     def todo(w, dw):
@@ -58,18 +82,24 @@ def test_softmax_backward_checker_input_errors():
 
 
 def test_score_backward():
+    _reset()
     right = lambda dS, Q, K, scale: (scale * dS @ K, scale * dS.T @ Q)  # noqa: E731
     assert nb11.check_score_backward(right)
-    cases = {
-        (lambda dS, Q, K, s: (dS @ K, dS.T @ Q)): "the scale multiplies",
-        (lambda dS, Q, K, s: (s * dS.T @ Q, s * dS @ K)): "swapped",
-        (lambda dS, Q, K, s: (s * dS @ K, s * dS @ K)): "dQ is right",
-        (lambda dS, Q, K, s: (s * dS @ K * 3, s * dS.T @ Q)): "dK is right",
-        (lambda dS, Q, K, s: s * dS @ K): "Return a pair",
-    }
-    for fn, hint in cases.items():
-        fb = nb11.check_score_backward(fn)
-        assert not fb and hint in fb.message, fb.message
+    cases = [
+        (lambda dS, Q, K, s: (dS @ K, dS.T @ Q), "1/scale", "what the factor scale"),
+        (lambda dS, Q, K, s: (s * dS.T @ Q, s * dS @ K), "holds dK's numbers", "the shape of"),
+        (lambda dS, Q, K, s: (s * dS @ K, s * dS @ K), "dQ is right", "through K^T"),
+        (lambda dS, Q, K, s: (s * dS @ K * 3, s * dS.T @ Q), "dK is right", "one row of Q"),
+        (lambda dS, Q, K, s: (dS, dS), "Both differ", "differentiate"),
+    ]
+    for fn, symptom, where in cases:
+        _reset()
+        first = nb11.check_score_backward(fn)
+        assert not first and symptom in first.message and "Where to look" not in first.message, first.message
+        second = nb11.check_score_backward(fn)
+        assert not second and where in second.message, second.message
+        assert "dS^T Q" not in second.message and "dS K" not in second.message
+    assert "Return a pair" in nb11.check_score_backward(lambda dS, Q, K, s: s * dS @ K).message
 
 
 def test_saved_bytes():
@@ -83,6 +113,7 @@ def test_saved_bytes():
 
 
 def test_near_misses_are_rejected():
+    _reset()
     # autograd's own answer passes; the same answer off by 1e-3 in every entry does not: the
     # checkers compare to 1e-9, far below any mistake but far above float64 rounding
     off = 1e-3

@@ -2,7 +2,8 @@
 
 1. ``check_softmax_row``: a learner's softmax of one row, run with torch.softmax switched off.
 2. ``check_path_counts``: sequential steps and longest path of an RNN and of self-attention.
-3. ``check_reversed_output``: the toy's output when the sentence is reversed.
+3. ``check_reversed_output``: a learner's ``reversed_output(x)``, the toy's output when the
+   sentence is reversed, run on the chapter's sentence and on two it has not seen.
 4. ``check_rnn_decay_distance``: where the RNN's gradient falls below 1 % of its start.
 """
 from __future__ import annotations
@@ -15,10 +16,11 @@ import torch
 
 from ..rnn_vs_attention import gradient_profile, path_counts
 from ..handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
-from ._base import Feedback, SoftmaxCalled, as_array, close, softmax_switched_off
+from ._base import Feedback, Hints, SoftmaxCalled, as_array, close, softmax_switched_off
 
 __all__ = [
     "PATH_N",
+    "REVERSED_OUTPUT_HINTS",
     "check_softmax_row",
     "check_path_counts",
     "check_reversed_output",
@@ -107,26 +109,79 @@ def check_path_counts(answer: Any) -> Feedback:
     return Feedback(False, "Check " + "; ".join(f"{k}: {hints[k]}" for k in wrong))
 
 
+def _reversal_cases() -> list[torch.Tensor]:
+    """The chapter's sentence, then two sentences the function has not seen (4 and 7 words)."""
+    g = torch.Generator().manual_seed(1)
+    F = toy_embeddings().shape[1]
+    return [toy_embeddings()] + [torch.rand(n, F, generator=g, dtype=torch.float64) for n in (4, 7)]
+
+
+#: The tiers of ``check_reversed_output`` (``REVERSED_OUTPUT_HINTS.reset()`` starts again).
+REVERSED_OUTPUT_HINTS = Hints()
+
+
 def check_reversed_output(answer: Any) -> Feedback:
-    """Exercise 3: ``answer`` = the toy's output (6, 6) for the sentence in reverse order
-    (人工智能 学习 大学 北京 在 小明)."""
+    """Exercise 3: ``answer`` = a function ``reversed_output(x)`` that returns the toy's output
+    (``toy_attention``'s first return value), (L, F), for the words of x (L, F) in reverse order.
+
+    It runs on the chapter's sentence and on two sentences it has not seen (4 and 7 words of
+    random features), and each classic slip is recognised by its output: the original order's
+    output, the features of each word reversed instead of the words, the weights instead of the
+    output, the chapter's sentence whatever x is. The first wrong try with a slip hears its
+    symptom, the next one where to look too (``REVERSED_OUTPUT_HINTS``); never the code.
+    """
+    hints = REVERSED_OUTPUT_HINTS
     if answer is None:
-        return _not_yet("toy_attention(x)[0] for x = the rows of toy_embeddings() in reverse order")
-    arr = as_array("answer", answer, (6, 6))
-    if isinstance(arr, Feedback):
-        return arr
-    out, _ = toy_attention()
-    reversed_out, _ = toy_attention(toy_embeddings().flip(0))
-    if close(arr, reversed_out.numpy(), 1e-6):
-        same = torch.allclose(reversed_out, out.flip(0))
-        tail = ("Row i is the original output of the word now at position i: reversing the input "
-                "only reversed the output." if same else "")
-        return Feedback(True, tail)
-    if close(arr, out.numpy(), 1e-6):
-        return Feedback(False, "This is the output for the original order: reverse the rows of "
-                               "toy_embeddings() first (e.g. .flip(0)), then run toy_attention.")
-    return Feedback(False, "Run toy_attention on the reversed embeddings and give its first "
-                           "return value (the output, not the weights).")
+        return _not_yet("your function reversed_output(x) (define it above, pass it without calling it)")
+    if isinstance(answer, (torch.Tensor, np.ndarray, list, tuple)):
+        return Feedback(False, "Pass the function itself, reversed_output, not its result: the checker "
+                               "runs it on sentences of other lengths too.")
+    if not callable(answer):
+        return Feedback(False, f"answer should be a function reversed_output(x), got {type(answer).__name__}.")
+    for k, x in enumerate(_reversal_cases()):
+        try:
+            got = answer(x.clone())
+        except NotImplementedError:
+            return Feedback(False, "Not implemented yet: write the body of reversed_output(x) in place "
+                                   "of the `raise NotImplementedError` line.")
+        except Exception as e:  # the learner's code: report, do not raise
+            return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
+        if isinstance(got, tuple) and len(got) == 2:
+            return Feedback(False, "Your function returns a pair (toy_attention's output and weights): "
+                                   "return the output only, (L, F).")
+        want, weights = toy_attention(x.flip(0))  # (L, F), (L, L)
+        if isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(weights.shape) != tuple(want.shape):
+            return hints.wrong("weights", f"For {len(x)} words your function returns an (L, L) matrix, "
+                               "the weights: the question asks for the output, (L, F).",
+                               where="which of toy_attention's two return values you keep")
+        chapters = toy_attention(toy_embeddings().flip(0))[0]  # (6, F), the chapter's answer
+        if k > 0 and isinstance(got, torch.Tensor) and got.shape == chapters.shape \
+                and torch.allclose(got.detach().double(), chapters, atol=1e-9):
+            return hints.wrong("fixed", f"Right for the chapter's sentence only: on a sentence of {len(x)} "
+                               "words it had not seen, your function returns the chapter's answer.",
+                               where="what your function runs toy_attention on: its argument")
+        arr = as_array("reversed_output(x)", got, tuple(want.shape))
+        if isinstance(arr, Feedback):
+            return arr
+        if close(arr, want.numpy(), 1e-9):
+            continue
+        where_x = "the chapter's sentence" if k == 0 else f"a sentence of {len(x)} words it had not seen"
+        if close(arr, weights.numpy(), 1e-9):
+            return hints.wrong("weights", "You return the weights of the reversed sentence, not its output.",
+                               where="which of toy_attention's two return values you keep")
+        if close(arr, toy_attention(x)[0].numpy(), 1e-9):
+            return hints.wrong("original", f"On {where_x}, your output is the output for the original "
+                               "order, row for row: nothing was reversed (or it was reversed twice).",
+                               where="the order of the words that go into toy_attention")
+        if close(arr, toy_attention(x.flip(1))[0].numpy(), 1e-9):
+            return hints.wrong("features", f"On {where_x}, the words are still in their order, but each "
+                               "word's features were reversed, so every score changed.",
+                               where="which dimension of x (L, F) holds the words")
+        return hints.wrong("other", f"On {where_x}, your output is not toy_attention's output for the "
+                           "words in reverse order.",
+                           where="the input your function builds from x, and what it returns")
+    return Feedback(True, "On the chapter's sentence and two it had not seen. Row i is the original output "
+                          "of the word now at position i: reversing the input only reversed the output.")
 
 
 @lru_cache(maxsize=1)

@@ -2,10 +2,12 @@
 
 1. ``check_head_queries``: a learner's ``head_queries(weight, x, i, num_heads)``, run against
    real ``attn.MultiHeadAttention`` layers of several sizes, every head.
-2. ``check_param_count``: the article's layer (biases), counted by hand.
+2. ``check_param_count``: the parameters of the article's layer (biases) at several numbers of
+   heads, counted by the learner from the layers' own tensors.
 3. ``check_layer_macs``: a learner's ``layer_macs(n, d_model, num_heads)``, compared with the
    multiply-adds ``attn.cost.counts.count_ops`` counts on real layers.
-4. ``check_softmax_entries``: what grows with h.
+4. ``check_softmax_entries``: the scores the softmax normalises per sequence, with h heads and
+   with one, read by the learner from the weights two real layers return.
 
 Each returns a ``Feedback`` (right/wrong and a hint). Expected values come from real layers or
 ``attn.cost.counts`` and are never shown.
@@ -16,15 +18,17 @@ from typing import Any, Callable
 
 import torch
 
-from ..cost.counts import count_ops, multi_head_cost
+from ..cost.counts import count_ops, count_parameters, multi_head_cost
 from ..modules import MultiHeadAttention
-from ._base import Feedback, as_whole_number
+from ._base import Feedback, Hints, as_whole_number
 
 __all__ = [
     "HEAD_QUERY_SIZES",
     "PARAMS_QUESTION",
     "MACS_SIZES",
     "SOFTMAX_QUESTION",
+    "PARAM_COUNT_HINTS",
+    "SOFTMAX_ENTRIES_HINTS",
     "check_head_queries",
     "check_param_count",
     "check_layer_macs",
@@ -33,13 +37,14 @@ __all__ = [
 
 #: (d_model, num_heads) of the layers ``check_head_queries`` runs the learner's function on.
 HEAD_QUERY_SIZES: tuple[tuple[int, int], ...] = ((8, 2), (12, 3), (16, 4), (6, 1))
-#: The article's layer (biases in all four projections).
-PARAMS_QUESTION = {"d_model": 96, "num_heads": 6, "bias": True}
+#: Exercise 2: the article's layer (biases in all four projections) at d_model with each of ``heads``.
+PARAMS_QUESTION = {"d_model": 96, "heads": (1, 2, 6), "bias": True}
 #: (n, d_model, num_heads) at which ``check_layer_macs`` compares with real layers.
 MACS_SIZES: tuple[tuple[int, int, int], ...] = ((10, 512, 8), (1, 8, 2), (7, 12, 3), (64, 16, 4),
                                                 (100, 64, 1), (3, 24, 6))
-#: Softmax entries per sequence: h heads vs one full-size head.
-SOFTMAX_QUESTION = {"n": 10, "d_model": 512, "num_heads": 8}
+#: Exercise 4: a batch of ``batch`` sequences of n tokens through a layer of num_heads heads and
+#: through one of a single full-size head; the scores the softmax normalises per sequence.
+SOFTMAX_QUESTION = {"batch": 2, "n": 10, "d_model": 512, "num_heads": 8}
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -105,26 +110,64 @@ def check_head_queries(answer: Any) -> Feedback:
                           "columns of W^Q, and the split is nothing more.")
 
 
+#: The tiers of ``check_param_count`` (``PARAM_COUNT_HINTS.reset()`` starts again).
+PARAM_COUNT_HINTS = Hints()
+#: The tiers of ``check_softmax_entries``.
+SOFTMAX_ENTRIES_HINTS = Hints()
+
+
 def check_param_count(answer: Any) -> Feedback:
-    """Parameters of the article's layer (biases) for ``PARAMS_QUESTION``."""
-    got = as_whole_number("the parameter count", answer)
-    if isinstance(got, Feedback):
-        return got
+    """Exercise 2: ``answer`` = {num_heads: parameter count} for the article's layer,
+    ``MultiHeadAttention(d_model, num_heads, bias=True)``, at every h of ``PARAMS_QUESTION``.
+
+    Compared with ``count_parameters`` of the real layers. A wrong count is matched against
+    what each classic way of miscounting the layer's tensors gives (their number, their first
+    dims, the weights without the biases, three projections without W^O, h times the layer)
+    and gets its symptom, then on the next try with it where to look too
+    (``PARAM_COUNT_HINTS``).
+    """
+    hints = PARAM_COUNT_HINTS
     q = PARAMS_QUESTION
-    E, H = q["d_model"], q["num_heads"]
-    if got == multi_head_cost(1, E, H, bias=True).params:
-        return Feedback(True, "Four (d_model x d_model) matrices plus four bias vectors; "
-                              "the number of heads does not enter.")
-    if got == multi_head_cost(1, E, H, bias=False).params:
-        return Feedback(False, "Right for the chapter's layer (no biases); the article's "
-                               "nn.Linear layers have biases too.")
-    if got in (3 * E * E, 3 * E * E + 3 * E):
-        return Feedback(False, "Don't forget the output projection W^O.")
-    if got in (H * 4 * E * E, H * (4 * E * E + 4 * E)):
-        return Feedback(False, "The heads share W^Q, W^K, W^V: each head uses d_model / h of "
-                               "their columns, so h does not multiply the count.")
-    return Feedback(False, "Count W^Q, W^K, W^V and W^O (each d_model x d_model) and one bias "
-                           "vector of length d_model per projection.")
+    E, heads = q["d_model"], q["heads"]
+    if answer is None or answer is ...:
+        return Feedback(False, f"Replace None with a dict {{num_heads: parameter count}} for the heads {heads}.")
+    if not isinstance(answer, dict):
+        return Feedback(False, f"answer should be a dict {{num_heads: parameter count}}, got {type(answer).__name__}.")
+    missing = [h for h in heads if h not in answer]
+    if missing:
+        return Feedback(False, f"Give a count for every number of heads {heads}; missing: {missing}.")
+    for h in heads:
+        got = as_whole_number(f"the count for {h} heads", answer[h])
+        if isinstance(got, Feedback):
+            return got
+        with torch.random.fork_rng():  # counting only: leave the learner's random state alone
+            layer = MultiHeadAttention(E, h, bias=True)
+        tensors = list(layer.parameters())
+        right = count_parameters(layer)
+        if got == right:
+            continue
+        weights = sum(p.numel() for name, p in layer.named_parameters() if name.endswith("weight"))
+        no_out = sum(p.numel() for name, p in layer.named_parameters() if not name.startswith("W_o"))
+        slips = [
+            ("tensors", len(tensors), f"{got} is the number of the layer's tensors, not of the numbers in "
+             "them.", "what counts the entries of one tensor"),
+            ("first_dims", sum(p.shape[0] for p in tensors), "Your count adds one dimension of each tensor: "
+             "a (d_model, d_model) matrix holds more numbers than that.", "how many entries a 2-D tensor has"),
+            ("no_bias", weights, "Your count leaves out the biases: the article's nn.Linear layers have "
+             "a bias vector each.", "the names of the layer's tensors: each projection has two"),
+            ("no_out", no_out, "Your count leaves out the output projection W^O.",
+             "the layer's tensors: four projections, not three"),
+            ("times_h", h * right, "Your count grows with the number of heads: the heads share the "
+             "projections, each using its own d_model / h of their columns.",
+             "whether the layer's tensors change shape with h"),
+        ]
+        for mistake, wrong, symptom, where in slips:
+            if got == wrong:
+                return hints.wrong(mistake, f"For {h} head{'s' * (h > 1)}: {symptom}", where=where)
+        return hints.wrong("other", f"For {h} head{'s' * (h > 1)} your count differs from the layer's.",
+                           where="every tensor of layers[h], and how many numbers each holds")
+    return Feedback(True, "The same count for every h: four (d_model x d_model) matrices and four bias "
+                          "vectors; splitting into heads reshapes the projections, it does not add any.")
 
 
 def _counted_macs(n: int, d_model: int, h: int) -> int:
@@ -178,7 +221,15 @@ def check_layer_macs(answer: Any) -> Feedback:
 
 
 def check_softmax_entries(answer: Any) -> Feedback:
-    """(h heads, one full-size head): scores the softmax normalises, for ``SOFTMAX_QUESTION``."""
+    """Exercise 4: (h heads, one full-size head), the scores the softmax normalises per
+    sequence for ``SOFTMAX_QUESTION``, read from the weights the two layers return.
+
+    The classic slips are recognised by their numbers: the whole batch counted, the rows of the
+    weights (one softmax each) instead of their entries, the pair swapped, the same count for
+    both. The first wrong try with one hears its symptom, the next where to look too
+    (``SOFTMAX_ENTRIES_HINTS``).
+    """
+    hints = SOFTMAX_ENTRIES_HINTS
     if answer is None or answer is ...:
         return Feedback(False, "Replace the placeholder with two numbers: (h heads, one head).")
     try:
@@ -190,12 +241,27 @@ def check_softmax_entries(answer: Any) -> Feedback:
         if isinstance(fb, Feedback):
             return fb
     q = SOFTMAX_QUESTION
-    want_many = multi_head_cost(q["n"], q["d_model"], q["num_heads"]).softmax_entries
-    want_one = multi_head_cost(q["n"], q["d_model"], 1).softmax_entries
+    B, n, h = q["batch"], q["n"], q["num_heads"]
+    want_many = multi_head_cost(n, q["d_model"], h).softmax_entries
+    want_one = multi_head_cost(n, q["d_model"], 1).softmax_entries
     if (a, b) == (want_many, want_one):
-        return Feedback(True, "Each head has its own n x n map, whatever its size d_k.")
-    if (a, b) == (want_one, want_many):
-        return Feedback(False, "The other way round: which layer has more maps?")
+        return Feedback(True, "Each head has its own n x n map, whatever its size d_k: h times the scores "
+                              "of one full-size head, for the same multiply-adds.")
+    slips = [
+        ("batch", (B * want_many, B * want_one), "Your numbers count both sequences of the batch; the "
+         "question asks per sequence.", "the first dim of the weights"),
+        ("rows", (h * n, n), "Your numbers count rows of the weights (one softmax each), not the scores "
+         "in them.", "the last two dims of the weights: one score per (query, key) pair"),
+        ("rows", (B * h * n, B * n), "Your numbers count rows of the weights (one softmax each), and for "
+         "the whole batch.", "the last two dims of the weights, and the first"),
+        ("swapped", (want_one, want_many), "Your pair is the other way round.",
+         "which layer returns more maps"),
+    ]
+    for mistake, wrong, symptom, where in slips:
+        if (a, b) == wrong:
+            return hints.wrong(mistake, symptom, where=where)
     if a == b:
-        return Feedback(False, "The multiply-adds are equal; the number of score maps is not.")
-    return Feedback(False, "Every head scores every query against every key: one n x n map per head.")
+        return hints.wrong("equal", "Your two counts are equal: the multiply-adds of the two layers are, "
+                           "but the number of score maps is not.", where="the head dim of each layer's weights")
+    return hints.wrong("other", "Not the scores the softmax normalises per sequence.",
+                       where="the shape of the weights each layer returns, (B, H, n, n)")

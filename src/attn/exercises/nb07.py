@@ -1,23 +1,23 @@
 """Checkers for notebook 07 (efficiency). Each returns a ``Feedback``; none reveals the answer.
 
 1. ``check_weights_bytes``: bytes of one layer's attention weights for a batch (WEIGHTS_*).
-2. ``check_online_softmax``: a learner's ``online_softmax(scores, block_size)``.
+2. ``check_online_softmax``: a learner's ``online_softmax(blocks) -> (m, l)``, fed a ``BlockStream``.
 3. ``check_causal_pairs``: blocks a causal blockwise pass computes (CAUSAL_*).
 """
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Iterator
 
-import numpy as np
 import torch
 
-from ..blockwise import causal_blocks
-from ._base import Feedback, as_whole_number, softmax_switched_off
+from ..blockwise import OnlineSoftmax, causal_blocks
+from ._base import Feedback, Hints, as_whole_number, softmax_switched_off
 
 __all__ = [
     "WEIGHTS_B", "WEIGHTS_H", "WEIGHTS_L",
     "CAUSAL_L", "CAUSAL_QUERY_BLOCK", "CAUSAL_KEY_BLOCK",
+    "BlockStream", "ONLINE_SOFTMAX_HINTS",
     "check_weights_bytes", "check_online_softmax", "check_causal_pairs",
 ]
 
@@ -51,51 +51,198 @@ def _cases() -> list[tuple[torch.Tensor, int]]:
     g = torch.Generator().manual_seed(7)
     rows = [torch.randn(n, generator=g, dtype=torch.float64) * 3 for n in (1, 5, 9, 16)]
     rising = torch.linspace(-2.0, 6.0, 11, dtype=torch.float64)  # the maximum moves every block
+    falling = rising.flip(0)  # the maximum is in the first block: the last block's max is not the row's
     huge = torch.tensor([1000.0, 1001.0, 999.0, 1003.0, 998.0], dtype=torch.float64)
     cases = [(r, b) for r in rows for b in (1, 2, 3, 4, 100)]
-    return cases + [(rising, b) for b in (1, 2, 3, 5)] + [(huge, b) for b in (1, 2, 3)]
+    return (cases + [(rising, b) for b in (1, 2, 3, 5)] + [(falling, b) for b in (2, 4)]
+            + [(huge, b) for b in (1, 2, 3)])
+
+
+class BlockStream:
+    """The scores of one row, handed out one block at a time, as a stream too long to hold.
+
+    Iterate over it once (``for block in blocks:``); each block is a 1-D float64 tensor of at
+    most ``block_size`` scores (the last one may be shorter). A block is yours only until you
+    ask for the next one: then the stream overwrites it with NaN, as a reader reuses its
+    buffer. So a function that keeps the blocks to read them again later, which is what a
+    two-pass softmax must do (the maximum of all the scores first, then the exps), computes
+    with NaN; and a second ``for`` over the stream gets no blocks at all.
+
+    Args:
+        scores: (S,), the row.
+        block_size: scores per block.
+    """
+
+    def __init__(self, scores: torch.Tensor, block_size: int) -> None:
+        self._scores = scores.detach().clone()
+        self._block_size = block_size
+        self.passes = 0  # how many times a for loop started over the stream
+        self.handed_out = 0  # how many blocks were handed out
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        self.passes += 1
+        if self.passes > 1:
+            return
+        previous = None
+        for j0 in range(0, len(self._scores), self._block_size):
+            if previous is not None:
+                previous.fill_(float("nan"))  # the reader reuses its buffer
+            previous = self._scores[j0:j0 + self._block_size].clone()  # (Sb,)
+            self.handed_out += 1
+            yield previous
+
+
+def _state(scores: torch.Tensor, block_size: int, rule: str = "online") -> tuple[float, float]:
+    """(m, l) after the last block by the online rule (``OnlineSoftmax``), or by a classic slip.
+
+    rule: "online" (right), "no_rescale" (l adds each block's sum as it is), "flipped"
+    (l times exp(new max - old max)), "block_max" (m is the block's max, not the running one),
+    "last_block" (l keeps only the last block's sum), "no_shift" (exp of the raw scores).
+    """
+    if rule == "online":
+        state = OnlineSoftmax((1,), 1, dtype=scores.dtype)
+        for j0 in range(0, len(scores), block_size):
+            block = scores[j0:j0 + block_size]  # (Sb,)
+            state.update(block[None, :], block.new_zeros(len(block), 1))  # (1, Sb), (Sb, Ev=1)
+        return state.running_max.item(), state.running_sum.item()
+    m, l = -math.inf, 0.0
+    for j0 in range(0, len(scores), block_size):
+        block = scores[j0:j0 + block_size]  # (Sb,)
+        block_max = block.max().item()
+        m_new = block_max if rule == "block_max" else max(m, block_max)
+        exps = torch.exp(block if rule == "no_shift" else block - m_new).sum().item()
+        if rule in ("no_rescale", "no_shift"):
+            l = l + exps
+        elif rule == "last_block":
+            l = exps
+        elif rule == "flipped":
+            l = (l * math.exp(m_new - m) if l else 0.0) + exps
+        else:  # block_max: rescaled by the (wrong) m
+            l = (l * math.exp(m - m_new) if l else 0.0) + exps
+        m = m_new
+    return m, l
+
+
+def _blocks(scores: torch.Tensor, block_size: int) -> list[torch.Tensor]:
+    """The row's blocks as a plain list (no overwriting, read as often as wanted)."""
+    return [scores[j0:j0 + block_size].clone() for j0 in range(0, len(scores), block_size)]
+
+
+def _run(fn: Any, blocks: Any) -> Any:
+    """Run the learner's function with every library softmax off; an exception becomes a Feedback."""
+    try:
+        with softmax_switched_off("the online softmax builds the weights itself: no library softmax"):
+            return fn(blocks)
+    except NotImplementedError:
+        return Feedback(False, "Not implemented yet: write the body of online_softmax(blocks) in "
+                               "place of the `raise NotImplementedError` line.")
+    except Exception as e:  # the learner's code: report, do not raise
+        return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
+
+
+def _as_pair(got: Any) -> tuple[float, float] | Feedback:
+    """The learner's (m, l) as two floats, or why not."""
+    try:
+        m, l = got
+        return float(m), float(l)
+    except (TypeError, ValueError, RuntimeError):
+        return Feedback(False, "Return two numbers, (m, l): the running maximum and the running sum "
+                               f"after the last block; got {type(got).__name__}.")
+
+
+def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) for x, y in zip(a, b))
+
+
+#: The tiers of ``check_online_softmax`` (``ONLINE_SOFTMAX_HINTS.reset()`` starts again).
+ONLINE_SOFTMAX_HINTS = Hints()
 
 
 def check_online_softmax(fn: Any) -> Feedback:
-    """Exercise 2: ``fn(scores (S,), block_size) -> weights (S,)`` by the online rule.
+    """Exercise 2: ``fn(blocks) -> (m, l)``, the online softmax of one row read block by block.
 
-    Tested against ``torch.softmax`` on rows of several lengths and block sizes (including
-    ones that do not divide S), a row whose maximum grows block after block, and scores near
-    1000 (exp overflows unless the running maximum is subtracted). ``torch.softmax`` and
-    friends are switched off while ``fn`` runs.
+    How the blockwise computation is checked, not only its result: ``fn`` receives a
+    ``BlockStream``, which hands out the row's blocks one at a time and overwrites each block
+    with NaN as soon as the next one is asked for, and gives nothing to a second pass. ``fn``
+    returns the running maximum m and the running sum l = sum_j exp(s_j - m) after the last
+    block, and the checker compares them with ``attn.blockwise.OnlineSoftmax`` fed the same
+    blocks. A plain two-pass softmax (keep the scores, take their maximum, then exp and sum)
+    reads overwritten blocks or an empty second pass, so it is rejected although its formula
+    is right. (Copying every block, with ``clone`` or ``tolist``, would defeat the stream: that
+    is no slip but a different algorithm, and the exercise's text rules it out.)
+
+    The rows have several lengths and block sizes, including ones that do not divide S, a
+    maximum that rises block after block, one that falls, and scores near 1000 (exp overflows
+    unless the running maximum is subtracted). Every library softmax is switched off while
+    ``fn`` runs. A classic slip is recognised by its (m, l) (each computed by the slip's own
+    rule) and gets its symptom, then on the next try with it where to look too
+    (``ONLINE_SOFTMAX_HINTS``); no message gives the code.
     """
+    hints = ONLINE_SOFTMAX_HINTS
     if fn is None:
-        return Feedback(False, "Replace None with your function online_softmax(scores, block_size).")
+        return Feedback(False, "Replace None with your function online_softmax(blocks).")
     if not callable(fn):
-        return Feedback(False, f"answer should be a function, got {type(fn).__name__}.")
-    fails: list[tuple[int, int]] = []
+        return Feedback(False, f"answer should be a function online_softmax(blocks), got {type(fn).__name__}.")
     for scores, b in _cases():
-        try:
-            with softmax_switched_off("the online softmax must not call softmax on all the scores"):
-                got = fn(scores.clone(), b)
-        except Exception as e:  # the learner's code: report, do not raise
-            return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
-        try:
-            arr = np.asarray(got.detach().cpu().numpy() if hasattr(got, "detach") else got, dtype=float)
-        except (TypeError, ValueError):
-            return Feedback(False, f"Return the weights as a tensor, got {type(got).__name__}.")
-        if arr.shape != tuple(scores.shape):
-            return Feedback(False, f"For {len(scores)} scores, return {len(scores)} weights; "
-                                   f"got shape {arr.shape}.")
-        if not np.isfinite(arr).all():
-            return Feedback(False, "Some weights are inf or NaN: exp of scores near 1000 overflows. "
-                                   "Subtract the running maximum before exp.")
-        if not np.allclose(arr, torch.softmax(scores, dim=0).numpy(), atol=1e-10, rtol=0):
-            fails.append((len(scores), b))
-    if not fails:
-        return Feedback(True, "Same weights as the full softmax, one block at a time.")
-    if all(b < S for S, b in fails):
-        return Feedback(False, "Right when one block holds every score, wrong with several: when the "
-                               "maximum grows, multiply the running sum by exp(old max - new max).")
-    S, b = fails[0]
-    return Feedback(False, f"Not equal to the softmax for {S} scores with block_size={b} (and "
-                           f"{len(fails) - 1} more cases): keep a running max m and a running sum l; "
-                           "at the end, weights = exp(scores - m) / l.")
+        stream = BlockStream(scores, b)
+        got = _run(fn, stream)
+        if isinstance(got, Feedback):
+            return got
+        pair = _as_pair(got)
+        if isinstance(pair, Feedback):
+            return pair
+        want = _state(scores, b)
+        if _same(pair, want):
+            continue
+        S = len(scores)
+        if stream.passes > 1 or any(math.isnan(x) for x in pair):
+            again = _run(fn, _blocks(scores, b))  # the same blocks, kept and re-readable
+            if not isinstance(again, Feedback) and not isinstance(_as_pair(again), Feedback) \
+                    and _same(_as_pair(again), want):
+                return hints.wrong(
+                    "two_pass", "Right only when the blocks can be kept and read again: your function goes "
+                    "over the scores twice (a two-pass softmax: the maximum first, then the sum), and a "
+                    "stream hands out each block once, overwritten when the next one arrives.",
+                    where="what you must keep from each block so that one pass is enough: two numbers")
+        if any(math.isnan(x) for x in pair):
+            return hints.wrong(
+                "nan", "Your (m, l) is NaN, even on blocks that are never overwritten: inf * 0 or "
+                "-inf - (-inf) somewhere (m starts at -inf).",
+                where="the first block, when m is still -inf and l is 0")
+        if stream.handed_out < -(-S // b):
+            return hints.wrong("stopped", f"Your function stopped reading after {stream.handed_out} of the "
+                               f"{-(-S // b)} blocks.", where="the loop over the blocks")
+        if any(math.isinf(x) for x in pair):
+            return hints.wrong(
+                "no_shift", "Your l is inf on scores near 1000: exp(1000) overflows float64.",
+                where="what is subtracted from the scores inside exp")
+        if not math.isclose(pair[0], want[0], rel_tol=1e-12):
+            if math.isclose(pair[0], _state(scores, b, "block_max")[0], rel_tol=1e-12):
+                return hints.wrong(
+                    "block_max", "Your m is the last block's maximum, not the row's: it goes down when a "
+                    "later block has smaller scores.",
+                    where="how the new m is made from the old m and the block")
+            return hints.wrong("m", f"For {S} scores in blocks of {b}, your m is not the largest score.",
+                               where="the value m starts from, and how each block updates it")
+        for rule, symptom, where in (
+            ("no_rescale", "Right while the maximum stays in the first block, wrong when a later block "
+             "raises it: your l adds up sums taken against different maxima.",
+             "what must happen to the l you have when m grows"),
+            ("flipped", "Your l grows when the maximum rises, and it should shrink: the old sum is "
+             "rescaled the wrong way.", "the sign of the exponent that rescales l"),
+            ("last_block", "Your l holds only the last block's sum: the earlier blocks are forgotten.",
+             "the line that updates l: the old l must stay in it"),
+            ("no_shift", "Your l sums exp(s), not exp(s - m): it overflows to inf for scores near "
+             "1000 (exp(1000) overflows float64).", "what is subtracted from the scores inside exp"),
+        ):
+            if _same(pair, _state(scores, b, rule)):
+                return hints.wrong(rule, symptom, where=where)
+        return hints.wrong("other", f"For {S} scores in blocks of {b}, your m is right but l is not the sum "
+                           "of exp(s - m) over the row.",
+                           where="the update of l, block by block: after each block, l should be the sum "
+                                 "of exp(s - m) over the scores seen so far")
+    return Feedback(True, "Your (m, l) equals OnlineSoftmax's on every row and block size: one pass, two "
+                          "numbers kept, and exp(s - m) / l is the softmax.")
 
 
 def check_causal_pairs(answer: Any) -> Feedback:

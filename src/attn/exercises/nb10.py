@@ -15,9 +15,11 @@ from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask
-from ._base import Feedback, as_whole_number
+from ._base import Feedback, Hints, as_whole_number
 
-__all__ = ["LAYERS", "D_MODEL", "BATCH", "TOKENS", "check_cache_bytes", "check_cached_step"]
+__all__ = [
+    "LAYERS", "D_MODEL", "BATCH", "TOKENS", "CACHED_STEP_HINTS", "check_cache_bytes", "check_cached_step",
+]
 
 #: Exercise 1: the model and the load it serves.
 LAYERS, D_MODEL, BATCH, TOKENS = 32, 4096, 8, 4096
@@ -74,8 +76,21 @@ def _steps(fn: Callable[..., Any], x: Tensor, W: tuple[Tensor, Tensor, Tensor]) 
     return torch.cat(rows)
 
 
+#: The tiers of ``check_cached_step`` (``CACHED_STEP_HINTS.reset()`` starts again).
+CACHED_STEP_HINTS = Hints()
+
+
 def check_cached_step(fn: Callable[..., Any]) -> Feedback:
-    """Exercise 2: the cached steps must reproduce one head's full causal pass."""
+    """Exercise 2: the cached steps must reproduce one head's full causal pass.
+
+    The learner's step runs 8 times from an empty cache, on seeded random inputs, and its
+    outputs are compared with ``scaled_dot_product_attention`` under ``causal_mask``. Each
+    classic slip (attending before the new key and value are in the cache, no scale, d_k
+    instead of its root, the keys summed in place of the values) is recognised by computing
+    what it gives, and gets a symptom, then on the next try with it where to look too
+    (``CACHED_STEP_HINTS``); never the code.
+    """
+    hints = CACHED_STEP_HINTS
     if not callable(fn):
         return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
     g = torch.Generator().manual_seed(10)
@@ -88,22 +103,29 @@ def check_cached_step(fn: Callable[..., Any]) -> Feedback:
     want = _reference(x, *W)
     if torch.allclose(got, want, atol=1e-9):
         return Feedback(True, "Your 8 cached steps equal the full causal pass.")
-    q, k, v = x @ W[0], x @ W[1], x @ W[2]
-    # the usual mistakes, each computed
-    before = [torch.zeros(1, E, dtype=x.dtype)] + [
-        torch.softmax(q[t:t + 1] @ k[:t].T / math.sqrt(E), -1) @ v[:t] for t in range(1, T)]
-    if torch.allclose(got, torch.cat(before), atol=1e-9):
-        return Feedback(False, "Close: the new query attends to the cache before its own key and value "
-                               "are in it. A position may attend to itself: append first.")
-    unscaled = torch.cat([torch.softmax(q[t:t + 1] @ k[: t + 1].T, -1) @ v[: t + 1] for t in range(T)])
-    if torch.allclose(got, unscaled, atol=1e-9):
-        return Feedback(False, "Close: the scores are not divided by sqrt(d_k).")
-    by_dk = torch.cat([torch.softmax(q[t:t + 1] @ k[: t + 1].T / E, -1) @ v[: t + 1] for t in range(T)])
-    if torch.allclose(got, by_dk, atol=1e-9):
-        return Feedback(False, "Close: the scores are divided by d_k; divide by sqrt(d_k).")
-    keys_as_values = torch.cat([torch.softmax(q[t:t + 1] @ k[: t + 1].T / math.sqrt(E), -1) @ k[: t + 1]
-                                for t in range(T)])
-    if torch.allclose(got, keys_as_values, atol=1e-9):
-        return Feedback(False, "Close: the weighted sum runs over the keys; it should run over the values.")
-    return Feedback(False, "The steps differ from the full causal pass. Check each step: q from the new "
-                           "position, k and v appended, softmax of q K^T / sqrt(d_k) over all cached keys.")
+    q, k, v = x @ W[0], x @ W[1], x @ W[2]  # (T, E) each
+
+    def attend(t: int, upto: int, divide: float, over: Tensor) -> Tensor:
+        """Query t against keys 0..upto-1, scores divided by ``divide``, summing ``over``."""
+        return torch.softmax(q[t:t + 1] @ k[:upto].T / divide, -1) @ over[:upto]  # (1, E)
+
+    slips = [
+        ("before", torch.cat([attend(t, t, math.sqrt(E), v) for t in range(T)]),
+         "Your first step returns zeros, and at every step the new position's output leaves out the "
+         "new position itself: it is the output of the positions before it only.",
+         "what the cache holds at the moment the new query is compared with it"),
+        ("unscaled", torch.cat([attend(t, t + 1, 1.0, v) for t in range(T)]),
+         "Your weights are sharper than the full pass's: your steps equal a pass whose scores are "
+         "sqrt(d_k) times too large.", "what the scores are divided by"),
+        ("by_dk", torch.cat([attend(t, t + 1, E, v) for t in range(T)]),
+         "Your weights are flatter than the full pass's: your steps equal a pass whose scores are "
+         "sqrt(d_k) times too small.", "what the scores are divided by"),
+        ("keys_as_values", torch.cat([attend(t, t + 1, math.sqrt(E), k) for t in range(T)]),
+         "Your outputs are weighted sums of the keys.", "which cache the weights multiply"),
+    ]
+    for mistake, wrong, symptom, where in slips:
+        if torch.allclose(got, wrong, atol=1e-9):
+            return hints.wrong(mistake, symptom, where=where)
+    return hints.wrong("other", "The steps differ from the full causal pass, and not by one of the "
+                       "usual slips.", where="step t against row t of the full pass: the query of "
+                       "the new position, its scores against every cached key, the softmax, the values")

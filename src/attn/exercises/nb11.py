@@ -5,7 +5,8 @@
 3. ``check_saved_bytes``: what the naive backward keeps for one head (SAVED_L, SAVED_E).
 
 The checkers run the learner's function on seeded random inputs, compare with autograd, and
-recognise the usual mistakes by computing what each one would give.
+recognise the usual mistakes by computing what each one would give: the first wrong try
+with a mistake hears its symptom, the next one where to look too (``Hints``), never the code.
 """
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from ._base import Feedback, as_whole_number
+from ._base import Feedback, Hints, as_whole_number
 
-__all__ = ["SAVED_L", "SAVED_E", "check_softmax_backward", "check_score_backward", "check_saved_bytes"]
+__all__ = [
+    "SAVED_L", "SAVED_E", "SOFTMAX_BACKWARD_HINTS", "SCORE_BACKWARD_HINTS",
+    "check_softmax_backward", "check_score_backward", "check_saved_bytes",
+]
 
 #: Exercise 3: one head, L = S = SAVED_L positions, d_k = d_v = SAVED_E, float32.
 SAVED_L, SAVED_E = 2048, 64
@@ -35,8 +39,21 @@ def _close(a: object, b: Tensor) -> bool:
     return isinstance(a, Tensor) and a.shape == b.shape and bool(torch.allclose(a.double(), b, atol=1e-9))
 
 
+#: The tiers of ``check_softmax_backward`` (``SOFTMAX_BACKWARD_HINTS.reset()`` starts again).
+SOFTMAX_BACKWARD_HINTS = Hints()
+#: The tiers of ``check_score_backward``.
+SCORE_BACKWARD_HINTS = Hints()
+
+
 def check_softmax_backward(fn: Callable[[Tensor, Tensor], Tensor]) -> Feedback:
-    """Exercise 1: ``fn(w, dw)`` with w = softmax(s) over the last dim must return d loss / d s."""
+    """Exercise 1: ``fn(w, dw)`` with w = softmax(s) over the last dim must return d loss / d s.
+
+    Run on seeded random rows and compared with autograd. Each classic slip (the product rule's
+    second term left out, the row sum over the wrong dim, the factor w left out, dw alone in the
+    row sum, the sign flipped) is recognised by computing what it gives, and gets a symptom,
+    then on the next try with it where to look too (``SOFTMAX_BACKWARD_HINTS``); never the code.
+    """
+    hints = SOFTMAX_BACKWARD_HINTS
     if not callable(fn):
         return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
     g = torch.Generator().manual_seed(11)
@@ -53,25 +70,43 @@ def check_softmax_backward(fn: Callable[[Tensor, Tensor], Tensor]) -> Feedback:
     if got.shape != w.shape:
         return Feedback(False, f"The gradient has the shape of the scores {tuple(w.shape)}, got {tuple(got.shape)}.")
     if _close(got, want):
-        return Feedback(True, "Your softmax backward equals autograd's on every row.")
+        return Feedback(True, "Your softmax backward equals autograd's on every row, and each row of it "
+                              "sums to 0.")
     row_sum = (dw * w).sum(-1, keepdim=True)
-    mistakes = {
-        "the product rule's second term is missing: subtract each row's sum of dw * w": w * dw,
-        "the row sum runs over the wrong dim: sum over the keys (the last dim), one number per row":
-            w * (dw - (dw * w).sum(0, keepdim=True)),
-        "the factor w in front is missing: dS = w * (dw - rowsum(dw * w))": dw - row_sum,
-        "the row sum needs the weights: sum dw * w, not dw alone": w * (dw - dw.sum(-1, keepdim=True)),
-        "the sign is flipped: dS = w * (dw - rowsum(dw * w))": -want,
-    }
-    for hint, wrong in mistakes.items():
+    mistakes = [
+        ("second_term", w * dw,
+         "Your rows do not sum to 0, though every row of the true gradient does (adding one number to "
+         "all the scores of a row leaves its softmax unchanged). Yours would be right if each weight "
+         "depended on its own score alone.",
+         "the product rule: through the normalising sum, one score moves every weight of its row"),
+        ("wrong_dim", w * (dw - (dw * w).sum(0, keepdim=True)),
+         "Your gradient for one row depends on the other rows' dw, though each row is its own softmax.",
+         "the dim your sum runs over"),
+        ("no_w", dw - row_sum,
+         "Your gradient is not proportional to the weights: a key with a weight near 0 gets as large a "
+         "gradient as any other, though a weight near 0 hardly moves.",
+         "what multiplies the whole bracket"),
+        ("dw_only", w * (dw - dw.sum(-1, keepdim=True)),
+         "Your subtracted term does not change when the weights change and dw stays the same.",
+         "what is summed along each row"),
+        ("sign", -want, "Your gradient is exactly the negative of the right one.",
+         "the order of the two terms in the bracket"),
+    ]
+    for mistake, wrong, symptom, where in mistakes:
         if _close(got, wrong):
-            return Feedback(False, f"Close: {hint}.")
-    return Feedback(False, "Some entries differ from autograd's. Start from dS_k = sum_j dw_j * dw_j/ds_k "
-                           "with dw_j/ds_k = w_j (1[j = k] - w_k).")
+            return hints.wrong(mistake, symptom, where=where)
+    return hints.wrong("other", "Some entries differ from autograd's, and not by one of the usual slips.",
+                       where="dS_k = sum_j dw_j * dw_j/ds_k, with dw_j/ds_k = w_j (1[j = k] - w_k): "
+                             "write the terms j = k and j != k apart")
 
 
 def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Tensor, Tensor]]) -> Feedback:
-    """Exercise 2: S = scale * Q K^T; ``fn(dS, Q, K, scale)`` must return (dQ, dK)."""
+    """Exercise 2: S = scale * Q K^T; ``fn(dS, Q, K, scale)`` must return (dQ, dK).
+
+    Compared with autograd on seeded random inputs; the usual slips get a symptom, then on the
+    next try with it where to look too (``SCORE_BACKWARD_HINTS``).
+    """
+    hints = SCORE_BACKWARD_HINTS
     if not callable(fn):
         return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
     g = torch.Generator().manual_seed(12)
@@ -90,16 +125,20 @@ def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Ten
     if _close(dq, want_q) and _close(dk, want_k):
         return Feedback(True, "dQ and dK equal autograd's.")
     if _close(dq, want_q / scale) or _close(dk, want_k / scale):
-        return Feedback(False, "Close: the scale multiplies the scores, so it multiplies both gradients too.")
+        return hints.wrong("scale", f"Close: your gradients are 1/scale = {1 / scale:g} times the right ones.",
+                           where="what the factor scale in S = scale * Q K^T does to each derivative")
     if _close(dq, want_k) and _close(dk, want_q):
-        return Feedback(False, "Close: dQ and dK are swapped; dQ has Q's shape (L, E), dK has K's (S, E).")
-    if isinstance(dq, Tensor) and _close(dq, want_q) and not _close(dk, want_k):
-        return Feedback(False, "dQ is right. For dK, the scores see K through K^T: transpose dS, "
-                               "dK = scale * dS^T Q.")
-    if isinstance(dk, Tensor) and _close(dk, want_k) and not _close(dq, want_q):
-        return Feedback(False, "dK is right. For dQ, each query row meets every key: dQ = scale * dS K.")
-    return Feedback(False, "Both differ from autograd's. Write S_ij = scale * sum_e Q_ie K_je and take "
-                           "the derivative with respect to Q_ie, then K_je.")
+        return hints.wrong("swapped", "Close: your dQ holds dK's numbers and your dK holds dQ's.",
+                           where="which of Q and K each gradient must have the shape of")
+    if _close(dq, want_q):
+        return hints.wrong("dk", "dQ is right; dK is not.",
+                           where="how K enters the scores: through K^T")
+    if _close(dk, want_k):
+        return hints.wrong("dq", "dK is right; dQ is not.",
+                           where="which scores one row of Q takes part in: a row of S, one entry per key")
+    return hints.wrong("both", "Both differ from autograd's.",
+                       where="write S_ij = scale * sum_e Q_ie K_je and differentiate with respect to "
+                             "Q_ie, then K_je")
 
 
 def check_saved_bytes(answer: Any) -> Feedback:
