@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from _pictures import box, changed, near, pixels
@@ -68,32 +69,55 @@ def _strip_width(ex) -> float:
     return blue.any(0).sum() / square.shape[1]
 
 
-def test_every_control_across_its_range_changes_the_panels_it_names():
+def test_block_size_across_its_range_changes_the_panels_it_names():
     seconds, peak, blocks = _curves()
     ex = efficiency_explorer(512, 128, seconds=seconds, peak_bytes=peak, blocks=blocks)
-    assert set(ex.controls) == {"n", "block_size"}
+    assert set(ex.controls) == {"block_size"}  # no n slider: the curves show every n
     assert ex.state.n == 512 and ex.state.block_size == 128
     ax_t, ax_m, ax_b = ex.fig.axes[:3]
-    for name in ("n", "block_size"):
-        ctrl = ex.controls[name]
-        values = LENGTHS if name == "n" else BLOCK_SIZES
-        before = [box(pixels(ex), ax) for ax in (ax_t, ax_m, ax_b)]
-        for value in values[::-1]:
-            if value == ctrl.value:
-                continue
-            ctrl.value = value
-            assert getattr(ex.state, name) == value
-            now = [box(pixels(ex), ax) for ax in (ax_t, ax_m, ax_b)]
-            # the markers (n) or the blockwise curves (b) move in both plots
-            assert changed(before[0], now[0]) and changed(before[1], now[1]), (name, value)
-            n, b = ex.state.n, ex.state.block_size
-            assert _strip_width(ex) == pytest.approx(min(b, n) / n, abs=0.03), (n, b)  # b of n keys
-            before = now
-    ex.controls["n"].value = 1024
-    ex.controls["block_size"].value = 16
-    assert ex.state.blocks == 64
-    assert "64 block(s)" in ex.readout.value and "4.0 MiB" in ex.readout.value
+    ctrl = ex.controls["block_size"]
+    before = [box(pixels(ex), ax) for ax in (ax_t, ax_m, ax_b)]
+    for value in BLOCK_SIZES[::-1]:
+        if value == ctrl.value:
+            continue
+        ctrl.value = value
+        assert ex.state.block_size == value and ex.state.n == 512
+        now = [box(pixels(ex), ax) for ax in (ax_t, ax_m, ax_b)]
+        assert changed(before[0], now[0]) and changed(before[1], now[1]), value  # the blockwise curves
+        assert _strip_width(ex) == pytest.approx(min(value, 512) / 512, abs=0.03), value  # b of n keys
+        before = now
     assert ex.full_redraws == 1  # moves only redraw the live artists
+
+
+def _dilate(mask, r=3):
+    out = mask.copy()
+    for dy in range(-r, r + 1):
+        for dx in range(-r, r + 1):
+            out |= np.roll(np.roll(mask, dy, 0), dx, 1)
+    return out
+
+
+def test_only_what_moves_is_drawn_as_moving():
+    """A b move changes the blockwise curves, their markers and the block, and no other pixel:
+    the naive and SDPA curves and their markers at n stay where they were (the background)."""
+    seconds, peak, blocks = _curves()
+    ex = efficiency_explorer(1024, 128, seconds=seconds, peak_bytes=peak, blocks=blocks)
+    live = set(ex.live_artists)
+    assert all(line not in live for ax in ex.fig.axes[:2] for line in ax.lines
+               if line.get_color() != "black")  # blockwise is drawn black (STYLE)
+    ex.controls["block_size"].value = 16
+    assert ex.state.blocks == 64 and "64 block(s)" in ex.readout.value and "4.0 MiB" in ex.readout.value
+    a = pixels(ex)
+    ex.controls["block_size"].value = 512
+    b = pixels(ex)
+    black = _dilate(near(a, (0, 0, 0), tol=90) | near(b, (0, 0, 0), tol=90))  # the blockwise artists
+    moved = (a != b).any(-1) & ~black
+    H = a.shape[0]
+    bb = ex.fig.axes[2].bbox  # the block panel: the blue strip moves
+    moved[int(H - bb.y1) - 2:int(H - bb.y0) + 2, int(bb.x0) - 2:int(bb.x1) + 2] = False
+    assert not moved.any(), f"{moved.sum()} pixels moved outside the blockwise curves and the block"
+    for m, colour in (("naive", (214, 39, 40)), ("sdpa", (31, 119, 180))):  # still drawn
+        assert near(box(b, ex.fig.axes[0]), colour, tol=30).sum() > 50, m
 
 
 def test_moving_b_shows_that_bs_measurements():
@@ -121,8 +145,10 @@ def test_builds_from_its_own_measurements():
     assert ex.state.n == 32
     assert all(s > 0 for s in ex.state.seconds.values())
     assert ex.state.peak_bytes["sdpa"] == 32 * 64 * 4
-    ex.controls["n"].value = 16
-    assert ex.state.n == 16
+    ex.controls["block_size"].value = 32
+    assert ex.state.block_size == 32 and ex.state.blocks == 1
+    with pytest.raises(ValueError, match=r"n: expected one of the lengths \[16, 32\], got 64"):
+        efficiency_explorer(64, 16, lengths=[16, 32])
 
 
 def test_measure_block_sizes_measures_each_b(monkeypatch):

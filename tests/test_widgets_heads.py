@@ -8,8 +8,9 @@ from matplotlib import colormaps
 from attn.cost.counts import multi_head_cost, valid_num_heads
 from attn.examples import SENTENCE
 from attn.handbuilt.heads import diagonal_qk, vertical_qk
-from attn.widgets.heads import (D_MODELS, INPUTS, MAX_HEADS, _cached_state, _inputs, heads_explorer,
-                                heads_state)
+from attn.widgets.heads import (D_MODELS, HEAD_SLOTS, INPUTS, MAX_HEADS, _cached_state, _inputs, _module,
+                                heads_explorer, heads_state)
+from attn.two_sources import error_left, two_source_target
 
 N = len(SENTENCE)
 
@@ -169,3 +170,66 @@ def test_two_sources_picture_changes_with_d_model():
     before = pixels(ex)
     ex.controls["d_model"].value = 24
     assert changed(before, pixels(ex))
+
+
+# --- the error left on section 3's task -----------------------------------------------------
+
+def test_error_left_one_head_as_the_lesson_measured_two_heads_none():
+    """Section 3 measured about 0.4 left with one head and 0.0 with two (trained); the hand-set
+    layer of the explorer shows the same, at every d_model; random weights do not do the task."""
+    for d_model in D_MODELS[1:]:
+        one, two = heads_state(d_model, 1), heads_state(d_model, 2)
+        assert 0.35 < one.error < 0.7 and two.error < 0.02, d_model
+        assert dict(two.errors) == {h: heads_state(d_model, h).error
+                                    for h in valid_num_heads(d_model, max_heads=MAX_HEADS)}
+        assert heads_state(d_model, 2, inputs="random").error > 1.0, d_model
+    x, _ = _inputs(16, "two sources", 0)
+    with torch.no_grad():
+        out, _ = _module(16, 2, "two sources", 0)(x)
+    assert heads_state(16, 2).error == error_left(out[:, 1:], two_source_target(x))
+
+
+def _bar_heights(ex):
+    """Each bar's height as read from the picture, in the panel's units (0..1.5), and which
+    slot is dark (the chosen head count)."""
+    px = box(pixels(ex), ex.error_axes, inset=1)
+    heights, dark = [], []
+    cols = np.linspace(0, px.shape[1], len(HEAD_SLOTS) + 1).astype(int)
+    for a, b in zip(cols[:-1], cols[1:]):
+        strip = px[:, (3 * a + b) // 4:(a + 3 * b) // 4]  # the middle half of the slot
+        light, deep = near(strip, (198, 219, 239), tol=6), near(strip, (8, 81, 156), tol=6)
+        rows = np.nonzero((light | deep).all(1))[0]  # rows the bar fills (not the narrow triangle)
+        heights.append(0.0 if len(rows) == 0 else (px.shape[0] - rows.min()) / px.shape[0] * 1.5)
+        dark.append(bool(deep.sum() > 20))
+    return heights, dark
+
+
+def test_heads_control_shows_the_error_beside_the_weights():
+    ex = heads_explorer(d_model=16, num_heads=2)
+    for h in (1, 2, 4, 8):
+        ex.controls["num_heads"].value = h
+        heights, dark = _bar_heights(ex)
+        i = HEAD_SLOTS.index(h)
+        assert [k for k, d in enumerate(dark) if d] == [i] or (ex.state.error < 0.02 and not any(dark)), h
+        for slot, e in zip(HEAD_SLOTS, heights):
+            want = dict(ex.state.errors).get(slot, 0.0)
+            assert e == pytest.approx(want, abs=0.03), (h, slot)
+        assert ex.state.error == dict(ex.state.errors)[h]
+        assert f"error left <b>{ex.state.error:.2f}</b>" in ex.readout.value
+    ex.controls["num_heads"].value = 1
+    one = box(pixels(ex), ex.error_axes)
+    ex.controls["num_heads"].value = 2
+    assert changed(one, box(pixels(ex), ex.error_axes))  # the dark bar and the title move
+
+
+def test_d_model_and_input_change_the_error_panel():
+    ex = heads_explorer(d_model=16, num_heads=2)
+    heights16, _ = _bar_heights(ex)
+    assert heights16[HEAD_SLOTS.index(3)] == 0.0  # 3 does not divide 16: no bar
+    ex.controls["d_model"].value = 24
+    heights24, _ = _bar_heights(ex)
+    assert heights24[HEAD_SLOTS.index(3)] > 0.1 and heights24[HEAD_SLOTS.index(6)] > 0.1
+    ex.controls["inputs"].value = "random"
+    heights, _ = _bar_heights(ex)
+    assert all(heights[HEAD_SLOTS.index(h)] > 1.0 for h in valid_num_heads(24, max_heads=MAX_HEADS))
+    assert "random weights, never trained for it" in ex.readout.value

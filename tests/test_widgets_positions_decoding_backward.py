@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _pictures import box, cell, changed, pixels
+from _pictures import box, cell, changed, near, pixels
 
 from attn import scaled_dot_product_attention
 from attn.decoding import step_cost
@@ -154,9 +154,75 @@ def test_cell_gradient_errors():
         cell_gradient(0, 0, 8, "yes")
 
 
-def test_backward_explorer_marks_the_picked_cell_in_every_map():
+def test_cell_gradient_carries_the_package_backward_pass():
+    """dQ, dK, dV are attention_backward's; each row of dS sums to 0; dQ_i is scale * dS_i K."""
+    for d_k, scaled in ((8, True), (512, False)):
+        c = cell_gradient(3, 1, d_k, scaled)
+        q, k, v, d_out = (torch.from_numpy(np.array(a)) for a in (c.Q, c.K, c.V, c.dO))
+        for got, want in zip((c.dQ, c.dK, c.dV), attention_backward(q, k, v, d_out, scale=c.scale)):
+            np.testing.assert_allclose(got, want.numpy(), atol=1e-12)
+        np.testing.assert_allclose(c.O, c.W @ c.V, atol=1e-12)
+        np.testing.assert_allclose(c.S, c.scale * c.Q @ c.K.T, atol=1e-12)
+        np.testing.assert_allclose(c.dS.sum(1), 0.0, atol=1e-12)
+        np.testing.assert_allclose(c.dQ[3], c.scale * c.dS[3] @ c.K, atol=1e-12)
+        assert c.dq_norm == pytest.approx(np.linalg.norm(c.dQ[3]))
+        assert c.dk_norm == pytest.approx(np.linalg.norm(c.dK[1]))
+
+
+# Which row or key each map frames (the path of entry (i, j)), as the explorer draws it.
+FRAMES_ROW = ("S", "W", "O", "dO", "dW", "dS", "dQ")  # row i
+FRAMES_KEY = ("V", "dK")  # row j
+GREEN, ORANGE = (44, 160, 44), (255, 127, 14)
+
+
+def _framed_rows(ex, name):
+    """The cell rows of a map whose left edge is the frame's colour, read from the picture."""
+    m = ex.maps[name]
+    L, S = m.cells.values.shape
+    px = pixels(ex)
+    colour = ORANGE if name in ("S", "W", "V", "O") else GREEN
+    return [i for i in range(L) if near(cell(px, m.ax, L, S, i, 0)[:, 1:3], colour, tol=40).mean() > 0.6]
+
+
+def _framed_columns(ex, name):
+    """The cell columns of a map whose left edge is green in a row the row frame is not on."""
+    m = ex.maps[name]
+    L, S = m.cells.values.shape
+    px = pixels(ex)
+    r = (ex.state.row + 3) % L
+    return [j for j in range(S) if near(cell(px, m.ax, L, S, r, j)[:, 1:3], GREEN, tol=40).mean() > 0.6]
+
+
+def test_backward_explorer_frames_the_path_of_the_chosen_entry():
     ex = backward_explorer(row=0, key=0)
-    before = {n: box(pixels(ex), m.ax) for n, m in ex.maps.items()}
-    ex.controls["key"].value = 4
-    after = {n: box(pixels(ex), m.ax) for n, m in ex.maps.items()}
-    assert all(changed(before[n], after[n]) for n in ex.maps)  # the mark moved in W, dW and dS
+    for row, key in ((2, 4), (5, 1), (0, 3)):
+        ex.controls["row"].value, ex.controls["key"].value = row, key
+        for name in FRAMES_ROW:
+            assert _framed_rows(ex, name) == [row], (name, row, key)
+        for name in FRAMES_KEY:
+            assert _framed_rows(ex, name) == [key], (name, row, key)
+        assert _framed_columns(ex, "dS") == [key]  # column j of dS: what reaches key j
+
+
+def test_backward_explorer_row_and_key_move_only_their_maps():
+    ex = backward_explorer(row=0, key=0)
+    for control, value, moves in (("key", 4, {"S", "W", "dW", "dS", "V", "dK"}),
+                                  ("row", 3, {"S", "W", "dW", "dS", "O", "dO", "dQ"})):
+        before = {n: box(pixels(ex), m.ax) for n, m in ex.maps.items()}
+        ex.controls[control].value = value
+        after = {n: box(pixels(ex), m.ax) for n, m in ex.maps.items()}
+        assert {n for n in ex.maps if changed(before[n], after[n])} == moves, control
+
+
+def test_backward_explorer_unscaled_large_d_k_fades_the_score_gradients():
+    ex = backward_explorer(row=0, key=0, d_k=512, scaled=True)
+    ds_ax, dq_ax = ex.maps["dS"].ax, ex.maps["dQ"].ax
+
+    def colour_spread(ax):  # how far the cells are from the map's white centre
+        return np.abs(box(pixels(ex), ax, inset=3) - 247).mean()
+
+    before = colour_spread(ds_ax), colour_spread(dq_ax)
+    ex.controls["scaled"].value = False
+    after = colour_spread(ds_ax), colour_spread(dq_ax)
+    assert after[0] < 0.5 * before[0] and after[1] < 0.5 * before[1]
+    assert "first 8 of 512" in ex.maps["dQ"].title.text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -25,7 +26,9 @@ from matplotlib.text import Text
 
 from ._checks import to_numpy
 
-__all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "Heatmap", "heatmap", "HeadGrid", "head_grid"]
+__all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "relative_luminance",
+           "contrast_ratio", "text_colors", "is_diverging", "real_minus", "Heatmap", "heatmap",
+           "HeadGrid", "head_grid"]
 
 
 def new_figure(width: float, height: float, dpi: int = 72) -> Figure:
@@ -66,6 +69,75 @@ def _font_path() -> str:
 def token_font(size: float = 10) -> FontProperties:
     """A font that has the course's Chinese tokens (a Noto Sans CJK SC subset, shipped)."""
     return FontProperties(fname=_font_path(), size=size)
+
+
+def relative_luminance(rgb: object) -> np.ndarray:
+    """WCAG 2.x relative luminance of sRGB colours: 0 for black, 1 for white.
+
+    Args:
+        rgb: (..., 3) floats in [0, 1] (an alpha channel, (..., 4), is ignored).
+
+    Returns:
+        (...,) floats: 0.2126 R + 0.7152 G + 0.0722 B of the linearised channels.
+    """
+    c = np.asarray(rgb, dtype=float)
+    if c.ndim == 0 or c.shape[-1] not in (3, 4):
+        raise ValueError(f"rgb: expected colours of shape (..., 3) or (..., 4), got {c.shape}")
+    c = c[..., :3]
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def contrast_ratio(a: object, b: object) -> np.ndarray:
+    """WCAG 2.x contrast ratio of two colours: from 1 (the same) to 21 (black on white);
+    text needs at least 4.5.
+
+    Args:
+        a, b: (..., 3) or (..., 4) colours in [0, 1], broadcast against each other.
+
+    Returns:
+        (...,) floats: (lighter luminance + 0.05) / (darker luminance + 0.05).
+    """
+    la, lb = relative_luminance(a), relative_luminance(b)
+    return (np.maximum(la, lb) + 0.05) / (np.minimum(la, lb) + 0.05)
+
+
+def text_colors(rgb: object) -> np.ndarray:
+    """The text colour, "black" or "white", with the higher contrast on each background.
+
+    One of the two always reaches 4.58:1: black's ratio (Y + 0.05) / 0.05 and white's
+    1.05 / (Y + 0.05) are equal only at Y = 0.179, where both are 4.58.
+
+    Args:
+        rgb: (..., 3) backgrounds in [0, 1] (or (..., 4): alpha ignored).
+
+    Returns:
+        (...,) array of "black" / "white".
+    """
+    y = relative_luminance(rgb)
+    return np.where((y + 0.05) / 0.05 >= 1.05 / (y + 0.05), "black", "white")
+
+
+def is_diverging(cmap: object) -> bool:
+    """True for a colour map lighter in its middle than at both ends (RdBu_r, PuOr): its sign
+    is carried by hue, which a grey print or a colour-blind reader may lose.
+
+    Args:
+        cmap: a matplotlib ``Colormap`` (called on [0, 0.5, 1]).
+    """
+    ends_and_middle = relative_luminance(np.asarray(cmap([0.0, 0.5, 1.0]))[:, :3])  # (3,)
+    return bool(ends_and_middle[1] > max(ends_and_middle[0], ends_and_middle[2]) + 0.1)
+
+
+MINUS = "\u2212"  #: the minus sign, as wide as "+" (the hyphen "-" is a short dash)
+
+
+def real_minus(text: str) -> str:
+    """``text`` with each hyphen that signs a number ("-0.07", "x -1", "-inf") written as the
+    minus sign "\u2212": the hyphen is a short dash that touches the digit after it at 7-8 px."""
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected a str, got {type(text).__name__}")
+    return re.sub(r"(?<![\w.])-(?=[0-9.]|inf)", MINUS, text)
 
 
 @dataclass
@@ -113,15 +185,14 @@ class Heatmap:
         L, S = w.shape
         while len(self.texts) < L * S:  # grow the pool once; later moves reuse it
             self.texts.append(self.ax.text(0, 0, "", ha="center", va="center", fontsize=8))
-        vmin, vmax = self.image.get_clim()
-        mid = (vmin + vmax) / 2
+        colors = text_colors(self.image.to_rgba(w))  # (L, S): the cell's own colour, NaN's too
         for n, t in enumerate(self.texts):
             if n < L * S:
                 i, j = divmod(n, S)
                 v = w[i, j]
                 t.set_position((j, i))
-                t.set_text("NaN" if np.isnan(v) else self.fmt.format(v))
-                t.set_color("white" if (not np.isnan(v) and v > mid) else "black")
+                t.set_text("NaN" if np.isnan(v) else real_minus(self.fmt.format(v)))
+                t.set_color(str(colors[i, j]))
                 t.set_visible(True)
             else:
                 t.set_visible(False)

@@ -5,8 +5,9 @@ each), and tick labels on a resized axes are laid out several times per draw: an
 with 8 labelled maps spent 100-350 ms per move on them. Here each distinct
 (string, size, colour, font, rotation) is rendered once with FreeType (``text_bitmap``) and
 kept; a frame pastes the kept bitmaps into one RGBA array and hands it to the renderer in a
-single ``draw_image`` call (pixel-exact, no resampling). ``attn.widgets._mapview`` builds the
-explorers' one map view from these pieces and its cells.
+single ``draw_image`` call (pixel-exact, no resampling). Numbers are laid out here, not by
+FreeType, so that their points, minus signs and digits stay apart at 7-8 px (``text_bitmap``).
+``attn.widgets._mapview`` builds the explorers' one map view from these pieces and its cells.
 
 Every artist here places itself from its axes' box at draw time and ignores the data limits:
 an (L, S) map's labels always sit on the axes' cells, whatever L and S were before. The
@@ -17,6 +18,7 @@ Shape legend: L rows (queries), S columns (keys); bitmaps are (h, w, 4) uint8 RG
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Sequence
 
@@ -26,7 +28,9 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_rgb
 from matplotlib.font_manager import FontProperties, findfont, get_font
 
-__all__ = ["text_bitmap", "cell_edges", "BitmapText", "CellText", "AxesTitle", "TickLabels"]
+from ..plotting import MINUS, real_minus
+
+__all__ = ["text_bitmap", "point_metrics", "cell_edges", "BitmapText", "CellText", "AxesTitle", "TickLabels"]
 
 _HA = ("left", "center", "right")
 _VA = ("bottom", "baseline", "center", "top")
@@ -47,6 +51,11 @@ def text_bitmap(text: str, *, size: float = 8.0, color: str = "black",
                 font: str | FontProperties | None = None, rotation: int = 0,
                 dpi: float = 72.0) -> np.ndarray:
     """``text`` rendered once with FreeType into an RGBA bitmap, cropped to its ink.
+
+    Legible at 1x: a hyphen that signs a number is drawn as the minus sign "−" (the font's own
+    hyphen is a short dash touching the digit), a decimal point as a dark square with empty
+    columns each side (``point_metrics``), and a number glyph by glyph with an empty column
+    between glyphs (at 7-8 px FreeType's hinted digits touch: "283" for "2.83").
 
     Args:
         text: the string ("" gives a (1, 1) transparent bitmap).
@@ -75,6 +84,83 @@ def text_bitmap(text: str, *, size: float = 8.0, color: str = "black",
     return _render(text, float(size), rgb, _font_file(font), int(rotation), float(dpi))[0]
 
 
+#: A decimal point: a "." with a digit after it ("2.83", ".5", "-0.07"; not a sentence's end).
+_POINT = re.compile(r"\.(?=[0-9])")
+#: A number as the maps write it: digits, signs, points, and "*", "%" or "," after them.
+_NUMBER = re.compile(r"[0-9.,+*%\u2212-]*[0-9][0-9.,+*%\u2212-]*")
+
+
+def point_metrics(size: float, dpi: float = 72.0) -> tuple[int, int]:
+    """(side, gap) in pixels of a decimal point drawn at ``size`` points: a dark square of
+    ``side`` x ``side`` pixels sitting on the baseline, with ``gap`` empty columns on each side.
+
+    FreeType draws DejaVu's point at 7-8 px as one or two grey pixels (alpha 57-147 of 255)
+    with no empty column before the next digit, so "2.83" read as "283" at 1x. The point is
+    drawn here instead: at least 2 x 2 fully dark pixels and at least 1 empty column each side
+    (about 0.12 em of each at larger sizes, DejaVu's own proportions)."""
+    px = size * dpi / 72  # the em in pixels
+    return max(2, int(round(0.12 * px))), max(1, int(round(0.12 * px)))
+
+
+def _freetype(text: str, size: float, path: str, dpi: float) -> tuple[np.ndarray, int]:
+    """FreeType's rendering of ``text``: (alpha (h, w) uint8 cropped to its ink columns,
+    descent: pixels from the bitmap's bottom up to the baseline, less 1). The bitmap has one
+    empty row under the lowest ink (FreeType's padding): its baseline is ``descent + 1``
+    rows above its bottom."""
+    font = get_font(path)  # matplotlib's shared FT2Font for this file
+    font.clear()
+    font.set_size(size, dpi)
+    font.set_text(text, 0.0)
+    font.draw_glyphs_to_bitmap(antialiased=True)
+    descent = int(round(font.get_descent() / 64))  # 26.6 fixed point -> pixels
+    alpha = np.asarray(font.get_image(), dtype=np.uint8)  # (h, w)
+    cols = np.flatnonzero(alpha.any(axis=0))
+    alpha = alpha[:, cols[0]:cols[-1] + 1] if cols.size else alpha[:1, :1] * 0
+    return alpha, descent
+
+
+def _with_points(text: str, size: float, path: str, dpi: float) -> tuple[np.ndarray, int]:
+    """``text`` as FreeType draws it, except that every decimal point is a ``point_metrics``
+    square with ``gap`` empty columns each side, and that a number ("−0.07", "2.83*": only
+    digits, signs, points and "*%,") is laid out glyph by glyph with ``gap`` empty columns
+    between glyphs: at 7-8 px the hinted digits of DejaVu touch ("35" and "07" join up).
+
+    Returns:
+        (alpha (h, w) uint8, descent as ``_freetype``).
+    """
+    number = bool(_NUMBER.fullmatch(text))
+    if number:
+        pieces = list(text)  # one glyph each, the points among them
+    else:
+        pieces = [p for part in _POINT.split(text) for p in (part, ".")][:-1]  # text, ".", text
+        pieces = [p for p in pieces if p]
+        if len(pieces) == 1:
+            return _freetype(text, size, path, dpi)
+    side, gap = point_metrics(size, dpi)
+    drawn = [None if p == "." else _freetype(p, size, path, dpi) for p in pieces]
+    # rows above the baseline and from the baseline down to the bottom, over all pieces
+    above = max([side] + [a.shape[0] - d - 1 for a, d in filter(None, drawn)])
+    below = max([1] + [d + 1 for a, d in filter(None, drawn)])
+    columns = []  # (h, w) blocks, left to right, with gap columns between them
+    for piece in drawn:
+        if piece is None:  # a decimal point, sitting on the baseline
+            block = np.zeros((above + below, side), dtype=np.uint8)
+            block[above - side:above] = 255
+        else:
+            a, d = piece
+            if number:  # a glyph's faint edge columns (under 1/8 ink) go: the gap is the gap
+                strong = np.flatnonzero(a.max(axis=0) >= 32)
+                a = a[:, strong[0]:strong[-1] + 1] if strong.size else a
+            block = np.zeros((above + below, a.shape[1]), dtype=np.uint8)
+            top = above - (a.shape[0] - d - 1)  # its baseline on the common baseline
+            block[top:top + a.shape[0]] = a
+        if columns:
+            columns.append(np.zeros((above + below, gap), dtype=np.uint8))
+        columns.append(block)
+    alpha = np.concatenate(columns, axis=1)  # (h, w)
+    return alpha, below - 1
+
+
 @lru_cache(maxsize=4096)
 def _render(text: str, size: float, rgb: tuple[float, float, float], path: str, rotation: int,
             dpi: float) -> tuple[np.ndarray, int]:
@@ -83,15 +169,10 @@ def _render(text: str, size: float, rgb: tuple[float, float, float], path: str, 
     if not text:
         out = np.zeros((1, 1, 4), dtype=np.uint8)
     else:
-        font = get_font(path)  # matplotlib's shared FT2Font for this file
-        font.clear()
-        font.set_size(size, dpi)
-        font.set_text(text, 0.0)
-        font.draw_glyphs_to_bitmap(antialiased=True)
-        descent = int(round(font.get_descent() / 64))  # 26.6 fixed point -> pixels
-        alpha = np.asarray(font.get_image(), dtype=np.uint8)  # (h, w)
-        cols = np.flatnonzero(alpha.any(axis=0))
-        alpha = alpha[:, cols[0]:cols[-1] + 1] if cols.size else alpha[:1, :1]
+        text = real_minus(text)  # "-0.07" is drawn "−0.07": the hyphen is a short dash
+        if MINUS in text and get_font(path).get_char_index(ord(MINUS)) == 0:
+            text = text.replace(MINUS, "-")  # a font without the minus sign (the CJK subset)
+        alpha, descent = _with_points(text, size, path, dpi)  # (h, w)
         out = np.zeros((*alpha.shape, 4), dtype=np.uint8)  # (h, w, 4)
         out[..., :3] = np.round(np.asarray(rgb) * 255).astype(np.uint8)
         out[..., 3] = alpha

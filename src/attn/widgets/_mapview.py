@@ -26,6 +26,7 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.colors import Colormap, Normalize, to_rgba
 from matplotlib.font_manager import FontProperties
 
+from ..plotting import is_diverging, text_colors
 from ._bitmaps import AxesTitle, CellText, TickLabels, cell_edges
 
 __all__ = ["CellMap", "MapView"]
@@ -42,9 +43,16 @@ class CellMap(Artist):
     """An (L, S) map drawn as coloured cells filling ``ax``'s box, in one ``draw_image`` call.
 
     NaN takes the colour map's "bad" colour; ``blocked`` cells take ``blocked_color``. On top
-    of the cells, in this order: ``boxes`` (a frame around each given block of cells), ``marks``
-    (a dot in each marked cell) and, with ``numbers=True``, a string in every cell, dark on
-    light cells and light on dark ones (``strings`` replaces the formatted values).
+    of the cells, in this order: ``boxes`` (a frame around each given block of cells), sign
+    bars, ``marks`` (a dot in each marked cell) and, with ``numbers=True``, a string in every cell,
+    black or white, whichever contrasts more with the cell (WCAG 2.x: at least 4.58:1 on any
+    colour); ``strings`` replaces the formatted values (a hyphen that signs a number is drawn
+    as the minus sign "−", as all text of ``attn.widgets._bitmaps``).
+
+    A diverging map (``attn.plotting.is_diverging``: RdBu_r, PuOr) shows its sign by hue,
+    which greyscale and colour-blind readers lose: a printed number keeps its minus sign, and
+    where no number is printed, ``signs`` draws a short bar (a minus) in every cell below the
+    middle of ``clim``.
 
     Args:
         ax: where to draw (its data limits are ignored: the map fills the axes).
@@ -54,6 +62,8 @@ class CellMap(Artist):
         frame: a 1-pixel black frame around the map.
         box_color, box_width: the frames drawn around ``boxes`` (pixels).
         mark_color, mark_radius: the dots drawn on ``marks`` (pixels).
+        signs: draw the minus bars (None: when the colour map is diverging and ``numbers`` is
+            False).
 
     Attributes:
         values: (L, S) float array drawn now; blocked, marks: (L, S) bool or None;
@@ -63,7 +73,8 @@ class CellMap(Artist):
     def __init__(self, ax: Axes, cmap: str | Colormap = "Blues", clim: tuple[float, float] = (0.0, 1.0),
                  *, numbers: bool = False, fmt: str = "{:.2f}", size: float = 8.0,
                  font: str | FontProperties | None = None, frame: bool = True, blocked_color: str = "0.5", box_color: str = "black",
-                 box_width: int = 3, mark_color: str = "tab:orange", mark_radius: int = 2) -> None:
+                 box_width: int = 3, mark_color: str = "tab:orange", mark_radius: int = 2,
+                 signs: bool | None = None) -> None:
         if not isinstance(ax, Axes):
             raise TypeError(f"ax: expected a matplotlib Axes, got {type(ax).__name__}")
         if len(clim) != 2 or not clim[0] < clim[1]:
@@ -79,6 +90,9 @@ class CellMap(Artist):
         self._box_rgba, self._box_width = _rgba255(box_color), int(box_width)
         self._mark_rgba, self._mark_radius = _rgba255(mark_color), int(mark_radius)
         self._fmt = fmt
+        if signs is not None and not isinstance(signs, bool):
+            raise TypeError(f"signs: expected True, False or None, got {type(signs).__name__}")
+        self.signs = (is_diverging(self.cmap) and not numbers) if signs is None else signs
         self.text = CellText(ax, size=size, font=font, add=False) if numbers else None  # drawn after the cells
         self.values = np.zeros((1, 1))
         self.blocked: np.ndarray | None = None
@@ -127,7 +141,7 @@ class CellMap(Artist):
         return rgba
 
     def _pixels(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """The cells, frames and dots as one (H, W, 4) array, row 0 on top."""
+        """The cells, frames, sign bars and dots as one (H, W, 4) array, row 0 on top."""
         rgba = self.rgba()
         cells = np.repeat(np.repeat(rgba, -np.diff(y), axis=0), np.diff(x), axis=1)  # (H, W, 4)
         rows, cols = y[0] - y, x - x[0]  # cell edges as array indices, (L + 1,), (S + 1,)
@@ -138,6 +152,17 @@ class CellMap(Artist):
             cells[bottom - w:bottom, left:right] = self._box_rgba
             cells[top:bottom, left:left + w] = self._box_rgba
             cells[top:bottom, right - w:right] = self._box_rgba
+        if self.signs:
+            ink = np.where(text_colors(rgba / 255.0) == "black", 0, 255).astype(np.uint8)  # (L, S)
+            middle = (self.norm.vmin + self.norm.vmax) / 2
+            below = self.values < middle  # (L, S); NaN compares False: no bar
+            if self.blocked is not None:
+                below &= ~self.blocked
+            for i, j in zip(*np.nonzero(below)):
+                height, width = rows[i + 1] - rows[i], cols[j + 1] - cols[j]
+                half_w, thick = max(1, int(width * 0.15)), max(1, int(round(height * 0.06)))
+                cy, cx = (rows[i] + rows[i + 1]) // 2, (cols[j] + cols[j + 1]) // 2
+                cells[cy - thick // 2:cy - thick // 2 + thick, cx - half_w:cx + half_w, :3] = ink[i, j]
         if self.marks is not None:
             r = self._mark_radius
             dy, dx = np.mgrid[-r:r + 1, -r:r + 1]
@@ -163,10 +188,10 @@ class CellMap(Artist):
         renderer.draw_image(gc, x[0], y[-1], np.ascontiguousarray(self._pixels(x, y)[::-1]))
         gc.restore()
         if self.text is not None:
-            light = self.rgba()[..., :3].astype(float) @ np.array([0.299, 0.587, 0.114]) > 140  # (L, S)
             strings = self._strings or [["NaN" if np.isnan(v) else self._fmt.format(v) for v in row]
                                         for row in self.values]
-            self.text.set_strings(strings, [["black" if ok else "white" for ok in row] for row in light])
+            self.text.set_strings(strings,
+                                  text_colors(self.rgba() / 255.0).tolist())  # (L, S)
             self.text.draw(renderer)
         self.stale = False
 
@@ -178,7 +203,7 @@ class MapView:
 
     Args:
         ax: the box the map fills (turned off as an axes: no ticks, spines or patch).
-        cmap, clim, numbers, fmt, box_color, mark_color: as ``CellMap``.
+        cmap, clim, numbers, fmt, box_color, mark_color, signs: as ``CellMap``.
         number_size, number_font: size and font of the numbers (or strings); notes: a second, smaller line in each cell
             (``set(notes=...)``), with the numbers moved up to make room.
         font, label_size, rotate: the token labels (``TickLabels``); x_labels / y_labels
@@ -196,13 +221,15 @@ class MapView:
                  label_size: float = 8.0, rotate: bool = False, x_labels: bool = True,
                  y_labels: bool = True, title_size: float = 9.0,
                  title_font: str | FontProperties | None = None, box_color: str = "black",
-                 mark_color: str = "tab:orange", blocked_color: str = "0.5") -> None:
+                 mark_color: str = "tab:orange", blocked_color: str = "0.5",
+                 signs: bool | None = None) -> None:
         if not isinstance(ax, Axes):
             raise TypeError(f"ax: expected a matplotlib Axes, got {type(ax).__name__}")
         ax.set_axis_off()  # the map draws its own frame; the axes is only its box
         self.ax = ax
         self.cells = CellMap(ax, cmap, clim, numbers=numbers or notes, fmt=fmt, size=number_size,
-                             font=number_font, box_color=box_color, mark_color=mark_color, blocked_color=blocked_color)
+                             font=number_font, box_color=box_color, mark_color=mark_color, blocked_color=blocked_color,
+                             signs=signs)
         self.notes = CellText(ax, size=number_size - 1, add=False, dy=0.22) if notes else None
         if self.notes is not None:
             self.cells.text.dy = -0.18
@@ -226,8 +253,8 @@ class MapView:
         if notes is not None:
             if self.notes is None:
                 raise ValueError("notes: this map was built without notes=True")
-            light = self.cells.rgba()[..., :3].astype(float) @ np.array([0.299, 0.587, 0.114]) > 140
-            self.notes.set_strings(notes, [["black" if ok else "white" for ok in row] for row in light])
+            self.notes.set_strings(notes,
+                                   text_colors(self.cells.rgba() / 255.0).tolist())  # (L, S)
 
     def artists(self) -> list[Artist]:
         """What an explorer draws for this map, in order (the notes after the cells)."""

@@ -1,11 +1,22 @@
-"""One entry of the softmax's backward pass, computed in front of you (notebook 11).
+"""The softmax's backward pass, flowing through one query row and one key (notebook 11).
 
-Six queries and six keys of size d_k (seeded, standard normal), with values and an upstream
-gradient dO. Three maps: the weights W, the gradient dW = dO V^T that reaches them, and the
-gradient dS = W * (dW - rowsum(dW * W)) that reaches the scores. Pick a query row and a key: the
-cell is marked in every map and the readout writes the formula out with its numbers. The d_k
-drop-down and the scale switch show what notebook 02 claimed: without the 1/sqrt(d_k) scale, a
-large d_k saturates each row of W and dS fades to almost nothing.
+Six queries and six keys of size d_k (seeded, standard normal), with values V and an upstream
+gradient dO (4 numbers per row). Two rows of maps, the forward pass on top and the backward
+pass below, everything computed by the package (``attn.functional.scaled_dot_product_attention``
+forward, ``attn.functional.attention_backward`` for dQ, dK, dV):
+
+    forward (top, left to right):      V,  S = scale Q Kᵀ  ->  W = softmax(S)  ->  O = W V
+    backward (bottom, right to left):  dO  ->  dW = dO Vᵀ  ->  dS = W ⊙ (dW − rowsum(dW ⊙ W))
+                                       ->  dQ = scale dS K,  dK = scale dSᵀ Q
+
+Each backward map sits under its forward one (dS under S, dW under W, dO under O). Pick a
+query row i and a key j: every map frames what the gradient passes through on its way. Row i
+of O and dO (the output and its gradient), row i of dW and dS (which the softmax mixes: the
+row sum), the cell (i, j) marked; column j of dS, which reaches key j; row i of dQ and row j
+of dK (what arrives). V's row j is what dW[i, j] = dO_i · V_j reads. The readout writes the
+entry's path out with its numbers (and |dV_j|, dV = Wᵀ dO). The d_k drop-down and the scale
+switch show what notebook 02 claimed: without the 1/sqrt(d_k) scale, a large d_k saturates
+each row of W, and dS, dQ and dK fade to almost nothing.
 """
 from __future__ import annotations
 
@@ -16,97 +27,199 @@ from functools import lru_cache
 import ipywidgets as widgets
 import numpy as np
 import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch
 
 from .._checks import check_bool, check_choice, check_int
-from ..functional import scaled_dot_product_attention
+from ..functional import attention_backward, scaled_dot_product_attention
 from ..plotting import new_figure
 from ._base import Explorer
 from ._mapview import MapView
 
-__all__ = ["N", "D_K_CHOICES", "CellGradient", "cell_gradient", "backward_explorer"]
+__all__ = ["N", "D_V", "D_K_CHOICES", "SHOWN_COLUMNS", "CellGradient", "cell_gradient", "backward_explorer"]
 
 N = 6
+D_V = 4
 D_K_CHOICES = (2, 8, 32, 128, 512)
+#: dQ and dK have d_k columns; the picture shows at most the first 8.
+SHOWN_COLUMNS = 8
 
 
 @lru_cache(maxsize=32)
-def _maps(d_k: int, scaled: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pass(d_k: int, scaled: bool) -> dict[str, np.ndarray]:
+    """Every tensor of the forward and backward pass, as read-only (N, ·) arrays."""
     g = torch.Generator().manual_seed(11)
     q, k = (torch.randn(N, d_k, dtype=torch.float64, generator=g) for _ in range(2))
-    v, d_out = (torch.randn(N, 4, dtype=torch.float64, generator=g) for _ in range(2))
-    _, w = scaled_dot_product_attention(q, k, v, scale=1 / math.sqrt(d_k) if scaled else 1.0)  # (N, N)
-    d_w = d_out @ v.T  # (N, 4) @ (4, N) -> (N, N)
-    d_s = w * (d_w - (d_w * w).sum(dim=-1, keepdim=True))  # (N, N)
-    return w.numpy(), d_w.numpy(), d_s.numpy()
+    v, d_out = (torch.randn(N, D_V, dtype=torch.float64, generator=g) for _ in range(2))
+    scale = 1 / math.sqrt(d_k) if scaled else 1.0
+    out, w = scaled_dot_product_attention(q, k, v, scale=scale)  # (N, D_V), (N, N)
+    d_q, d_k_, d_v = attention_backward(q, k, v, d_out, scale=scale)  # (N, d_k), (N, d_k), (N, D_V)
+    d_w = d_out @ v.T  # (N, D_V) @ (D_V, N) -> (N, N), the step inside attention_backward
+    d_s = w * (d_w - (d_w * w).sum(dim=-1, keepdim=True))  # (N, N), its softmax step
+    arrays = {"Q": q, "K": k, "V": v, "S": scale * q @ k.T, "W": w, "O": out, "dO": d_out,
+              "dW": d_w, "dS": d_s, "dQ": d_q, "dK": d_k_, "dV": d_v}
+    result = {}
+    for name, t in arrays.items():
+        a = t.numpy().copy()
+        a.setflags(write=False)  # cached and shared
+        result[name] = a
+    return result
 
 
 @dataclass(frozen=True)
 class CellGradient:
-    """dS[i, j] = W[i, j] * (dW[i, j] - row_term), with row_term = sum_k dW[i, k] W[i, k].
+    """dS[i, j] = W[i, j] * (dW[i, j] - row_term), with row_term = sum_k dW[i, k] W[i, k], and
+    where it goes: scale * dS[i, j] K_j into dQ_i, scale * dS[i, j] Q_i into dK_j.
 
     Attributes:
-        row, key, d_k, scaled: the inputs.
-        W, dW, dS: (N, N) maps; row_term: the row's sum; value: dS[row, key];
-        row_size: sum_k |dS[row, k]|; row_max_weight: max_k W[row, k].
+        row, key, d_k, scaled: the inputs; scale: 1/sqrt(d_k) or 1.
+        S, W, dW, dS: (N, N) maps; V, O, dO, dV: (N, D_V); Q, K, dQ, dK: (N, d_k).
+        row_term: the row's sum; value: dS[row, key];
+        row_size: sum_k |dS[row, k]|; row_max_weight: max_k W[row, k];
+        dq_norm: |dQ[row]|; dk_norm: |dK[key]|; dv_norm: |dV[key]|.
     """
 
     row: int
     key: int
     d_k: int
     scaled: bool
+    scale: float
+    S: np.ndarray
     W: np.ndarray
     dW: np.ndarray
     dS: np.ndarray
+    V: np.ndarray
+    O: np.ndarray
+    dO: np.ndarray
+    Q: np.ndarray
+    K: np.ndarray
+    dQ: np.ndarray
+    dK: np.ndarray
+    dV: np.ndarray
     row_term: float
     value: float
     row_size: float
     row_max_weight: float
+    dq_norm: float
+    dk_norm: float
+    dv_norm: float
 
 
 def cell_gradient(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = True) -> CellGradient:
+    """The forward and backward pass of one seeded head, and the path of entry (row, key).
+
+    Args:
+        row: the query row i, 0..N-1.
+        key: the key j, 0..N-1.
+        d_k: the size of queries and keys, one of ``D_K_CHOICES``.
+        scaled: scale the scores by 1/sqrt(d_k) (else by 1).
+
+    Returns:
+        A ``CellGradient``.
+    """
     row = check_int("row", row, low=0, high=N - 1)
     key = check_int("key", key, low=0, high=N - 1)
     check_choice("d_k", d_k, D_K_CHOICES)
     check_bool("scaled", scaled)
-    w, d_w, d_s = _maps(d_k, scaled)
-    row_term = float((d_w[row] * w[row]).sum())
-    return CellGradient(row, key, d_k, scaled, w, d_w, d_s, row_term, float(d_s[row, key]),
-                        float(np.abs(d_s[row]).sum()), float(w[row].max()))
+    a = _pass(d_k, scaled)
+    w, d_w, d_s = a["W"], a["dW"], a["dS"]
+    return CellGradient(
+        row, key, d_k, scaled, 1 / math.sqrt(d_k) if scaled else 1.0,
+        a["S"], w, d_w, d_s, a["V"], a["O"], a["dO"], a["Q"], a["K"], a["dQ"], a["dK"], a["dV"],
+        row_term=float((d_w[row] * w[row]).sum()), value=float(d_s[row, key]),
+        row_size=float(np.abs(d_s[row]).sum()), row_max_weight=float(w[row].max()),
+        dq_norm=float(np.linalg.norm(a["dQ"][row])), dk_norm=float(np.linalg.norm(a["dK"][key])),
+        dv_norm=float(np.linalg.norm(a["dV"][key])))
+
+
+def _signed(x: float) -> str:
+    """x to 3 decimals, in brackets when negative (so that "a − (−b)" reads right)."""
+    return f"({x:.3f})" if x < 0 else f"{x:.3f}"
 
 
 def _readout(c: CellGradient) -> str:
     i, j = c.row, c.key
-    return (f"<p><b>dS[{i}, {j}]</b> = W[{i}, {j}] × (dW[{i}, {j}] − Σ<sub>k</sub> dW[{i}, k] W[{i}, k]) = "
-            f"{c.W[i, j]:.3f} × ({c.dW[i, j]:.3f} − {c.row_term:.3f}) = <b>{c.value:.4f}</b><br>"
-            f"Row {i}: largest weight {c.row_max_weight:.3f}, Σ|dS| = {c.row_size:.3f} "
+    scale = f"1/√{c.d_k}" if c.scaled else "1"
+    return (f"<p>Forward: S[{i}, {j}] = {scale} · Q<sub>{i}</sub>·K<sub>{j}</sub> = {c.S[i, j]:.3f}, "
+            f"W[{i}, {j}] = {c.W[i, j]:.3f} (row {i}'s largest weight {c.row_max_weight:.3f}).<br>"
+            f"Backward: dW[{i}, {j}] = dO<sub>{i}</sub>·V<sub>{j}</sub> = {c.dW[i, j]:.3f}; "
+            f"<b>dS[{i}, {j}]</b> = W[{i}, {j}] × (dW[{i}, {j}] − Σ<sub>k</sub> dW[{i}, k] W[{i}, k]) = "
+            f"{c.W[i, j]:.3f} × ({c.dW[i, j]:.3f} − {_signed(c.row_term)}) = <b>{c.value:.4f}</b>; "
+            f"it sends {scale} · dS[{i}, {j}] · K<sub>{j}</sub> into dQ<sub>{i}</sub> and "
+            f"{scale} · dS[{i}, {j}] · Q<sub>{i}</sub> into dK<sub>{j}</sub>.<br>"
+            f"What arrives: |dQ<sub>{i}</sub>| = {c.dq_norm:.3f}, |dK<sub>{j}</sub>| = {c.dk_norm:.3f}, "
+            f"|dV<sub>{j}</sub>| = {c.dv_norm:.3f}; row {i}: Σ|dS| = {c.row_size:.3f} "
             f"(d_k = {c.d_k}, {'scaled by 1/√d_k' if c.scaled else 'not scaled'}).</p>")
 
 
+#: name -> (grid position (row, column), title, colour map, clim, numbers format or None, what it
+#: frames: "cell" row i and the entry, "cell+key" also column j, "row" row i, "key" row j).
+#: Each backward map sits under its forward map (dS under S, dW under W, dO under O).
+_PANELS = {
+    "V": ((0, 1), "values V (row j)", "PuOr", (-2.5, 2.5), None, "key"),
+    "S": ((0, 2), "scores S = scale·Q Kᵀ", "PuOr", (-3.0, 3.0), None, "cell"),
+    "W": ((0, 3), "weights W = softmax(S)", "Blues", (0.0, 1.0), "{:.2f}", "cell"),
+    "O": ((0, 4), "output O = W V (row i)", "PuOr", (-2.5, 2.5), None, "row"),
+    "dO": ((1, 4), "dO, given (row i)", "PuOr", (-2.5, 2.5), None, "row"),
+    "dW": ((1, 3), "dW = dO Vᵀ", "PuOr", (-4.0, 4.0), "{:+.1f}", "cell"),
+    "dS": ((1, 2), "dS = W ⊙ (dW − rowsum(dW ⊙ W))", "PuOr", (-0.5, 0.5), "{:+.2f}", "cell+key"),
+    "dQ": ((1, 1), "dQ = scale·dS K (row i)", "PuOr", (-0.3, 0.3), None, "row"),
+    "dK": ((1, 0), "dK = scale·dSᵀ Q (row j)", "PuOr", (-0.3, 0.3), None, "key"),
+}
+
+
 def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = True) -> Explorer:
-    """Sliders for the query row and the key, d_k and the scale; maps W, dW and dS.
+    """Sliders for the query row and the key, d_k and the scale; the forward pass on top, the
+    backward pass below (right to left, as the gradient flows), each map framing the row or key
+    the chosen entry's gradient passes through.
 
     Returns:
-        An ``Explorer``; ``.maps`` is name -> ``MapView`` ("W", "dW", "dS").
+        An ``Explorer``; ``.maps`` is name -> ``MapView`` (S, W, V, O, dO, dW, dS, dQ, dK, dV;
+        dQ and dK show their first ``SHOWN_COLUMNS`` columns).
     """
     first = cell_gradient(row, key, d_k, scaled)
-    fig = new_figure(10, 3.6, dpi=72)
+    fig = new_figure(13, 6, dpi=72)
     labels = [str(t) for t in range(N)]
-    maps = {
-        "W": MapView(fig.add_axes((0.04, 0.12, 0.27, 0.72)), numbers=True, number_size=7, box_color="tab:orange"),
-        "dW": MapView(fig.add_axes((0.37, 0.12, 0.27, 0.72)), cmap="PuOr", clim=(-4.0, 4.0), numbers=True,
-                      number_size=7, fmt="{:+.1f}", box_color="tab:green"),
-        "dS": MapView(fig.add_axes((0.70, 0.12, 0.27, 0.72)), cmap="PuOr", clim=(-0.5, 0.5), numbers=True,
-                      number_size=7, fmt="{:+.2f}", box_color="tab:green"),
-    }
-    titles = {"W": "weights W", "dW": "dW = dO Vᵀ", "dS": "dS = W ⊙ (dW − rowsum(dW ⊙ W))"}
+    left, width, gap, bottom, height = 0.035, 0.15, 0.045, (0.55, 0.1), 0.33
+    maps = {}
+    for name, ((r, col), _title, cmap, clim, fmt, _frames) in _PANELS.items():
+        ax = fig.add_axes((left + col * (width + gap), bottom[r], width, height))
+        maps[name] = MapView(ax, cmap=cmap, clim=clim, numbers=fmt is not None, number_size=7,
+                             fmt=fmt or "{:.2f}", box_color="tab:orange" if r == 0 else "tab:green")
+    fig.text(0.005, 0.9, "forward", rotation=90, fontsize=10, va="top")
+    fig.text(0.005, 0.42, "backward", rotation=90, fontsize=10, va="top")
+    key_text = ("i = the query row, j = the key\n\nframed: what the gradient of\nentry (i, j) passes "
+                "through;\ndot: the entry (i, j)\n\ntop: forward, left to right\nbottom: backward, right to left")
+    fig.text(0.04, 0.78, key_text, fontsize=8, va="top", color="0.2")
+    x = [left + col * (width + gap) for col in range(5)]  # each column's left edge
+    for col in (2, 3):  # S -> W -> O
+        fig.patches.append(_arrow(fig, (x[col] + width + 0.005, 0.72), (x[col + 1] - 0.005, 0.72)))
+    for col in (4, 3, 2):  # dO -> dW -> dS -> dQ
+        fig.patches.append(_arrow(fig, (x[col] - 0.005, 0.24), (x[col - 1] + width + 0.005, 0.24)))
+    fig.patches.append(_arrow(fig, (x[2] + width / 2, 0.035), (x[0] + width / 2, 0.035), rad=-0.12))  # dS -> dK
 
     def update(row: int, key: int, d_k: int, scaled: bool) -> tuple[CellGradient, str]:
+        """New numbers into every map; the frames and the dot follow row i and key j."""
         c = cell_gradient(row, key, d_k, scaled)
+        i, j = c.row, c.key
         cell = np.zeros((N, N), dtype=bool)
-        cell[c.row, c.key] = True
-        for name, values in (("W", c.W), ("dW", c.dW), ("dS", c.dS)):
-            maps[name].set(values, x_tokens=labels, y_tokens=labels, marks=cell,
-                           boxes=[(c.row, c.row + 1, 0, N)], title=titles[name])
+        cell[i, j] = True
+        for name, (_pos, title, _cmap, _clim, _fmt, frames) in _PANELS.items():
+            full = getattr(c, name)  # (N, N), (N, D_V) or (N, d_k)
+            values = full[:, :SHOWN_COLUMNS]  # dQ, dK: their first columns
+            cols = values.shape[1]
+            marks, boxes = None, []
+            if frames.startswith("cell"):
+                marks, boxes = cell, [(i, i + 1, 0, cols)]
+                if frames.endswith("+key"):
+                    boxes.append((0, N, j, j + 1))  # column j: to key j
+            elif frames == "row":
+                boxes = [(i, i + 1, 0, cols)]
+            else:  # "key"
+                boxes = [(j, j + 1, 0, cols)]
+            shown = title if cols == full.shape[1] else f"{title}, first {cols} of {full.shape[1]}"
+            maps[name].set(values, x_tokens=[str(t) for t in range(cols)], y_tokens=labels, marks=marks,
+                           boxes=boxes, title=shown)
         return c, _readout(c)
 
     def live() -> list:
@@ -118,6 +231,13 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
         "d_k": widgets.Dropdown(options=D_K_CHOICES, value=first.d_k, description="d_k"),
         "scaled": widgets.Checkbox(value=first.scaled, description="divide by √d_k"),
     }
-    explorer = Explorer(controls, fig, update, live, title="The softmax's backward pass, one entry at a time")
+    explorer = Explorer(controls, fig, update, live,
+                        title="The softmax's backward pass: one entry's gradient, from dO to dQ and dK")
     explorer.maps = maps
     return explorer
+
+
+def _arrow(fig: Figure, start: tuple[float, float], end: tuple[float, float], *, rad: float = 0.0) -> FancyArrowPatch:
+    """A grey arrow from ``start`` to ``end`` (figure coordinates; static: part of the background)."""
+    return FancyArrowPatch(start, end, transform=fig.transFigure, arrowstyle="-|>", mutation_scale=14,
+                           color="0.4", lw=1.5, connectionstyle=f"arc3,rad={rad}")

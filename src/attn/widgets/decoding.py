@@ -7,9 +7,14 @@ computes framed. Right: head 1's attention weights, rows of earlier steps shown,
 step computes framed, later rows grey. With the cache a step computes one new row; without it,
 every row up to the new one again.
 
-What moving it shows: with the cache, each step adds one key row and one weight row and the
-work grows with the number of cached keys; without it, the framed block (all the work of the
-step) grows like a triangle.
+A third panel counts the work: the multiply-adds of every step so far (``attn.decoding.step_cost``),
+with the cache and without, drawn up to the chosen step. Counts, not timings: the same picture
+on every machine.
+
+What moving the step shows, one step at a time: the cache fills by one key row (and one value
+row) per step; the cost of a step with the cache stays almost flat (its projections and
+feed-forward are for one position; only the 2 (T + 1) E of the scores and the weighted sum
+grow); without the cache each step recomputes the whole prefix and its cost climbs.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ __all__ = ["POSITIONS", "MODES", "DecodeView", "decode_view", "decoding_explorer
 POSITIONS = 12
 MODES = ("with cache", "without cache")
 _E, _H, _N = 16, 2, 1
+_COST_COLORS = {"with cache": "tab:green", "without cache": "tab:red"}
 
 
 @lru_cache(maxsize=1)
@@ -62,6 +68,8 @@ class DecodeView:
         computed_rows: how many rows this step computes (1 with the cache, step + 1 without);
         cache_numbers: numbers in the cache after the step (keys and values, every layer);
         macs: multiply-adds of this step; macs_other: of the other mode.
+        with_cache, without_cache: (step + 1,) multiply-adds of steps 0..step, each mode
+            (``step_cost``); total_with, total_without: their sums.
     """
 
     step: int
@@ -72,18 +80,35 @@ class DecodeView:
     cache_numbers: int
     macs: int
     macs_other: int
+    with_cache: tuple[int, ...]
+    without_cache: tuple[int, ...]
+    total_with: int
+    total_without: int
 
 
 def decode_view(step: int = 5, mode: str = "with cache") -> DecodeView:
+    """What the explorer shows after generating position ``step``.
+
+    Args:
+        step: the position generated, 0..POSITIONS - 1.
+        mode: one of ``MODES``.
+
+    Returns:
+        A ``DecodeView``.
+    """
     step = check_int("step", step, low=0, high=POSITIONS - 1)
     check_choice("mode", mode, MODES)
     keys, weights = _run()
-    cost = step_cost(step, _E, _N)
+    costs = [step_cost(t, _E, _N) for t in range(step + 1)]  # steps 0..step
+    cost = costs[-1]
     cached = mode == "with cache"
+    with_cache = tuple(c.with_cache for c in costs)
+    without_cache = tuple(c.without_cache for c in costs)
     return DecodeView(step, mode, keys, weights, 1 if cached else step + 1,
                       2 * _N * (step + 1) * _E if cached else 0,
                       cost.with_cache if cached else cost.without_cache,
-                      cost.without_cache if cached else cost.with_cache)
+                      cost.without_cache if cached else cost.with_cache,
+                      with_cache, without_cache, sum(with_cache), sum(without_cache))
 
 
 def _readout(v: DecodeView) -> str:
@@ -91,22 +116,46 @@ def _readout(v: DecodeView) -> str:
     memory = (f"The cache now holds {v.cache_numbers} numbers (2 x layers x positions x E)."
               if v.mode == "with cache" else "Nothing is kept between steps.")
     return (f"<p><b>Step {v.step}</b> ({v.mode}): computes {v.computed_rows} row(s) of queries, keys "
-            f"and values; {v.macs:,} multiply-adds ({other} the cache: {v.macs_other:,}). {memory}</p>")
+            f"and values; {v.macs:,} multiply-adds ({other} the cache: {v.macs_other:,}). {memory}</p>"
+            f"<p>Multiply-adds per step, step 0 to {v.step}: with the cache {v.with_cache[0]:,} to "
+            f"{v.with_cache[-1]:,} (almost flat), without it {v.without_cache[0]:,} to "
+            f"{v.without_cache[-1]:,} (climbing). All {v.step + 1} steps: {v.total_with:,} with the "
+            f"cache, {v.total_without:,} without.</p>")
 
 
 def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
-    """A step slider and a cache switch; the cache's keys and the attention weights.
+    """A step slider and a cache switch; the cache's keys, the attention weights and the work
+    of every step so far.
 
     Returns:
-        An ``Explorer``; ``.maps`` is name -> ``MapView`` ("keys", "weights").
+        An ``Explorer``; ``.maps`` is name -> ``MapView`` ("keys", "weights"); ``.cost_lines``
+        is mode -> the cost panel's ``Line2D`` (multiply-adds of steps 0..step), ``.cost_axes``
+        its axes.
     """
     first = decode_view(step, mode)
-    fig = new_figure(10, 4.2, dpi=72)
-    keys = MapView(fig.add_axes((0.06, 0.1, 0.36, 0.78)), cmap="PuOr", clim=(-2.0, 2.0), x_labels=False,
+    fig = new_figure(13, 4.2, dpi=72)
+    keys = MapView(fig.add_axes((0.05, 0.1, 0.26, 0.78)), cmap="PuOr", clim=(-2.0, 2.0), x_labels=False,
                    box_color="tab:green")
-    weights = MapView(fig.add_axes((0.54, 0.1, 0.36, 0.78)), cmap="Blues", box_color="tab:orange")
-    weights.colorbar(fig.add_axes((0.92, 0.1, 0.012, 0.78)), label="weight")
+    weights = MapView(fig.add_axes((0.35, 0.1, 0.26, 0.78)), cmap="Blues", box_color="tab:orange")
+    weights.colorbar(fig.add_axes((0.625, 0.1, 0.01, 0.78)), label="weight")
     positions = [str(t) for t in range(POSITIONS)]
+    # The cost panel: static axes and two live lines, one point per step from 0 to the chosen one.
+    ax_cost = fig.add_axes((0.75, 0.16, 0.235, 0.68))
+    every = decode_view(POSITIONS - 1)
+    ax_cost.set_xlim(-0.5, POSITIONS - 0.5)
+    ax_cost.set_ylim(0, every.without_cache[-1] * 1.08)
+    ax_cost.set_xticks(range(0, POSITIONS, 2))
+    ax_cost.set_xlabel("step", fontsize=9)
+    ax_cost.set_ylabel("multiply-adds of the step", fontsize=9)
+    ax_cost.set_title("work per step", fontsize=10)
+    ax_cost.tick_params(labelsize=8)
+    lines = {
+        "with cache": ax_cost.plot([], [], "o-", color=_COST_COLORS["with cache"], ms=3,
+                                   label="with the cache")[0],
+        "without cache": ax_cost.plot([], [], "s--", color=_COST_COLORS["without cache"], ms=3,
+                                      label="without: the whole prefix again")[0],
+    }
+    ax_cost.legend(fontsize=8, loc="upper left")
 
     def update(step: int, mode: str) -> tuple[DecodeView, str]:
         v = decode_view(step, mode)
@@ -121,10 +170,14 @@ def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
         weights.set(v.weights, x_tokens=positions, y_tokens=positions, blocked=future,
                     boxes=[(first_row, v.step + 1, 0, v.step + 1)],
                     title=f"attention weights (head 1): {v.computed_rows} row(s) computed now")
+        steps = list(range(v.step + 1))
+        for name, line in lines.items():
+            line.set_data(steps, v.with_cache if name == "with cache" else v.without_cache)
+            line.set_linewidth(2.5 if name == v.mode else 1.0)  # the mode the maps show
         return v, _readout(v)
 
     def live() -> list:
-        return [*keys.artists(), *weights.artists()]
+        return [*keys.artists(), *weights.artists(), *lines.values()]
 
     controls = {
         "step": widgets.IntSlider(value=first.step, min=0, max=POSITIONS - 1, description="step",
@@ -133,4 +186,5 @@ def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
     }
     explorer = Explorer(controls, fig, update, live, title="Generating one position at a time")
     explorer.maps = {"keys": keys, "weights": weights}
+    explorer.cost_lines, explorer.cost_axes = lines, ax_cost
     return explorer

@@ -1,15 +1,20 @@
 """What attention costs as the sequence grows: the explorer of notebook 07.
 
-Two controls: the sequence length n and the block size b of the blockwise method. Three
-panels: measured time and measured peak memory against n on log-log axes (a line of slope
-2 for reference), with the blockwise method's curve for the chosen b; and the n x n weight
-matrix beside the n x b block of scores that the blockwise method holds at once.
+One control: the block size b of the blockwise method. Three panels: measured time and
+measured peak memory against n on log-log axes (a line of slope 2 for reference), with the
+blockwise method's curve for the chosen b; and, at one length n, the n x n weight matrix
+beside the n x b block of scores that the blockwise method holds at once.
 
 Measured once, not per move: a live measurement at n = 1024 takes 10-30 ms for the time and
 40-200 ms for the memory meter, over the 30 ms a move may take. So the naive and SDPA curves
 come in (or are measured when the explorer is built), and the blockwise method is measured at
-build time for every (n, b) of the sliders (``measure_block_sizes``, about a second). Moving
-b then shows the measurements for that b (``efficiency_view`` looks them up).
+build time for every (n, b) (``measure_block_sizes``, about a second). Moving b shows the
+measurements for that b (``efficiency_view`` looks them up).
+
+Only what a move changes is drawn as live: the blockwise curves, their markers at n and the
+block. The naive and SDPA curves, and their markers at n, do not depend on b: they are part
+of the background, drawn once. (There is no n slider: moving along curves already drawn
+would measure nothing new; the curves show every n at once.)
 """
 from __future__ import annotations
 
@@ -146,35 +151,45 @@ def _readout(v: EfficiencyView) -> str:
 
 
 def efficiency_explorer(
-    n: int = 512, block_size: int = 128, *,
+    n: int = 1024, block_size: int = 128, *,
     seconds: Mapping[str, Sequence[float]] | None = None,
     peak_bytes: Mapping[str, Sequence[int]] | None = None,
     blocks: BlockMeasurements | None = None,
     lengths: Sequence[int] = LENGTHS,
 ) -> Explorer:
-    """Sliders for n and the block size b; time and memory against n; the block held at once.
+    """A slider for the block size b; time and memory against n; the block held at once at n.
 
     Args:
-        n, block_size: the controls' starting values.
+        n: the length the markers, the block picture and the readout refer to (one of
+            ``lengths``; fixed: the curves show every length).
+        block_size: the slider's starting value.
         seconds, peak_bytes: "naive" and "sdpa" curves from ``time_curve(lengths)`` /
             ``memory_curve(lengths)`` (one head, d_k = 64); measured here when None.
         blocks: the blockwise method for every b of the slider (``measure_block_sizes``);
             measured here when None (about a second).
-        lengths: the lengths of the curves and of the n slider.
+        lengths: the lengths of the curves.
+
+    Returns:
+        An ``Explorer`` with one control, "block_size"; ``.live_artists`` are the blockwise
+        curves, their markers and the block (everything else is drawn once).
     """
     lengths = list(lengths)
+    check_positive_int("n", n)
+    if n not in lengths:
+        raise ValueError(f"n: expected one of the lengths {lengths}, got {n}")
     if seconds is None:
         seconds = time_curve(lengths, methods=_WHOLE, repeats=3)
     if peak_bytes is None:
         peak_bytes = memory_curve(lengths, methods=_WHOLE)
     if blocks is None:
         blocks = measure_block_sizes(lengths, BLOCK_SIZES)
-    efficiency_view(lengths[0], block_size, seconds=seconds, peak_bytes=peak_bytes, blocks=blocks,
+    efficiency_view(n, block_size, seconds=seconds, peak_bytes=peak_bytes, blocks=blocks,
                     lengths=lengths)  # validates every argument
+    i = lengths.index(n)
 
     fig = new_figure(10, 3, dpi=72)
     ax_t, ax_m, ax_b = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 0.8]})
-    panels = []  # (measured curves, blockwise per b, unit, markers, the blockwise line)
+    panels = []  # (blockwise per b, unit, the blockwise line, its marker at n)
     for ax, curves, per_b, unit, title in (
             (ax_t, seconds, blocks.seconds, 1e3, "time per call (ms)"),
             (ax_m, peak_bytes, blocks.peak_bytes, 2.0**-20, "peak tensor memory (MiB)")):
@@ -182,47 +197,48 @@ def efficiency_explorer(
         for line, m in zip(lines, _WHOLE):
             line.set_marker(_LINES[m][0])
             line.set_linestyle(_LINES[m][1:])
+            ax.plot([n], [curves[m][i] * unit], _LINES[m][0], ms=9, mfc="none", color=STYLE[m][1])  # static
         (live_line,) = ax.plot(lengths, [y * unit for y in per_b[block_size]], _LINES["blockwise"],
                                ms=3, color=STYLE["blockwise"][1], label="blockwise, chosen b")
         every = [y * unit for m in _WHOLE for y in curves[m]] + [y * unit for ys in per_b.values() for y in ys]
         ax.set_ylim(min(every) / 1.5, max(every) * 1.5)  # every b's curve stays in view
-        row = [ax.plot([lengths[0]], [1], _LINES[m][0], ms=9, mfc="none", color=STYLE[m][1])[0]
-               for m in _METHODS]
-        panels.append((curves, per_b, unit, row, live_line))
+        (marker,) = ax.plot([n], [per_b[block_size][i] * unit], _LINES["blockwise"][0], ms=9, mfc="none",
+                            color=STYLE["blockwise"][1])
+        ax.axvline(n, color="0.6", lw=0.8, ls=":", zorder=0)  # the n of the readout and the block
+        panels.append((per_b, unit, live_line, marker))
     ax_t.legend(fontsize=7, loc="upper left")
     ax_b.set_xlim(0, 1)
     ax_b.set_ylim(1, 0)
     ax_b.set_aspect("equal")
     ax_b.set_xticks([])
     ax_b.set_yticks([])
-    ax_b.set_xlabel("keys →")
+    ax_b.set_xlabel(f"keys → (n = {n})")
     ax_b.set_ylabel("← queries")
     ax_b.add_patch(Rectangle((0, 0), 1, 1, color="0.85"))
     strip = ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:blue"))
     ax_b.set_title("held at once: n×n weights (grey)\nor one n×b block (blue)", fontsize=10)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.86, wspace=0.28)  # fixed: quick
 
-    def update(n: int, block_size: int) -> tuple[EfficiencyView, str]:
+    def update(block_size: int) -> tuple[EfficiencyView, str]:
         v = efficiency_view(n, block_size, seconds=seconds, peak_bytes=peak_bytes, blocks=blocks,
                             lengths=lengths)
-        i = lengths.index(n)
-        for curves, per_b, unit, row, live_line in panels:
+        for per_b, unit, live_line, marker in panels:
             live_line.set_ydata([y * unit for y in per_b[block_size]])
-            for m, marker in zip(_METHODS, row):
-                y = per_b[block_size][i] if m == "blockwise" else curves[m][i]
-                marker.set_data([n], [y * unit])
+            marker.set_data([n], [per_b[block_size][i] * unit])
         width = min(block_size, n) / n
         strip.set_width(width)
         strip.set_x(min(1 - width, width))  # the second block, or the only one
         return v, _readout(v)
 
-    def live() -> list:
-        return [a for _, _, _, row, line in panels for a in (line, *row)] + [strip]
+    live_artists = [a for _, _, line, marker in panels for a in (line, marker)] + [strip]
 
-    n_slider = widgets.SelectionSlider(options=lengths, value=n if n in lengths else lengths[0],
-                                       description="n", continuous_update=True)
+    def live() -> list:
+        return live_artists
+
     b_slider = widgets.SelectionSlider(options=list(BLOCK_SIZES),
                                        value=block_size if block_size in BLOCK_SIZES else 128,
                                        description="block b", continuous_update=True)
-    return Explorer({"n": n_slider, "block_size": b_slider}, fig, update, live,
-                    title="Attention cost: time and memory against n, and the block size b")
+    explorer = Explorer({"block_size": b_slider}, fig, update, live,
+                        title=f"Attention cost: time and memory against n, and the block size b (at n = {n})")
+    explorer.live_artists = live_artists
+    return explorer

@@ -9,7 +9,13 @@ embeddings X, fed to one ``attn.MultiHeadAttention`` per d_model. Two choices of
   Each word needs both. Cut into 2 heads, each head takes one source and puts most of its
   weight there. Kept as 1 head, the two halves' scores add up in one softmax: the word's
   weight is split between the two sources, and its output is their average.
-* "random": seeded random weights (an untrained layer): maps without structure.
+  The task is section 3's: word i (from the second word on) must output the first half of
+  the word before it and the second half of 小明. W^V and W^O are the identity, so each head
+  passes its own columns of the words through and the output is the concatenation; the
+  readout and the bar panel give the share of the target's variance left in the error
+  (``error_left``, the measure of notebook 04's experiment): about 0.4 with 1 head, 0.0 with 2.
+* "random": seeded random weights (an untrained layer): maps without structure, and an
+  output far from the task's target (more error than the target has variance).
 
 For a given d_model and input the projections do not depend on the number of heads: changing
 it cuts the *same* Q, K, V into a different number of column blocks.
@@ -29,10 +35,13 @@ from ..examples import SENTENCE, SENTENCE_GLOSS
 from ..handbuilt.heads import diagonal_qk, vertical_qk
 from ..modules import MultiHeadAttention
 from ..plotting import new_figure, token_font
+from ..two_sources import error_left, two_source_target
 from ._base import Explorer
+from ._bitmaps import AxesTitle
 from ._mapview import MapView
 
-__all__ = ["D_MODELS", "MAX_HEADS", "INPUTS", "HeadsState", "heads_state", "heads_explorer"]
+__all__ = ["D_MODELS", "MAX_HEADS", "INPUTS", "HEAD_SLOTS", "HeadsState",
+           "heads_state", "heads_explorer"]
 
 #: d_model choices of the explorer (the chapter's 512 included); each is at least the 6 tokens,
 #: so X W^Q can be any (6, d_model) matrix.
@@ -44,6 +53,9 @@ INPUTS: tuple[str, ...] = ("two sources", "random")
 #: The scaled score of a word and its source when each pattern has a head of its own.
 SOURCE_SCORE: float = 4.0
 _SUBJECT = 0  # 小明, the second source of every word
+#: Every head count the heads drop-down can offer, over all of ``D_MODELS`` (the bar panel's slots).
+HEAD_SLOTS: tuple[int, ...] = tuple(sorted({h for d in D_MODELS for h in valid_num_heads(d, max_heads=MAX_HEADS)}))
+_BAR, _BAR_CHOSEN = "#c6dbef", "#08519c"  # light and dark blue (Blues), told apart by lightness
 
 _NOTATION = {
     "X": "X (n, d_model)",
@@ -73,6 +85,10 @@ class HeadsState:
         source_weights: (H, 2) mean weight of each head on the previous word and on 小明,
             over the words whose two sources differ (3rd to last); None for "random".
         params, macs, softmax_entries: the layer's counts (``attn.cost.counts.multi_head_cost``).
+        error: the share of the target's variance left in the output's error
+            (``error_left`` against ``two_source_target``, every word after 小明), with these heads.
+        errors: ((h, error), ...) for every head count the drop-down offers at this d_model
+            and input (the bar panel).
     """
 
     d_model: int
@@ -87,6 +103,8 @@ class HeadsState:
     params: int
     macs: int
     softmax_entries: int
+    error: float
+    errors: tuple[tuple[int, float], ...]
 
 
 def _two_source_qk(n: int, d_model: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,7 +125,8 @@ def _inputs(d_model: int, inputs: str, seed: int) -> tuple[torch.Tensor, tuple[t
 
     Random weights are N(0, 1/E), so each entry of Q and K has variance about 1. For "two
     sources", W^Q and W^K solve X W = the hand-built Q, K exactly (pinv: X has n <= E
-    independent rows). A private generator: the global random state is untouched.
+    independent rows), and W^V = W^O = I (the output is the concatenated heads, comparable
+    with ``two_source_target(X)``). A private generator: the global random state is untouched.
     """
     g = torch.Generator().manual_seed(seed)
     n = len(SENTENCE)
@@ -118,6 +137,8 @@ def _inputs(d_model: int, inputs: str, seed: int) -> tuple[torch.Tensor, tuple[t
         q, k = _two_source_qk(n, d_model)  # (n, E) each
         x_pinv = torch.linalg.pinv(x[0])  # (n, E) -> (E, n)
         ws[0], ws[1] = (x_pinv @ q).T, (x_pinv @ k).T  # x @ W.T = q: (E, E) as (out, in)
+        eye = torch.eye(d_model, dtype=torch.float64)
+        ws[2], ws[3] = eye, eye.clone()  # V = X; MultiHead = Concat(heads)
     return x, tuple(ws)
 
 
@@ -167,6 +188,16 @@ def _sources(n: int) -> np.ndarray:
     return cells
 
 
+@lru_cache(maxsize=256)
+def _error(d_model: int, num_heads: int, inputs: str, seed: int) -> float:
+    """``error_left`` of the layer's output on words 1..n-1 against ``two_source_target``."""
+    x, _ = _inputs(d_model, inputs, seed)
+    mha = _module(d_model, num_heads, inputs, seed)
+    with torch.no_grad():
+        out, _ = mha(x)  # (1, n, E)
+    return error_left(out[:, 1:], two_source_target(x))
+
+
 @lru_cache(maxsize=64)
 def _cached_state(d_model: int, num_heads: int, inputs: str, seed: int) -> HeadsState:
     x, _ = _inputs(d_model, inputs, seed)
@@ -188,7 +219,10 @@ def _cached_state(d_model: int, num_heads: int, inputs: str, seed: int) -> Heads
     return HeadsState(d_model=d_model, num_heads=num_heads, head_dim=d_model // num_heads,
                       inputs=inputs, tokens=SENTENCE, shapes=shapes, weights=weights,
                       sources=sources, source_weights=source_weights, params=cost.params,
-                      macs=cost.macs, softmax_entries=cost.softmax_entries)
+                      macs=cost.macs, softmax_entries=cost.softmax_entries,
+                      error=_error(d_model, num_heads, inputs, seed),
+                      errors=tuple((h, _error(d_model, h, inputs, seed))
+                                   for h in valid_num_heads(d_model, max_heads=MAX_HEADS)))
 
 
 def _readout(s: HeadsState) -> str:
@@ -204,6 +238,13 @@ def _readout(s: HeadsState) -> str:
             f"({SENTENCE_GLOSS[_SUBJECT]}). Mean weight on each, over {s.tokens[2]} … "
             f"{s.tokens[-1]}:</p><table><tr><th></th><th>previous word</th>"
             f"<th>{s.tokens[_SUBJECT]}</th></tr>{rows}</table>")
+    others = ", ".join(f"{h} head{'s' if h > 1 else ''}: {e:.2f}" for h, e in s.errors if h != s.num_heads)
+    task = ("hand-set heads, W^V = W^O = identity" if s.inputs == "two sources"
+            else "random weights, never trained for it")
+    out.append(
+        f"<p>The task of section 3 (each word from {s.tokens[1]} on: the first half of the word before "
+        f"it, the second half of {s.tokens[_SUBJECT]}), {task}: error left "
+        f"<b>{s.error:.2f}</b> of the target's variance with {heads} (the bars; {others}).</p>")
     steps = "".join(f"<tr><td>{name}</td><td>{_NOTATION[name]}</td><td><code>{shape}</code></td></tr>"
                     for name, shape in s.shapes)
     out.append(
@@ -221,8 +262,13 @@ def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two 
     Changing d_model refreshes the heads drop-down to that d_model's divisors, keeping the
     current count when it still divides, else the largest valid count below it.
 
+    Beside the maps, the error left on section 3's task (``HeadsState.error``): one bar per
+    head count this d_model allows, the chosen one dark, its value written above the panel.
+
     Returns:
-        An ``Explorer``; ``.maps`` are the 8 ``MapView``s (the first ``num_heads`` drawn).
+        An ``Explorer``; ``.maps`` are the 8 ``MapView``s (the first ``num_heads`` drawn);
+        ``.error_bars`` the bars (one per ``HEAD_SLOTS``, a triangle above the chosen one),
+        ``.error_axes`` their axes.
     """
     heads_state(d_model, num_heads, inputs=inputs, seed=seed)  # validates every argument
     valid = valid_num_heads(d_model, max_heads=MAX_HEADS)
@@ -254,12 +300,24 @@ def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two 
 
     d_box.observe(retarget, names="value")
 
-    fig = new_figure(10, 5, dpi=72)
-    fig.suptitle("Attention weights per head (rows: queries, columns: keys)", fontsize=11)
+    fig = new_figure(13, 5, dpi=72)
+    fig.suptitle("Attention weights per head (rows: queries, columns: keys), and the error left", fontsize=11)
     # Fixed margins: room for the stood-up Chinese labels under each map and the colour bar.
-    fig.subplots_adjust(left=0.07, right=0.9, bottom=0.13, top=0.88, wspace=0.45, hspace=0.6)
+    fig.subplots_adjust(left=0.055, right=0.7, bottom=0.13, top=0.88, wspace=0.45, hspace=0.6)
     maps = [MapView(ax, font=token_font(8), rotate=True, title_size=10) for ax in fig.subplots(2, 4).ravel()]
-    maps[0].colorbar(fig.add_axes((0.925, 0.13, 0.015, 0.75)), label="weight")
+    # The error panel: one bar per head count (HEAD_SLOTS), the chosen one dark; static axes.
+    ax_err = fig.add_axes((0.83, 0.2, 0.155, 0.6))
+    slots = range(len(HEAD_SLOTS))
+    bars = list(ax_err.bar(slots, [0.0] * len(HEAD_SLOTS), width=0.7, color=_BAR))
+    ax_err.set_xticks(list(slots), [str(h) for h in HEAD_SLOTS], fontsize=8)
+    ax_err.set_xlabel("heads", fontsize=9)
+    ax_err.set_ylabel("share of the target's variance", fontsize=8)
+    ax_err.set_ylim(0, 1.5)  # a random layer's bars run off the top: far more than the variance
+    ax_err.axhline(1.0, color="0.5", lw=0.8, ls=":")  # no better than the target's mean
+    ax_err.tick_params(labelsize=8)
+    (pointer,) = ax_err.plot([0], [0.1], "v", color=_BAR_CHOSEN, ms=8)  # above the chosen bar
+    err_title = AxesTitle(ax_err, size=10)
+    maps[0].colorbar(fig.add_axes((0.72, 0.13, 0.012, 0.75)), label="weight")
     shown = {"heads": num_heads}
 
     def update(inputs: str, d_model: int, num_heads: int) -> tuple[HeadsState, str]:
@@ -267,13 +325,20 @@ def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two 
         for h in range(s.num_heads):
             maps[h].set(s.weights[h], x_tokens=s.tokens, marks=s.sources, title=f"head {h + 1} (d_k = {s.head_dim})")
         shown["heads"] = s.num_heads
+        errors = dict(s.errors)
+        for h, bar in zip(HEAD_SLOTS, bars):
+            bar.set_height(min(errors.get(h, 0.0), 1.5))  # no bar: not a divisor of d_model
+            bar.set_color(_BAR_CHOSEN if h == s.num_heads else _BAR)
+        pointer.set_data([HEAD_SLOTS.index(s.num_heads)], [min(s.error, 1.5) + 0.08])
+        err_title.set_text(f"error left: {s.error:.2f} with {s.num_heads} head{'s' if s.num_heads > 1 else ''}")
         return s, _readout(s)
 
     def live() -> list:
-        return [a for m in maps[:shown["heads"]] for a in m.artists()]
+        return [a for m in maps[:shown["heads"]] for a in m.artists()] + bars + [pointer, err_title]
 
     explorer = Explorer({"inputs": in_box, "d_model": d_box, "num_heads": h_box}, fig, update, live,
                         title="Multi-head attention: one head or several, shapes and maps")
     explorer.maps = maps
+    explorer.error_bars, explorer.error_axes = bars, ax_err
     holder["explorer"] = explorer
     return explorer
