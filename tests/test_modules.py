@@ -255,8 +255,6 @@ def test_error_input_dtype_or_device_unlike_the_parameters():
 
 
 def test_from_torch_rejects_what_it_cannot_copy():
-    with pytest.raises(ValueError, match=r"module: expected dropout=0.0 \(attn.MultiHeadAttention has no dropout\), got 0.1"):
-        MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=True))
     with pytest.raises(ValueError, match=r"module: expected kdim = vdim = embed_dim = 8, got kdim=6, vdim=8"):
         MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=6, batch_first=True))
     with pytest.raises(ValueError, match=r"module: expected add_bias_kv=False and add_zero_attn=False"):
@@ -332,3 +330,84 @@ def test_forward_checks_each_input_once(monkeypatch, need_weights, with_cache):
     assert ("attn.modules", "check_like_parameters", "query") in log
     assert not [entry for entry in log if entry[0] == "attn.functional"], log  # no second check inside
     assert fits[:1] == (["cache"] if with_cache else [])  # the layer checks its cache before computing
+
+
+# ---- dropout on the attention weights ----
+
+
+def torch_mha_with_dropout(p, seed=0):
+    torch.manual_seed(seed)
+    mha = nn.MultiheadAttention(8, 2, dropout=p, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_bias.normal_()
+        mha.out_proj.bias.normal_()
+    return mha
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_dropout_in_training_draws_as_torch_does(need_weights):
+    """Same seed, same dropped weights: the dropout sits where nn.MultiheadAttention puts it
+    (after the softmax, before the weights multiply V), on both paths."""
+    ref = torch_mha_with_dropout(0.5).train()
+    ours = MultiHeadAttention.from_torch(ref)
+    assert ours.dropout == 0.5 and ours.training
+    x = rand(2, 5, 8, seed=7)
+    torch.manual_seed(1)
+    out, w = ours(x, mask=causal_mask(5), need_weights=need_weights)
+    torch.manual_seed(1)
+    ref_out, ref_w = ref(x, x, x, attn_mask=to_torch_mha_mask(causal_mask(5)),
+                         need_weights=need_weights, average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, atol=TOL, rtol=0)
+    if need_weights:
+        torch.testing.assert_close(w, ref_w, atol=TOL, rtol=0)
+
+
+def test_dropout_zeroes_weights_in_training_and_the_output_uses_them():
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2, bias=True, dropout=0.5).double().train()
+    x = rand(2, 6, 8, seed=3)
+    _, clean = m.eval()(x)  # (B, H, L, S), no dropout
+    torch.manual_seed(2)
+    out, w = m.train()(x)
+    dropped = w == 0
+    assert 0.3 < dropped.double().mean().item() < 0.7  # about p = 0.5 of the weights
+    torch.testing.assert_close(w[~dropped], clean[~dropped] / 0.5, atol=TOL, rtol=0)  # kept: scaled by 1/(1-p)
+    q, k, v = m.project(x, x, x)
+    torch.testing.assert_close(out, m.combine(w @ v), atol=TOL, rtol=0)  # the dropped weights make the output
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_dropout_has_no_effect_in_eval_mode_or_at_zero(need_weights):
+    torch.manual_seed(0)
+    plain = MultiHeadAttention(8, 2, bias=True).double()
+    with_dropout = MultiHeadAttention(8, 2, bias=True, dropout=0.5).double()
+    with_dropout.load_state_dict(plain.state_dict())
+    x = rand(2, 5, 8, seed=4)
+    expected, _ = plain.eval()(x, causal=True, need_weights=need_weights)
+    for _ in range(2):  # eval mode: every call the same
+        out, _ = with_dropout.eval()(x, causal=True, need_weights=need_weights)
+        torch.testing.assert_close(out, expected, atol=TOL, rtol=0)
+    out, _ = plain.train()(x, causal=True, need_weights=need_weights)  # dropout=0.0: nothing in training either
+    torch.testing.assert_close(out, expected, atol=TOL, rtol=0)
+    torch.manual_seed(5)
+    out, _ = with_dropout.train()(x, causal=True, need_weights=need_weights)
+    assert (out - expected).abs().max() > 1e-3  # and the dropout does act in training
+
+
+def test_from_torch_and_to_torch_copy_the_dropout():
+    ours = MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, dropout=0.25, batch_first=True))
+    assert ours.dropout == 0.25
+    assert ours.to_torch().dropout == 0.25
+    assert MultiHeadAttention(8, 2).dropout == 0.0
+
+
+def test_error_dropout_not_a_probability():
+    for bad in (1.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match=rf"dropout: expected a probability in \[0, 1\), got {bad}"):
+            MultiHeadAttention(8, 2, dropout=bad)
+    with pytest.raises(ValueError, match=r"dropout: expected a finite number, got nan"):
+        MultiHeadAttention(8, 2, dropout=float("nan"))
+    with pytest.raises(TypeError, match=r"dropout: expected a number, got str '0.1'"):
+        MultiHeadAttention(8, 2, dropout="0.1")
+    with pytest.raises(TypeError, match=r"dropout: expected a number, got bool True"):
+        MultiHeadAttention(8, 2, dropout=True)

@@ -4,6 +4,7 @@ Mask convention everywhere: bool, **True = may attend** (as in
 ``torch.nn.functional.scaled_dot_product_attention``).
 """
 from . import examples
+from .block import TransformerBlock
 from .functional import (
     attention_backward,
     attention_from_scores,
@@ -35,4 +36,5 @@ __all__ = [
     "SelfAttention",
     "MultiHeadAttention",
     "KVCache",
+    "TransformerBlock",
 ]

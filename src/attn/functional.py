@@ -71,7 +71,8 @@ def softmax_over_allowed_keys(scores: Tensor, mask: Tensor | None) -> Tensor:
 
 
 def attend(
-    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scale: float
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, scale: float,
+    *, dropout: float = 0.0,
 ) -> tuple[Tensor, Tensor]:
     """softmax(Q K^T * scale) V, the computation of ``scaled_dot_product_attention``; inputs
     are not checked: the public functions check them.
@@ -81,13 +82,20 @@ def attend(
             device, batch dims that broadcast.
         mask: None, or bool broadcastable to (..., L, S) on that device; True = may attend.
         scale: a positive float, multiplying the scores (1/sqrt(E) in the textbook).
+        dropout: p in [0, 1), the probability of zeroing each weight after the softmax (the
+            kept ones are scaled by 1 / (1 - p)), before the weighted sum of the values, as
+            ``nn.MultiheadAttention`` does in training. 0.0 (the default) changes nothing;
+            a module passes 0.0 in eval mode.
 
     Returns:
-        output: (..., L, Ev); weights: (..., L, S).
+        output: (..., L, Ev); weights: (..., L, S), after the dropout (the weights the
+        output was made with, as ``nn.MultiheadAttention`` returns them).
     """
     scores = query @ key.transpose(-2, -1)  # (..., L, E) @ (..., E, S) -> (..., L, S)
     scores = scores * scale
     weights = softmax_over_allowed_keys(scores, mask)  # (..., L, S)
+    if dropout > 0.0:
+        weights = torch.nn.functional.dropout(weights, p=dropout)  # (..., L, S), some weights zeroed
     output = weights @ value  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
     return output, weights
 

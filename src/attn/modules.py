@@ -17,6 +17,7 @@ from ._checks import (
     check_bool_mask,
     check_float,
     check_like_parameters,
+    check_number,
     check_positive_int,
     check_rank,
     check_same_dtype_and_device,
@@ -27,6 +28,14 @@ from .kv_cache import KVCache
 from .masks import causal_mask
 
 __all__ = ["SelfAttention", "MultiHeadAttention"]
+
+
+def check_dropout(dropout: object) -> float:
+    """A dropout probability: a number in [0, 1) (1 would drop everything). Returns it as a float."""
+    p = check_number("dropout", dropout)  # TypeError for a str, a bool, a tensor
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout: expected a probability in [0, 1), got {p}")
+    return p
 
 
 class SelfAttention(nn.Module):
@@ -75,9 +84,14 @@ class MultiHeadAttention(nn.Module):
         num_heads: H. Each head works in D = E // H dims.
         bias: whether the four projections have biases (the chapter: no; the article and
             ``nn.MultiheadAttention``: yes).
+        dropout: p in [0, 1): in training mode each attention weight is zeroed with
+            probability p after the softmax (the others scaled by 1 / (1 - p)), before the
+            weights multiply V, as in ``nn.MultiheadAttention``. No effect in eval mode or
+            with p = 0.0 (the default).
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, bias: bool = False) -> None:
+    def __init__(self, d_model: int, num_heads: int, *, bias: bool = False,
+                 dropout: float = 0.0) -> None:
         super().__init__()
         check_positive_int("num_heads", num_heads)
         check_positive_int("d_model", d_model)
@@ -87,6 +101,7 @@ class MultiHeadAttention(nn.Module):
             )
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
         self.bias = check_bool("bias", bias)
+        self.dropout = check_dropout(dropout)
         self.W_q = nn.Linear(d_model, d_model, bias=bias)
         self.W_k = nn.Linear(d_model, d_model, bias=bias)
         self.W_v = nn.Linear(d_model, d_model, bias=bias)
@@ -205,6 +220,7 @@ class MultiHeadAttention(nn.Module):
             heads: (B, H, L, D); weights: (B, H, L, S), or None on the fast path.
         """
         L, S = q.shape[-2], k.shape[-2]
+        p = self.dropout if self.training else 0.0  # dropout on the weights, in training only
         # The fast path without a mask hands the causal rule to SDPA (is_causal, top-left
         # aligned, so only without a cache); everywhere else it becomes part of the mask.
         is_causal = causal and not need_weights and mask is None and past == 0
@@ -212,10 +228,11 @@ class MultiHeadAttention(nn.Module):
             seen = causal_mask(L, S, offset=past, device=q.device)  # (L, S): query i sees keys 0..past+i
             mask = seen if mask is None else mask & seen  # broadcasts to (B, H, L, S)
         if need_weights:  # the teaching path: heads (B, H, L, D) and weights (B, H, L, S)
-            return functional.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim))
+            return functional.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), dropout=p)
         if mask is not None and mask.dim() < 2:  # SDPA takes masks of 2 dims or more
             mask = mask.expand(L, S)  # (S,) or () -> (L, S), a view
-        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)  # (B, H, L, D)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                               is_causal=is_causal)  # (B, H, L, D)
         return heads, None
 
     # --- the forward pass ---------------------------------------------------------------------
@@ -256,7 +273,11 @@ class MultiHeadAttention(nn.Module):
             output: (B, L, E)
             weights: (B, H, L, S) per head (not averaged), or None. A query row whose mask
             allows no key gets zero weights and a zero attention output (before W_o) on
-            both paths (on the fast path, SDPA's own rule, checked by the tests).
+            both paths (on the fast path, SDPA's own rule, checked by the tests). In
+            training mode with ``dropout`` > 0 these are the weights after the dropout, the
+            ones the output was made with (as ``nn.MultiheadAttention`` returns them); with
+            the same seed, each path drops what ``nn.MultiheadAttention`` drops with the same
+            ``need_weights`` (checked by the tests).
         """
         check_bool("need_weights", need_weights)
         check_bool("causal", causal)
@@ -273,11 +294,11 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, module: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy the weights and the train/eval mode of ``nn.MultiheadAttention(E, H, batch_first=True)``.
+        """Copy the weights, the dropout and the train/eval mode of
+        ``nn.MultiheadAttention(E, H, batch_first=True)``.
 
         The packed ``in_proj_weight`` (3E, E) is split into W_q, W_k, W_v. Not supported
-        (ValueError): ``kdim``/``vdim`` different from E, ``add_bias_kv``, ``add_zero_attn``,
-        and ``dropout > 0`` (this layer has no dropout, so the copy would differ in training).
+        (ValueError): ``kdim``/``vdim`` different from E, ``add_bias_kv``, ``add_zero_attn``.
         """
         if not isinstance(module, nn.MultiheadAttention):
             raise TypeError(f"module: expected nn.MultiheadAttention, got {type(module).__name__}")
@@ -290,13 +311,9 @@ class MultiHeadAttention(nn.Module):
             )
         if module.bias_k is not None or module.add_zero_attn:
             raise ValueError("module: expected add_bias_kv=False and add_zero_attn=False, got True")
-        if module.dropout != 0.0:
-            raise ValueError(
-                f"module: expected dropout=0.0 (attn.MultiHeadAttention has no dropout), got {module.dropout}"
-            )
         has_bias = module.in_proj_bias is not None
         ref = module.in_proj_weight
-        out = cls(E, module.num_heads, bias=has_bias).to(ref.device, ref.dtype)
+        out = cls(E, module.num_heads, bias=has_bias, dropout=module.dropout).to(ref.device, ref.dtype)
         with torch.no_grad():
             for i, lin in enumerate((out.W_q, out.W_k, out.W_v)):
                 lin.weight.copy_(module.in_proj_weight[i * E : (i + 1) * E])  # rows of (3E, E)
@@ -308,11 +325,11 @@ class MultiHeadAttention(nn.Module):
         return out.train(module.training)
 
     def to_torch(self) -> nn.MultiheadAttention:
-        """An ``nn.MultiheadAttention(E, H, bias=self.bias, batch_first=True)`` with these
-        weights, in this module's train/eval mode."""
+        """An ``nn.MultiheadAttention(E, H, bias=self.bias, dropout=self.dropout,
+        batch_first=True)`` with these weights, in this module's train/eval mode."""
         ref = self.W_q.weight
         mha = nn.MultiheadAttention(
-            self.d_model, self.num_heads, bias=self.bias, batch_first=True,
+            self.d_model, self.num_heads, bias=self.bias, dropout=self.dropout, batch_first=True,
             device=ref.device, dtype=ref.dtype,
         )
         with torch.no_grad():

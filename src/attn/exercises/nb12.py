@@ -1,0 +1,576 @@
+"""Checkers for notebook 12 (the Transformer block).
+
+``check_transformer_block(cls)`` takes the learner's **class**, builds it, finds its parts by
+what they are (never by reading its source), writes known float64 weights into them, and
+compares its output with ``nn.TransformerEncoderLayer(batch_first=True)`` holding the same
+weights: both norm placements, no mask, a causal mask and a padding mask. When the two
+disagree it runs the same weights through each classic bug of ``BUGS`` and names the one
+that gives the learner's numbers; a ``Hints`` gives the symptom first, and the place to look
+on a second try with the same mistake. It never shows the code of the fix.
+
+Shape legend: B batch, L tokens, E = d_model, H heads, D = E // H, F = d_ff.
+Masks given to the learner's block are bool with the course's meaning, True = may attend
+(the chapter's ``mask == 0`` is blocked): (L, L) causal, (B, 1, 1, L) padding.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..masks import causal_mask, padding_mask, to_torch_mha_mask
+from . import _layers
+from ._base import Feedback, Hints
+
+__all__ = ["BLOCK_ARGS", "DROPOUT", "BUGS", "check_transformer_block", "variant", "reset_hints"]
+
+#: The checker builds ``cls(d_model, num_heads, d_ff, norm_first=...)`` with these sizes
+#: (d_ff is not 4 * d_model, so that a block that ignores its d_ff argument shows).
+BLOCK_ARGS: dict[str, int] = {"d_model": 8, "num_heads": 2, "d_ff": 24}
+#: Passed as ``dropout=`` when the constructor takes one: eval mode must switch it off.
+DROPOUT = 0.5
+BATCH, LENGTH = 2, 5
+_E, _H, _F = BLOCK_ARGS["d_model"], BLOCK_ARGS["num_heads"], BLOCK_ARGS["d_ff"]
+#: The attention layer inside the block, as ``attn.exercises.nb05.check_multi_head_attention``
+#: sees one (its machinery, ``_layers``, finds the projections).
+_SPEC = _layers.Spec("MultiHeadAttention", (_E, _H), "d_model, n_heads", d_model=_E,
+                     d_k=_E // _H, d_v=_E // _H, heads=_H)
+_SEED = 1212
+_ACTIVATIONS = ("relu", "gelu")
+
+#: Each classic bug: (its symptom, where to look). Neither gives the code of the fix.
+BUGS: dict[str, tuple[str, str]] = {
+    "norm over the batch": (
+        "your LayerNorm normalises over the batch: each feature is centred and scaled across "
+        "the sequences of the batch, so that one sequence changes another's output. A "
+        "LayerNorm normalises the d_model features of each token on its own.",
+        "the dimension your norm takes the mean and the variance over"),
+    "norm over the sequence": (
+        "your LayerNorm normalises over the sequence: each feature is centred and scaled across "
+        "the tokens of a sequence. A LayerNorm normalises the d_model features of each token "
+        "on its own.",
+        "the dimension your norm takes the mean and the variance over"),
+    "unbiased variance": (
+        "your LayerNorm uses another variance than nn.LayerNorm's: the unbiased one (dividing "
+        "by d_model - 1, as .std() and .var() do by default), or eps added outside the square "
+        "root. nn.LayerNorm divides by sqrt(var + eps), var over d_model numbers.",
+        "the variance and the eps in your norm"),
+    "norm placement swapped": (
+        "your block computes the other placement of the norms: asked for norm_first={nf}, it "
+        "gives {other}.",
+        "which branch of forward runs for each value of norm_first, and what it stores"),
+    "residual after the norm": (
+        "in pre-LN your residual connection adds the sub-layer's output to the normalised x, "
+        "not to x itself: the residual stream gets normalised at every block.",
+        "what the residual connection adds the sub-layer's output to"),
+    "no residual around the attention": (
+        "your attention sub-layer has no residual connection: its output replaces x instead of "
+        "being added to it.",
+        "the line that applies the attention sub-layer"),
+    "no residual around the feed-forward": (
+        "your feed-forward sub-layer has no residual connection: its output replaces x instead "
+        "of being added to it.",
+        "the line that applies the feed-forward sub-layer"),
+    "norm1 used twice": (
+        "your feed-forward sub-layer uses the first LayerNorm again: each sub-layer has its own.",
+        "which norm the second sub-layer uses"),
+    "no activation": (
+        "your feed-forward has no non-linearity between its two Linears: two Linears in a row "
+        "are one linear map, and the block loses what the feed-forward adds.",
+        "the step between the feed-forward's two Linears"),
+    "activation after the second Linear": (
+        "your activation comes after the feed-forward's second Linear: it belongs between the "
+        "two, on the d_ff hidden units.",
+        "the order of the steps in the feed-forward"),
+    "mask not passed": (
+        "your block's output is the one without the mask: forward does not pass `mask` on to "
+        "the attention.",
+        "the call to the attention layer inside forward"),
+}
+#: Not variants: what is seen by calling the block twice.
+RANDOM_IN_EVAL = (
+    "Your block gives a different output each time it is called on the same input in eval "
+    "mode: a dropout still runs when the block is not training.",
+    "each dropout in your block, and how it learns whether the block is training")
+NO_DROPOUT_IN_TRAINING = (
+    "Your block takes dropout={p}, but in training mode it gives the same output twice: its "
+    "dropout never runs.",
+    "where forward calls the dropout layers made in __init__")
+
+#: One ``Hints`` for the checker: a second try with the same mistake hears where to look too.
+_HINTS = Hints()
+
+
+def reset_hints() -> None:
+    """Start the checker's hints again from the first tier (the symptom alone)."""
+    _HINTS.reset()
+
+
+# ---- the weights, and the block computed from them ---------------------------------------
+
+@dataclass(frozen=True)
+class BlockParams:
+    """Known float64 weights for every part: attention by role (as ``_layers`` keeps them),
+    norms as (gain (E,), bias (E,), eps), Linears as (weight (out, in), bias or None)."""
+
+    attn: _layers.Params
+    norm1: tuple[Tensor, Tensor, float]
+    norm2: tuple[Tensor, Tensor, float]
+    linear1: tuple[Tensor, Tensor | None]
+    linear2: tuple[Tensor, Tensor | None]
+
+    def swapped_norms(self) -> "BlockParams":
+        return replace(self, norm1=self.norm2, norm2=self.norm1)
+
+
+def _norm(x: Tensor, gain: Tensor, bias: Tensor, eps: float, bug: str | None) -> Tensor:
+    """LayerNorm of x (B, L, E) over the features, or over the dim a bug uses."""
+    if bug not in ("norm over the batch", "norm over the sequence", "unbiased variance"):
+        return F.layer_norm(x, (x.shape[-1],), gain, bias, eps)
+    dim = {"norm over the batch": 0, "norm over the sequence": 1}.get(bug, -1)
+    centred = x - x.mean(dim, keepdim=True)
+    unbiased = bug == "unbiased variance"
+    return centred / torch.sqrt(x.var(dim, unbiased=unbiased, keepdim=True) + eps) * gain + bias
+
+
+def _unbiased_std_norms(x: Tensor, gain: Tensor, bias: Tensor, eps: float) -> list[Tensor]:
+    """The other LayerNorms of ``unbiased variance``: eps added to the (unbiased or biased) std."""
+    centred = x - x.mean(-1, keepdim=True)
+    return [centred / (x.std(-1, unbiased=u, keepdim=True) + eps) * gain + bias for u in (True, False)]
+
+
+def variant(x: Tensor, params: BlockParams, mask: Tensor | None, *, norm_first: bool,
+            activation: str, bug: str | None = None, std_form: int | None = None) -> Tensor:
+    """The block with at most one classic bug of ``BUGS`` on ``x`` (B, L, E) -> (B, L, E).
+
+    ``bug=None`` is the correct block, equal to ``nn.TransformerEncoderLayer`` in eval mode (a
+    test checks it). ``std_form`` 0 or 1 picks the forms of "unbiased variance" that add eps
+    to the standard deviation (the Annotated Transformer's LayerNorm is form 0).
+    """
+    if bug is not None and bug not in BUGS:
+        raise ValueError(f"bug: expected None or one of {sorted(BUGS)}, got {bug!r}")
+    if bug == "norm placement swapped":
+        return variant(x, params, mask, norm_first=not norm_first, activation=activation)
+
+    def norm(t: Tensor, which: tuple[Tensor, Tensor, float]) -> Tensor:
+        if bug == "unbiased variance" and std_form is not None:
+            return _unbiased_std_norms(t, *which)[std_form]
+        return _norm(t, *which, bug)
+
+    def sa(t: Tensor) -> Tensor:
+        return _layers.variant(t, params.attn, None if bug == "mask not passed" else mask, _SPEC, None)
+
+    def ff(t: Tensor) -> Tensor:
+        act = {"relu": torch.relu, "gelu": F.gelu}[activation]
+        if bug == "no activation":
+            act = lambda h: h  # noqa: E731
+        if bug == "activation after the second Linear":
+            return act(F.linear(F.linear(t, *params.linear1), *params.linear2))
+        hidden = act(F.linear(t, *params.linear1))  # (B, L, E) -> (B, L, F)
+        return F.linear(hidden, *params.linear2)  # (B, L, F) -> (B, L, E)
+
+    norm2 = params.norm1 if bug == "norm1 used twice" else params.norm2
+    keep_sa = 0.0 if bug == "no residual around the attention" else 1.0
+    keep_ff = 0.0 if bug == "no residual around the feed-forward" else 1.0
+    if norm_first:
+        h = norm(x, params.norm1)
+        x = keep_sa * (h if bug == "residual after the norm" else x) + sa(h)
+        h = norm(x, norm2)
+        return keep_ff * (h if bug == "residual after the norm" else x) + ff(h)
+    x = norm(keep_sa * x + sa(x), params.norm1)
+    return norm(keep_ff * x + ff(x), norm2)
+
+
+def bugs_for(norm_first: bool, masked: bool) -> list[str]:
+    """The bugs that can show in this case."""
+    return [b for b in BUGS if (norm_first or b != "residual after the norm")
+            and (masked or b != "mask not passed")]
+
+
+def torch_reference(x: Tensor, params: BlockParams, mask_kwargs: dict[str, Tensor], *,
+                    norm_first: bool, activation: str) -> Tensor:
+    """``nn.TransformerEncoderLayer(batch_first=True)`` in eval mode with ``params``
+    (a missing bias is a zero one), on x (B, L, E) with torch's masks (True = blocked)."""
+    with torch.random.fork_rng(devices=[]):  # its init (overwritten below) must not move the RNG
+        layer = nn.TransformerEncoderLayer(_E, _H, _F, dropout=0.0, activation=activation,
+                                           batch_first=True, norm_first=norm_first,
+                                           dtype=torch.float64).eval()
+    a = params.attn
+    with torch.no_grad():
+        layer.self_attn.in_proj_weight.copy_(torch.cat([a[r][0] for r in "qkv"]))  # (3E, E): q, k, v
+        layer.self_attn.in_proj_bias.copy_(torch.cat([_bias(a[r]) for r in "qkv"]))
+        layer.self_attn.out_proj.weight.copy_(a["o"][0])
+        layer.self_attn.out_proj.bias.copy_(_bias(a["o"]))
+        for lin, (w, b) in ((layer.linear1, params.linear1), (layer.linear2, params.linear2)):
+            lin.weight.copy_(w)
+            lin.bias.copy_(_bias((w, b)))
+        for ln, (g, b, eps) in ((layer.norm1, params.norm1), (layer.norm2, params.norm2)):
+            ln.weight.copy_(g)
+            ln.bias.copy_(b)
+            ln.eps = eps
+        return layer(x, **mask_kwargs)
+
+
+def _bias(weight_and_bias: tuple[Tensor, Tensor | None]) -> Tensor:
+    w, b = weight_and_bias
+    return torch.zeros(w.shape[0], dtype=w.dtype) if b is None else b
+
+
+# ---- the learner's block: build it, find its parts ---------------------------------------
+
+@dataclass
+class _Norm:
+    """A LayerNorm found in the block: nn.LayerNorm or a module with a gain and a bias of E."""
+
+    path: str
+    gain: Tensor | None
+    bias: Tensor | None
+    eps: float
+
+
+@dataclass
+class _Parts:
+    attention: _layers.Learner
+    attention_path: str
+    norms: list[_Norm]
+    linear1: nn.Linear
+    linear2: nn.Linear
+
+
+def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool] | Feedback:
+    """``cls(d_model, num_heads, d_ff, norm_first=..., [dropout=DROPOUT])``: (the block,
+    whether it took a dropout), or a Feedback saying why not."""
+    name = getattr(cls, "__name__", type(cls).__name__)
+    args = ", ".join(map(str, BLOCK_ARGS.values()))
+    if isinstance(cls, nn.Module):
+        return Feedback(False, f"Pass the class itself, `{type(cls).__name__}`, not an instance of "
+                               "it: the checker builds it with its own sizes.")
+    if not inspect.isclass(cls) or not issubclass(cls, nn.Module):
+        return Feedback(False, f"cls: expected the class you wrote (an nn.Module subclass), got "
+                               f"{type(cls).__name__}.")
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_any = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs: dict[str, object] = {}
+    if "norm_first" in params or takes_any:
+        kwargs["norm_first"] = norm_first
+    elif both:
+        return Feedback(False, f"{name} takes no `norm_first`: the checker builds {name}({args}, "
+                               "norm_first=False) and norm_first=True. Give __init__ a keyword "
+                               f"argument norm_first, or check one placement: "
+                               f"check_transformer_block({name}, norm_first=False).")
+    took_dropout = "dropout" in params
+    if took_dropout:
+        kwargs["dropout"] = DROPOUT
+    call = f"{name}({args}{''.join(f', {k}={v}' for k, v in kwargs.items())})"
+    try:
+        block = cls(*BLOCK_ARGS.values(), **kwargs)
+    except NotImplementedError:
+        return Feedback(False, f"{name}.__init__ is not written yet.")
+    except Exception as err:  # the learner's code: any error becomes a hint
+        return Feedback(False, f"{call} raised {_layers.describe_error(err)} The checker builds "
+                               f"{name}(d_model, num_heads, d_ff, norm_first=...).")
+    return block.double().eval(), took_dropout
+
+
+def _find_attention(block: nn.Module) -> tuple[str, _layers.Learner] | Feedback:
+    """The first submodule whose projections ``_layers`` finds (W_q..., q_linear..., qkv)."""
+    name = type(block).__name__
+    for path, sub in block.named_modules():
+        if sub is block or isinstance(sub, (nn.Linear, nn.LayerNorm, nn.Dropout)):
+            continue
+        found = _layers.inspect_layer(sub, _SPEC)
+        if isinstance(found, _layers.Learner):
+            return path, found
+    torch_mha = next((p for p, m in block.named_modules() if isinstance(m, nn.MultiheadAttention)), None)
+    if torch_mha is not None:
+        return Feedback(False, f"{name}.{torch_mha} is PyTorch's nn.MultiheadAttention: build the "
+                               "block around your own attention layer from 05 (or "
+                               "attn.MultiHeadAttention), so that it is your layer that runs.")
+    return Feedback(False, f"{name} has no attention layer the checker can find: make one "
+                           f"submodule your MultiHeadAttention from 05 (or attn.MultiHeadAttention), "
+                           f"built with d_model and num_heads, e.g. self.self_attn = ...")
+
+
+def _find_parts(block: nn.Module) -> _Parts | Feedback:
+    name = type(block).__name__
+    found = _find_attention(block)
+    if isinstance(found, Feedback):
+        return found
+    att_path, learner = found
+    inside = {id(m) for m in learner.module.modules()}  # the attention and its projections
+    norms: list[_Norm] = []
+    linears: list[tuple[str, nn.Linear]] = []
+    for path, sub in block.named_modules():
+        if sub is block or id(sub) in inside:
+            continue
+        if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            return _HINTS.wrong(
+                "batch norm", f"{name}.{path} is a BatchNorm: it normalises each feature across "
+                "the batch, so that one sequence changes another's output (and in eval mode it "
+                "uses averages kept from training). A LayerNorm normalises the d_model features "
+                "of each token on its own.", where="the kind of norm your block makes in __init__")
+        if isinstance(sub, nn.LayerNorm):
+            if tuple(sub.normalized_shape) != (_E,):
+                return Feedback(False, f"{name}.{path} is nn.LayerNorm({tuple(sub.normalized_shape)}): "
+                                       "it normalises over the last "
+                                       f"{len(sub.normalized_shape)} dims together. A Transformer "
+                                       "block normalises the d_model features of each token on its "
+                                       "own: the norm's shape is d_model alone.")
+            norms.append(_Norm(path, sub.weight, sub.bias, float(sub.eps)))
+        elif isinstance(sub, nn.Linear):
+            linears.append((path, sub))
+        else:
+            own = [p for p in sub.parameters(recurse=False)]
+            if len(own) == 2 and all(tuple(p.shape) == (_E,) for p in own):  # a LayerNorm of one's own
+                gain, bias = _gain_and_bias(sub)
+                norms.append(_Norm(path, gain, bias, float(getattr(sub, "eps", 1e-5))))
+    if len(norms) != 2:
+        got = ", ".join(n.path for n in norms) or "none"
+        return Feedback(False, f"{name} should have two LayerNorms of d_model={_E} features (one per "
+                               f"sub-layer: nn.LayerNorm(d_model), or your own module with a gain "
+                               f"and a bias of d_model numbers each); found {len(norms)}: {got}.")
+    by_shape = {tuple(lin.weight.shape): (path, lin) for path, lin in linears}
+    missing = [f"{what} ({i} -> {o})" for what, (o, i) in (("the first Linear", (_F, _E)),
+                                                           ("the second Linear", (_E, _F)))
+               if (o, i) not in by_shape]
+    if missing:
+        got = ", ".join(f"{p} ({lin.in_features} -> {lin.out_features})" for p, lin in linears) or "none"
+        return Feedback(False, f"{name}'s feed-forward should be nn.Linear(d_model, d_ff), then "
+                               f"nn.Linear(d_ff, d_model); built with d_ff={_F}, it lacks "
+                               f"{' and '.join(missing)}. Linears found outside the attention: {got}.")
+    return _Parts(learner, att_path, norms, by_shape[(_F, _E)][1], by_shape[(_E, _F)][1])
+
+
+def _gain_and_bias(module: nn.Module) -> tuple[Tensor, Tensor]:
+    """A hand-written LayerNorm's gain and bias, by their usual names, else in their order."""
+    named = dict(module.named_parameters(recurse=False))
+    gain = next((named[n] for n in ("weight", "gamma", "a_2", "gain", "g", "scale", "alpha")
+                 if n in named), None)
+    bias = next((named[n] for n in ("bias", "beta", "b_2", "shift", "b") if n in named), None)
+    if gain is None or bias is None or gain is bias:
+        gain, bias = list(named.values())
+    return gain, bias
+
+
+def _write_weights(parts: _Parts) -> BlockParams:
+    """Known float64 values into the norms and Linears (the attention has its own already)."""
+    gen = torch.Generator().manual_seed(_SEED)
+
+    def randn(*shape: int) -> Tensor:
+        return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+    norms = []
+    with torch.no_grad():
+        for n in parts.norms:
+            gain, bias = 1 + 0.3 * randn(_E), 0.3 * randn(_E)
+            if n.gain is None:
+                gain = torch.ones(_E, dtype=torch.float64)
+            else:
+                n.gain.copy_(gain)
+            if n.bias is None:
+                bias = torch.zeros(_E, dtype=torch.float64)
+            else:
+                n.bias.copy_(bias)
+            norms.append((gain, bias, n.eps))
+        linears = []
+        for lin in (parts.linear1, parts.linear2):
+            w = randn(lin.out_features, lin.in_features) / math.sqrt(lin.in_features)
+            lin.weight.copy_(w)
+            b = None
+            if lin.bias is not None:
+                b = 0.3 * randn(lin.out_features)
+                lin.bias.copy_(b)
+            linears.append((w, b))
+    return BlockParams(parts.attention.params, norms[0], norms[1], linears[0], linears[1])
+
+
+def cases() -> list[tuple[str, Tensor | None, dict[str, Tensor]]]:
+    """(name, the package's mask, torch's keyword arguments): no query is left without a key."""
+    pad = padding_mask([LENGTH, LENGTH - 2], max_len=LENGTH)  # (B, 1, 1, L)
+    causal = causal_mask(LENGTH)  # (L, L)
+    return [("no mask", None, {}),
+            ("a causal mask", causal, {"src_mask": to_torch_mha_mask(causal)}),
+            ("a padding mask", pad, {"src_key_padding_mask": to_torch_mha_mask(pad[:, 0, 0])})]  # (B, L)
+
+
+def _runner(block: nn.Module) -> _layers.Learner:
+    """How to call the block: ``forward(x, mask)``, the mask by keyword if it is named so."""
+    try:
+        params = inspect.signature(block.forward).parameters
+    except (TypeError, ValueError):
+        params = {}
+    positional = [p for p in params.values() if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                           inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    mask_param: str | int | None = "mask" if "mask" in params else (1 if len(positional) > 1 else None)
+    return _layers.Learner(block, "", {}, False, mask_param)
+
+
+def _attention_problem(learner: _layers.Learner, x: Tensor) -> str | None:
+    """What is wrong with the attention layer alone, case by case, or None if nothing is."""
+    for case, mask, _ in cases():
+        result = _layers.run(learner, x, mask)
+        if isinstance(result, str):
+            return f"with {case}: {result}"
+        expected = _layers.reference(x, learner.params, mask, _SPEC)[0]  # the package's layer
+        if not _layers.same(result[0], expected, _layers.ROUND_OFF):
+            return f"with {case}: its output is not the chapter's multi-head attention."
+    return None
+
+
+def _check_attention(parts: _Parts, block_name: str, x: Tensor) -> Feedback | None:
+    """The block's attention layer alone must be multi-head attention (None if it is)."""
+    learner = parts.attention
+    problem = _attention_problem(learner, x)
+    if problem is not None and learner.square_matrices:  # raw (E, E) matrices: maybe x @ W.T
+        flipped = _layers.inspect_layer(learner.module, _SPEC, flip_square=True)
+        if isinstance(flipped, _layers.Learner) and _attention_problem(flipped, x) is None:
+            parts.attention = flipped
+            return None
+        _layers.inspect_layer(learner.module, _SPEC)  # back to x @ W, the course's reading
+    if problem is None:
+        return None
+    return Feedback(False, f"{block_name}.{parts.attention_path} ({type(learner.module).__name__}), "
+                           f"your attention layer, alone {problem} Check it with "
+                           "attn.exercises.nb05.check_multi_head_attention first.")
+
+
+# ---- the checker ---------------------------------------------------------------------------
+
+def check_transformer_block(cls: Any, *, norm_first: bool | None = None) -> Feedback:
+    """The learner's Transformer block against ``nn.TransformerEncoderLayer(batch_first=True)``.
+
+    The contract: ``cls(d_model, num_heads, d_ff, norm_first=...)`` (sizes ``BLOCK_ARGS``;
+    ``dropout=DROPOUT`` too when ``__init__`` takes a ``dropout``), ``forward(x, mask=None)``
+    returning the output (B, L, d_model) (or a pair whose first item it is). The checker
+    finds, by what they are, the attention layer (a submodule that
+    ``attn.exercises.nb05.check_multi_head_attention`` would accept, or
+    ``attn.MultiHeadAttention``), two LayerNorms of d_model (``nn.LayerNorm`` or a module of
+    one's own with a gain and a bias; in the order of ``__init__`` or the other), and the
+    feed-forward's ``nn.Linear(d_model, d_ff)`` and ``nn.Linear(d_ff, d_model)``, writes known
+    float64 weights into them, and compares in eval mode with no mask, a causal mask (L, L)
+    and a padding mask (B, 1, 1, L) (True = may attend). The activation may be ReLU or GELU.
+    Calling the block twice in eval mode must give the same output; with a dropout argument,
+    twice in training mode must not.
+
+    Args:
+        cls: the class (not an instance).
+        norm_first: None checks both placements (the class must take ``norm_first``); True
+            (pre-LN) or False (post-LN) checks that one only.
+
+    Returns:
+        A ``Feedback``; the learner's RNG is left as it was.
+    """
+    if norm_first is not None and not isinstance(norm_first, bool):
+        raise TypeError(f"norm_first: expected None, True or False, got {type(norm_first).__name__} "
+                        f"{norm_first!r}")
+    with torch.random.fork_rng(devices=[]):  # the block's init and dropout must not move the RNG
+        torch.manual_seed(_SEED)
+        return _check(cls, norm_first)
+
+
+def _check(cls: Any, only: bool | None) -> Feedback:
+    placements = (False, True) if only is None else (only,)
+    gen = torch.Generator().manual_seed(_SEED + 1)
+    x = torch.randn(BATCH, LENGTH, _E, generator=gen, dtype=torch.float64)
+    config: tuple[str, bool] | None = None  # (activation, norms swapped), fixed by the first case
+    exact, dropout_seen = True, None
+    for nf in placements:
+        built = _build(cls, nf, both=only is None)
+        if isinstance(built, Feedback):
+            return built
+        block, took_dropout = built
+        name = type(block).__name__
+        parts = _find_parts(block)
+        if isinstance(parts, Feedback):
+            return parts
+        wrong_attention = _check_attention(parts, name, x)
+        if wrong_attention is not None:
+            return wrong_attention
+        params = _write_weights(parts)
+        runner = _runner(block)
+        label = f"norm_first={nf}"
+        for case, mask, torch_kwargs in cases():
+            result = _layers.run(runner, x, mask)
+            if isinstance(result, str):
+                return Feedback(False, f"With {label} and {case}: {result}")
+            out = result[0]
+            if tuple(out.shape) != (BATCH, LENGTH, _E):
+                return Feedback(False, f"With {label} and {case}: the output should have shape "
+                                       f"{(BATCH, LENGTH, _E)} (B, L, d_model), the shape of x, got "
+                                       f"{tuple(out.shape)}.")
+            again = _layers.run(runner, x, mask)
+            if isinstance(again, str) or not _layers.same(again[0], out.double()):
+                return _HINTS.wrong("random in eval", RANDOM_IN_EVAL[0], where=RANDOM_IN_EVAL[1])
+            configs = [config] if config is not None else [
+                (act, swap) for act in _ACTIVATIONS for swap in (False, True)]
+            match = None
+            for act, swap in configs:
+                p = params.swapped_norms() if swap else params
+                expected = torch_reference(x, p, torch_kwargs, norm_first=nf, activation=act)
+                if _layers.same(out, expected, _layers.ROUND_OFF):
+                    match = (act, swap)
+                    exact = exact and _layers.same(out, expected)
+                    break
+            if match is None:
+                return _diagnose(out, x, params, mask, nf, case, configs)
+            config = match
+        if took_dropout and dropout_seen is None:
+            dropout_seen = _dropout_runs_in_training(block, runner, x)
+            if not dropout_seen:
+                symptom = NO_DROPOUT_IN_TRAINING[0].format(p=DROPOUT)
+                return _HINTS.wrong("no dropout in training", symptom,
+                                    where=NO_DROPOUT_IN_TRAINING[1])
+    act = {"relu": "ReLU", "gelu": "GELU"}[config[0]]
+    which = "norm_first=False and True" if only is None else f"norm_first={only}"
+    bound = f"{_layers.ROUND_OFF:.0e}".replace("e-0", "e-")
+    precision = "in float64" if exact else f"to float32 round-off (below {bound})"
+    dropout = (" Its dropout is off in eval mode and on in training." if dropout_seen
+               else " Called twice in eval mode, it gives the same output.")
+    return Feedback(True, f"{name} ({act}) matches nn.TransformerEncoderLayer with the same weights "
+                          f"{precision}, with {which}, with no mask, a causal mask and a padding "
+                          f"mask.{dropout}")
+
+
+def _dropout_runs_in_training(block: nn.Module, runner: _layers.Learner, x: Tensor) -> bool:
+    block.train()
+    try:
+        first, second = _layers.run(runner, x, None), _layers.run(runner, x, None)
+    finally:
+        block.eval()
+    if isinstance(first, str) or isinstance(second, str):
+        return True  # an error in training mode is not a missing dropout; eval mode worked
+    return not _layers.same(first[0], second[0])
+
+
+def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, nf: bool,
+              case: str, configs: list[tuple[str, bool]]) -> Feedback:
+    """Name the classic bug that gives ``out``, or say that none does."""
+    label = f"With norm_first={nf} and {case}"
+    for bug in bugs_for(nf, mask is not None):
+        forms = (None, 0, 1) if bug == "unbiased variance" else (None,)
+        for (act, swap), form in ((c, f) for c in configs for f in forms):
+            p = params.swapped_norms() if swap else params
+            got = variant(x, p, mask, norm_first=nf, activation=act, bug=bug, std_form=form)
+            if _layers.same(out, got, _layers.ROUND_OFF):
+                symptom, where = BUGS[bug]
+                other = "pre-LN, x + sa(norm1(x))" if not nf else "post-LN, norm1(x + sa(x))"
+                symptom = symptom.format(nf=nf, other=other)
+                return _HINTS.wrong(bug, f"{label}: {symptom}", where=where)
+    nan = " It contains NaN." if bool(out.isnan().any()) else ""
+    if mask is not None:
+        return _HINTS.wrong(
+            "unknown mask", f"{label}: without a mask your block is right, with one it is not.{nan}",
+            where="how forward hands the mask to the attention, unchanged")
+    return _HINTS.wrong(
+        "unknown", f"{label}: your block's output differs from nn.TransformerEncoderLayer's, and "
+        f"not by one of the classic bugs this checker knows.{nan} More than one step may be wrong.",
+        where="each step on its own against the formulas: the norms, the attention sub-layer with "
+              "its residual, the feed-forward with its residual")

@@ -1,0 +1,414 @@
+"""The checker of notebook 12 (the Transformer block): learner-style blocks, right and wrong."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import attn
+from attn.exercises import nb12
+
+
+@pytest.fixture(autouse=True)
+def fresh_hints():
+    nb12.reset_hints()
+    yield
+    nb12.reset_hints()
+
+
+# ---- learner-style parts -----------------------------------------------------------------
+
+class ChapterMHA(nn.Module):
+    """The chapter's multi-head layer from 05 (no biases, -inf fill, returns output and weights)."""
+
+    def __init__(self, d_model, n_heads, scale=True):
+        super().__init__()
+        self.n_heads, self.d_k, self.scale = n_heads, d_model // n_heads, scale
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        B, L, E = x.shape
+        q, k, v = (W(x).view(B, L, self.n_heads, self.d_k).transpose(1, 2)
+                   for W in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / (math.sqrt(self.d_k) if self.scale else 1.0)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return self.W_o((weights @ v).transpose(1, 2).reshape(B, L, E)), weights
+
+
+class ArticleMHA(nn.Module):
+    """The article's: q_linear..., biases, forward(q, k, v, mask), -1e9, the output only."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.h, self.d = num_heads, d_model // num_heads
+        self.q_linear, self.k_linear, self.v_linear, self.out_linear = (
+            nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, q, k, v, mask=None):
+        B, L, E = q.shape
+        q, k, v = (lin(t).view(B, -1, self.h, self.d).transpose(1, 2)
+                   for lin, t in ((self.q_linear, q), (self.k_linear, k), (self.v_linear, v)))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        out = (torch.softmax(scores, -1) @ v).transpose(1, 2).contiguous().view(B, L, E)
+        return self.out_linear(out)
+
+
+class MyLayerNorm(nn.Module):
+    """A hand-written LayerNorm: over the features (dim=-1) when right."""
+
+    def __init__(self, d_model, dim=-1, unbiased=False, eps=1e-5):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.beta = nn.Parameter(torch.zeros(d_model))
+        self.dim, self.unbiased, self.eps = dim, unbiased, eps
+
+    def forward(self, x):
+        mean = x.mean(self.dim, keepdim=True)
+        var = x.var(self.dim, unbiased=self.unbiased, keepdim=True)
+        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
+
+
+class AnnotatedLayerNorm(nn.Module):
+    """The Annotated Transformer's: a_2 * (x - mean) / (std + eps) + b_2, std unbiased."""
+
+    def __init__(self, features, eps=1e-6):
+        super().__init__()
+        self.a_2 = nn.Parameter(torch.ones(features))
+        self.b_2 = nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.a_2 * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.b_2
+
+
+class Block(nn.Module):
+    """A learner's block around the chapter's layer; ``BUG`` plants one classic bug."""
+
+    BUG = None
+    ATTENTION = ChapterMHA
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attention = self.ATTENTION(d_model, num_heads)
+        self.norm1, self.norm2 = self.make_norm(d_model), self.make_norm(d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout),
+                                nn.Linear(d_ff, d_model))
+        self.dropout = nn.Dropout(dropout)
+        self.p = dropout
+
+    def make_norm(self, d_model):
+        return nn.LayerNorm(d_model)
+
+    def sa(self, x, mask):
+        args = (x, x, x) if isinstance(self.attention, ArticleMHA) else (x,)
+        out = self.attention(*args, mask if self.BUG != "mask not passed" else None)
+        out = out[0] if isinstance(out, tuple) else out
+        if self.BUG == "dropout in eval":
+            return F.dropout(out, self.p)  # training=True by default: random in eval too
+        return self.dropout(out)
+
+    def feed_forward(self, x):
+        if self.BUG == "no activation":
+            return self.dropout(self.ff[3](self.ff[2](self.ff[0](x))))
+        if self.BUG == "activation after the second Linear":
+            return self.dropout(torch.relu(self.ff[3](self.ff[0](x))))
+        return self.dropout(self.ff(x))
+
+    def forward(self, x, mask=None):
+        bug = self.BUG
+        norm2 = self.norm1 if bug == "norm1 used twice" else self.norm2
+        pre = self.norm_first if bug != "norm placement swapped" else not self.norm_first
+        keep_sa = bug != "no residual around the attention"
+        keep_ff = bug != "no residual around the feed-forward"
+        if pre:
+            if bug == "residual after the norm":
+                x = self.norm1(x)
+                x = x + self.sa(x, mask)
+                x = norm2(x)
+                return x + self.feed_forward(x)
+            x = keep_sa * x + self.sa(self.norm1(x), mask)
+            return keep_ff * x + self.feed_forward(norm2(x))
+        x = self.norm1(keep_sa * x + self.sa(x, mask))
+        return norm2(keep_ff * x + self.feed_forward(x))
+
+
+def block_with(bug=None, norm=None, attention=None, **attrs):
+    members = {"BUG": bug, **attrs}
+    if norm is not None:
+        members["make_norm"] = lambda self, d: norm(d)
+    if attention is not None:
+        members["ATTENTION"] = attention
+    return type("TransformerBlock", (Block,), members)
+
+
+# ---- correct blocks ----------------------------------------------------------------------
+
+class ReversedNorms(Block):
+    """norm2 made before norm1: the checker finds the order by behaviour."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
+        nn.Module.__init__(self)
+        self.norm_first, self.p = norm_first, dropout
+        self.norm2 = nn.LayerNorm(d_model)
+        self.attention = ChapterMHA(d_model, num_heads)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout),
+                                nn.Linear(d_ff, d_model))
+        self.dropout = nn.Dropout(dropout)
+
+
+class GeluPackageBlock(nn.Module):
+    """attn.MultiHeadAttention inside, GELU, F.dropout with training=self.training, no dropout
+    argument in the constructor, torch's names."""
+
+    def __init__(self, d_model, n_heads, d_ff, *, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = attn.MultiHeadAttention(d_model, n_heads, bias=True)
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        def sa(t):
+            return F.dropout(self.self_attn(t, mask=mask)[0], 0.1, training=self.training)
+
+        def ff(t):
+            return self.linear2(F.gelu(self.linear1(t)))
+
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            return x + ff(self.norm2(x))
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ff(x))
+
+
+class PostLNOnly(nn.Module):
+    """The 2017 paper's block, no norm_first argument: checked with norm_first=False."""
+
+    def __init__(self, d_model, num_heads, d_ff):
+        super().__init__()
+        self.mha = ArticleMHA(d_model, num_heads)
+        self.ln_1, self.ln_2 = MyLayerNorm(d_model), MyLayerNorm(d_model)
+        self.fc1, self.fc2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x, src_mask=None):
+        x = self.ln_1(x + self.mha(x, x, x, src_mask))
+        return self.ln_2(x + self.fc2(torch.relu(self.fc1(x))))
+
+
+@pytest.mark.parametrize("cls", [Block, ReversedNorms, GeluPackageBlock, attn.TransformerBlock,
+                                 block_with(norm=MyLayerNorm), block_with(attention=ArticleMHA)],
+                         ids=["chapter", "reversed-norms", "gelu-package-mha", "attn.TransformerBlock",
+                              "own-layernorm", "article-mha"])
+def test_correct_blocks_pass_in_both_placements(cls):
+    fb = nb12.check_transformer_block(cls)
+    assert fb.correct, fb.message
+    assert "norm_first=False and True" in fb.message and "a padding mask" in fb.message
+    assert ("GELU" if cls is GeluPackageBlock else "ReLU") in fb.message
+
+
+def test_dropout_is_reported_only_when_the_constructor_takes_it():
+    assert "off in eval mode and on in training" in nb12.check_transformer_block(Block).message
+    assert "twice in eval mode" in nb12.check_transformer_block(GeluPackageBlock).message
+
+
+def test_one_placement_without_norm_first():
+    fb = nb12.check_transformer_block(PostLNOnly, norm_first=False)
+    assert fb.correct, fb.message
+    assert "with norm_first=False," in fb.message
+    fb = nb12.check_transformer_block(PostLNOnly)
+    assert not fb.correct and "takes no `norm_first`" in fb.message
+    fb = nb12.check_transformer_block(PostLNOnly, norm_first=True)  # it is post-LN
+    assert not fb.correct and "other placement" in fb.message
+
+
+def test_the_learners_rng_is_left_alone():
+    torch.manual_seed(0)
+    before = torch.rand(3)
+    torch.manual_seed(0)
+    nb12.check_transformer_block(Block)
+    nb12.check_transformer_block(block_with("dropout in eval"))
+    assert torch.equal(torch.rand(3), before)
+
+
+# ---- the classic bugs: each named, the place to look on a second try ----------------------
+
+BUGGY = {
+    "norm over the batch": (block_with(norm=lambda d: MyLayerNorm(d, dim=0)), "over the batch"),
+    "norm over the sequence": (block_with(norm=lambda d: MyLayerNorm(d, dim=1)), "over the sequence"),
+    "unbiased variance": (block_with(norm=lambda d: MyLayerNorm(d, unbiased=True)), "unbiased"),
+    "annotated layernorm": (block_with(norm=AnnotatedLayerNorm), "unbiased"),
+    "residual after the norm": (block_with("residual after the norm"), "adds the sub-layer's output to the normalised x"),
+    "norm placement swapped": (block_with("norm placement swapped"), "asked for norm_first=False, it gives pre-LN"),
+    "no residual around the attention": (block_with("no residual around the attention"), "attention sub-layer has no residual"),
+    "no residual around the feed-forward": (block_with("no residual around the feed-forward"), "feed-forward sub-layer has no residual"),
+    "norm1 used twice": (block_with("norm1 used twice"), "uses the first LayerNorm again"),
+    "no activation": (block_with("no activation"), "no non-linearity between its two Linears"),
+    "activation after the second Linear": (block_with("activation after the second Linear"), "after the feed-forward's second Linear"),
+    "mask not passed": (block_with("mask not passed"), "does not pass `mask` on to the attention"),
+    "dropout in eval": (block_with("dropout in eval"), "different output each time"),
+}
+
+
+@pytest.mark.parametrize("bug", list(BUGGY))
+def test_each_classic_bug_gets_its_symptom_then_where_to_look(bug):
+    cls, words = BUGGY[bug]
+    first = nb12.check_transformer_block(cls)
+    assert not first.correct
+    assert words in first.message, first.message
+    assert "Where to look" not in first.message
+    second = nb12.check_transformer_block(cls)
+    assert second.message.startswith(first.message) and "Where to look:" in second.message
+
+
+def test_the_case_is_named():
+    assert "With norm_first=False and a causal mask:" in nb12.check_transformer_block(
+        block_with("mask not passed")).message
+    assert "With norm_first=True and no mask:" in nb12.check_transformer_block(
+        block_with("residual after the norm")).message
+
+
+def test_no_dropout_in_training():
+    class NeverDrops(Block):
+        def sa(self, x, mask):
+            return self.attention(x, mask)[0]
+
+        def feed_forward(self, x):
+            return self.ff[3](self.ff[1](self.ff[0](x)))
+
+    fb = nb12.check_transformer_block(NeverDrops)
+    assert not fb.correct and "its dropout never runs" in fb.message
+    assert "Where to look" in nb12.check_transformer_block(NeverDrops).message
+
+
+def test_batch_norm_is_named():
+    fb = nb12.check_transformer_block(block_with(norm=nn.BatchNorm1d))
+    assert not fb.correct and "is a BatchNorm" in fb.message and "across the batch" in fb.message
+
+
+# ---- what the checker cannot build or find ------------------------------------------------
+
+def test_a_wrong_attention_layer_is_sent_back_to_05():
+    class Unscaled(ChapterMHA):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads, scale=False)
+
+    fb = nb12.check_transformer_block(block_with(attention=Unscaled))
+    assert not fb.correct
+    assert "your attention layer, alone with no mask" in fb.message
+    assert "check_multi_head_attention" in fb.message
+
+
+def test_structural_problems():
+    class TorchInside(Block):
+        def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
+            super().__init__(d_model, num_heads, d_ff, dropout, norm_first)
+            self.attention = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+
+    fb = nb12.check_transformer_block(TorchInside)
+    assert not fb.correct and "PyTorch's nn.MultiheadAttention" in fb.message
+
+    fb = nb12.check_transformer_block(block_with(norm=lambda d: nn.LayerNorm((5, d))))
+    assert not fb.correct and "nn.LayerNorm((5, 8))" in fb.message and "last 2 dims" in fb.message
+
+    class OneNorm(Block):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.norm2 = self.norm1
+
+    fb = nb12.check_transformer_block(OneNorm)
+    assert not fb.correct and "two LayerNorms" in fb.message and "found 1: norm1" in fb.message
+
+    class FixedWidth(Block):
+        def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
+            super().__init__(d_model, num_heads, 4 * d_model, dropout, norm_first)
+
+    fb = nb12.check_transformer_block(FixedWidth)
+    assert not fb.correct and "built with d_ff=24" in fb.message and "8 -> 32" in fb.message
+
+    class Raises(Block):
+        def forward(self, x, mask=None):
+            raise NotImplementedError
+
+    assert "forward is not written yet" in nb12.check_transformer_block(Raises).message
+    assert "class itself" in nb12.check_transformer_block(Block(8, 2, 24)).message
+    assert "nn.Module subclass" in nb12.check_transformer_block(len).message
+    with pytest.raises(TypeError, match=r"norm_first: expected None, True or False, got str 'yes'"):
+        nb12.check_transformer_block(Block, norm_first="yes")
+
+
+# ---- the checker's own reference ----------------------------------------------------------
+
+def _params():
+    gen = torch.Generator().manual_seed(0)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+    E, Fd = nb12.BLOCK_ARGS["d_model"], nb12.BLOCK_ARGS["d_ff"]
+    attn_params = {r: (randn(E, E) / math.sqrt(E), 0.3 * randn(E)) for r in "qkvo"}
+    return nb12.BlockParams(attn_params, (1 + 0.3 * randn(E), 0.3 * randn(E), 1e-5),
+                            (1 + 0.3 * randn(E), 0.3 * randn(E), 1e-5),
+                            (randn(Fd, E) / math.sqrt(E), 0.3 * randn(Fd)),
+                            (randn(E, Fd) / math.sqrt(Fd), 0.3 * randn(E)))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_variant_without_a_bug_is_torch_and_every_bug_is_far_from_it(norm_first, activation):
+    params = _params()
+    x = torch.randn(nb12.BATCH, nb12.LENGTH, 8, generator=torch.Generator().manual_seed(1),
+                    dtype=torch.float64)
+    for case, mask, torch_kwargs in nb12.cases():
+        right = nb12.variant(x, params, mask, norm_first=norm_first, activation=activation)
+        expected = nb12.torch_reference(x, params, torch_kwargs, norm_first=norm_first,
+                                        activation=activation)
+        torch.testing.assert_close(right, expected, atol=1e-12, rtol=0)
+        for bug in nb12.bugs_for(norm_first, mask is not None):
+            got = nb12.variant(x, params, mask, norm_first=norm_first, activation=activation, bug=bug)
+            assert (got - right).abs().max() > 1e-3, (bug, case)
+    with pytest.raises(ValueError, match=r"bug: expected None or one of"):
+        nb12.variant(x, params, None, norm_first=True, activation="relu", bug="typo")
+
+
+class MatrixMHA(nn.Module):
+    """Raw (E, E) matrices used as x @ W.T (the orientation the shape cannot tell)."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.h, self.d = n_heads, d_model // n_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Parameter(torch.randn(d_model, d_model))
+                                                  for _ in range(4))
+
+    def forward(self, x, mask=None):
+        B, L, E = x.shape
+        q, k, v = ((x @ W.T).view(B, L, self.h, self.d).transpose(1, 2)
+                   for W in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, L, E)
+        return out @ self.W_o.T
+
+
+def test_raw_matrices_either_way_round_pass():
+    fb = nb12.check_transformer_block(block_with(attention=MatrixMHA))
+    assert fb.correct, fb.message
+
+
+def test_a_wrong_raw_matrix_attention_is_sent_back_to_05():
+    class Unscaled(MatrixMHA):
+        def forward(self, x, mask=None):
+            return super().forward(x * math.sqrt(self.d) ** 0.5, mask)  # the inputs scaled: wrong
+
+    fb = nb12.check_transformer_block(block_with(attention=Unscaled))
+    assert not fb.correct and "your attention layer, alone with no mask" in fb.message
