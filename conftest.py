@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-# `make test` and the README's manual route run pytest, so what every run needs from its
+# `make test` and the manual route of docs/setup.md run pytest, so what every run needs from its
 # environment is set here, before any test imports torch:
 # - one OpenMP thread per process: the tests run kernels, a Lab server and a browser side by
 #   side on small tensors, where threads waiting on a busy core cost more than they gain

@@ -6,7 +6,8 @@
     python -m benchmarks --threads 1        # latency and scale with one torch thread
 
 Results: benchmarks/results/<part>.json (machine description included).
-README tables from them: ``python -m benchmarks.report --write``.
+The tables of docs/performance.md from them: ``python -m benchmarks.report --write``; the hub's
+figures in docs/teaching.md: ``python -m benchmarks.hub --write-docs``.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 The hub is the one of tests/test_hub.py (``tests/_hub.py``: JupyterHub, configurable-http-proxy,
 SimpleLocalProcessSpawner, each learner's server from this venv, ``OMP_NUM_THREADS=1`` as the
-README's hub configuration sets, nbgitpuller cloning a snapshot of this working tree into each
-home). The learners are driven by ``KernelClient``: through the hub's proxy, it opens the
+hub configuration of docs/teaching.md sets, nbgitpuller cloning a snapshot of this working
+tree into each home). The learners are driven by ``KernelClient``: through the hub's proxy, it opens the
 notebook's session and speaks the kernel protocol over the websocket JupyterLab uses, so the
 server side of a class is all on this machine, as on a real hub, while the browsers' own work
 (drawing the page, decoding each picture) is not: on a real class it runs on each learner's
@@ -293,7 +293,7 @@ def run(*, quick: bool = False, results=None, sizes: tuple[int, ...] = CLASS_SIZ
     payload["machine_after"] = {"load_average": list(os.getloadavg())}
     payload["estimated_largest_class_alone"] = estimate_largest_class(payload)
     payload["table"] = report_table(payload)
-    say(readme_block(payload))
+    say(figures_block(payload))
     write_json("hub", payload, **({"results": results} if results else {}))
     return payload
 
@@ -311,9 +311,9 @@ def estimate_largest_class(payload: dict[str, Any]) -> int | None:
     return 1 + int((payload["move_target_ms"] - one["move_ms"]["median"]) * cores // cpu_ms)
 
 
-def readme_block(payload: dict[str, Any]) -> str:
-    """The README's figures of a class (between <!-- hub:start --> and <!-- hub:end -->; a test
-    checks that the README shows this text)."""
+def figures_block(payload: dict[str, Any]) -> str:
+    """The figures of a class that the teaching guide shows (docs/teaching.md, between
+    <!-- hub:start --> and <!-- hub:end -->; a test checks that it shows this text)."""
     m, info = payload["memory"], payload["machine"]
     rows = [r for r in payload["classes"] if "error" not in r]
     before = [r["load_average"]["before"] for r in rows]  # other jobs only: the class is idle
@@ -366,7 +366,7 @@ def readme_block(payload: dict[str, Any]) -> str:
 
 
 def report_table(payload: dict[str, Any]) -> str:
-    """The README's table of the class figures (a test checks the README shows this one)."""
+    """The table of the class figures (a test checks that docs/teaching.md shows this one)."""
     rows = []
     for r in payload["classes"]:
         if "error" in r:
@@ -383,15 +383,23 @@ def report_table(payload: dict[str, Any]) -> str:
                   "MiB per learner (PSS)", "load average before / after"], rows)
 
 
-def write_readme(payload: dict[str, Any], readme: Path = ROOT / "README.md") -> None:
-    """Replace the README's block between <!-- hub:start --> and <!-- hub:end -->."""
-    text = readme.read_text(encoding="utf-8")
+PAGE = ROOT / "docs" / "teaching.md"  # the page that shows the class figures
+
+
+def write_page(payload: dict[str, Any], page: Path = PAGE) -> None:
+    """Replace the block between <!-- hub:start --> and <!-- hub:end --> of ``page``.
+
+    Raises:
+        ValueError: ``page`` has no such block.
+    """
+    text = page.read_text(encoding="utf-8")
     start, end = "<!-- hub:start -->", "<!-- hub:end -->"
     if start not in text or end not in text:
-        raise ValueError(f"{readme}: no {start} ... {end} block")
+        raise ValueError(f"{page}: no {start} ... {end} block")
     head, rest = text.split(start, 1)
     tail = rest.split(end, 1)[1]
-    readme.write_text(f"{head}{start}\n{readme_block(payload)}\n{end}{tail}", encoding="utf-8")
+    page.write_text(f"{head}{start}\n{figures_block(payload)}\n{end}{tail}", encoding="utf-8")
+
 
 
 if __name__ == "__main__":  # python -m benchmarks.hub --sizes 1,5,10,20 --rounds 5
@@ -403,13 +411,14 @@ if __name__ == "__main__":  # python -m benchmarks.hub --sizes 1,5,10,20 --round
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="rounds of moves per size")
     ap.add_argument("--search", type=int, default=2, help="extra sizes to bisect the largest class")
     ap.add_argument("--results", type=Path, default=None, help="folder for hub.json")
-    ap.add_argument("--write-readme", action="store_true",
-                    help="only write README.md's figures from benchmarks/results/hub.json")
+    ap.add_argument("--write-docs", "--write-readme", dest="write_docs", action="store_true",
+                    help=f"only write the figures of {PAGE.relative_to(ROOT)} from "
+                         "benchmarks/results/hub.json (--write-readme: its old name)")
     a = ap.parse_args()
-    if a.write_readme:
+    if a.write_docs:
         import json
 
-        write_readme(json.loads((ROOT / "benchmarks" / "results" / "hub.json").read_text()))
+        write_page(json.loads((ROOT / "benchmarks" / "results" / "hub.json").read_text()))
         raise SystemExit(0)
     run(sizes=tuple(int(x) for x in a.sizes.split(",")), rounds=a.rounds, search=a.search,
         **({"results": a.results} if a.results else {}))

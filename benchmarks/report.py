@@ -1,9 +1,9 @@
-"""``python -m benchmarks.report``: the README's performance tables, from the results JSON.
+"""``python -m benchmarks.report``: the performance guide's tables, from the results JSON.
 
-The README section between the markers ``<!-- bench:start -->`` and ``<!-- bench:end -->`` is
-this module's output for ``benchmarks/results/*.json``; ``--write`` replaces it in place, so
-the README never shows a figure that a benchmark run did not print. A part whose JSON is
-missing is left out with a note.
+The section of ``docs/performance.md`` between the markers ``<!-- bench:start -->`` and
+``<!-- bench:end -->`` is this module's output for ``benchmarks/results/*.json``; ``--write``
+replaces it in place, so the guide never shows a figure that a benchmark run did not print.
+A part whose JSON is missing is left out with a note.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 from ._common import RESULTS, table
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "performance.md"  # the page that shows the tables
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
@@ -142,22 +143,29 @@ def render(results: Path = RESULTS) -> str:
     return "\n\n".join(parts)
 
 
-def write_readme(readme: Path, text: str) -> None:
-    s = readme.read_text(encoding="utf-8")
+def write_page(page: Path, text: str) -> None:
+    """Replace the block between ``START`` and ``END`` of the Markdown file ``page`` by ``text``.
+
+    Raises:
+        ValueError: ``page`` has no such block.
+    """
+    s = page.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.DOTALL)
     if not pattern.search(s):
-        raise ValueError(f"readme: expected the markers {START} ... {END} in {readme}, found none")
-    readme.write_text(pattern.sub(lambda _: f"{START}\n{text}\n{END}", s), encoding="utf-8")
+        raise ValueError(f"page: expected the markers {START} ... {END} in {page}, found none")
+    page.write_text(pattern.sub(lambda _: f"{START}\n{text}\n{END}", s), encoding="utf-8")
+
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=RESULTS)
-    p.add_argument("--write", action="store_true", help="replace the README's section in place")
+    p.add_argument("--write", action="store_true",
+                   help=f"replace the tables in {PAGE.relative_to(ROOT)} in place")
     args = p.parse_args(argv)
     text = render(args.results)
     if args.write:
-        write_readme(ROOT / "README.md", text)
+        write_page(PAGE, text)
     else:
         print(text)
 

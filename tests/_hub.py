@@ -2,7 +2,7 @@
 
     origin = course_origin(tmp / "git")                 # the teacher's repository (a snapshot)
     with running_hub(tmp / "hub", ["learner-1", "learner-2"]) as hub:
-        link = class_link(hub.url, origin)              # the README's nbgitpuller link, filled in
+        link = class_link(hub.url, origin)              # the teaching guide's nbgitpuller link, filled in
         ...                                             # learners follow it in Chromium
 
 The hub is the one an instructor runs, scaled down: JupyterHub (PyPI ``jupyterhub``) behind
@@ -12,7 +12,7 @@ and SimpleLocalProcessSpawner: each learner's single-user server (this venv's
 ``jupyterhub-singleuser``, so the course's pinned packages) runs as the hub's own user with its
 own home folder, so no system accounts are needed. nbgitpuller (a server extension of the same
 venv) clones the course into each home. ``attn`` is imported from the learner's pulled clone
-(``PYTHONPATH=<home>/<clone>/src``, as the README tells instructors), not from the editable
+(``PYTHONPATH=<home>/<clone>/src``, as docs/teaching.md tells instructors), not from the editable
 install. Kernels use Unix sockets (``--KernelManager.transport=ipc``), so that kernels of
 different servers started at the same moment cannot race for a TCP port. Database, cookie
 secret, proxy token, logs and homes all live in the given folder; every port is a free one; at exit every server, kernel and the proxy are stopped (killed if
@@ -45,7 +45,7 @@ CHP = REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
 SINGLEUSER = VENV_BIN / "jupyterhub-singleuser"
 JUPYTERHUB = VENV_BIN / "jupyterhub"
 # The clone's name in every learner's home (nbgitpuller names it after the repository URL's
-# last part), standing for REPO in the README's link.
+# last part), standing for REPO in the teaching guide's link.
 FOLDER = "attention-course"
 START = "notebooks/00_start_here.ipynb"
 
@@ -83,7 +83,7 @@ def free_port() -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# The teacher's repository and the README's link.
+# The teacher's repository and the teaching guide's link (docs/teaching.md).
 
 def run_git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "teacher", "GIT_AUTHOR_EMAIL": "teacher@example.org",
@@ -128,29 +128,45 @@ def teacher_commit(origin: Path, notebook: str, note: str) -> str:
     return run_git(origin, "rev-parse", "HEAD").strip()
 
 
-def readme_link(readme: Path = REPO / "README.md") -> str:
-    """The nbgitpuller link of the README's section "On a JupyterHub, with an nbgitpuller link"."""
-    text = readme.read_text(encoding="utf-8")
-    section = text.split("### On a JupyterHub, with an nbgitpuller link", 1)
+TEACHING = REPO / "docs" / "teaching.md"  # the teaching guide, which gives instructors the link
+HUB_SECTION = "On a JupyterHub, with an nbgitpuller link"
+
+
+def readme_link(page: Path = TEACHING) -> str:
+    """The nbgitpuller link that the teaching guide's section "On a JupyterHub, with an
+    nbgitpuller link" gives instructors (the name is from when the README held it).
+
+    Args:
+        page: the Markdown page with that section (a heading of any level).
+
+    Returns:
+        the link, ``https://HUB/hub/user-redirect/git-pull?repo=...``, as the page writes it.
+
+    Raises:
+        ValueError: the page has no such section, or the section no ```text block with the link.
+    """
+    text = page.read_text(encoding="utf-8")
+    section = re.split(rf"^#+ {re.escape(HUB_SECTION)}\s*$", text, maxsplit=1, flags=re.M)
     if len(section) != 2:
-        raise ValueError("README.md: no section '### On a JupyterHub, with an nbgitpuller link'")
-    m = re.search(r"```text\n(https://HUB/\S+)\n```", section[1])
+        raise ValueError(f"{page.name}: no section '{HUB_SECTION}'")
+    body = re.split(r"^#+ ", section[1], maxsplit=1, flags=re.M)[0]  # up to the next heading
+    m = re.search(r"```text\n(https://HUB/\S+)\n```", body)
     if m is None:
-        raise ValueError("README.md: its JupyterHub section has no ```text block with a "
+        raise ValueError(f"{page.name}: its section '{HUB_SECTION}' has no ```text block with a "
                          "https://HUB/... link")
     return m.group(1)
 
 
 def class_link(hub_url: str, origin: Path, link: str | None = None) -> str:
-    """The README's link as an instructor fills it in: ``https://HUB`` becomes the hub's address,
-    the ``repo`` parameter the teacher's repository (here a local one, ``file://...``), and
-    ``REPO``, the clone's folder in ``urlpath``, its name. The rest is the README's."""
+    """The teaching guide's link as an instructor fills it in: ``https://HUB`` becomes the hub's
+    address, the ``repo`` parameter the teacher's repository (here a local one, ``file://...``),
+    and ``REPO``, the clone's folder in ``urlpath``, its name. The rest is the guide's."""
     link = readme_link() if link is None else link
     parts = urllib.parse.urlsplit(link)
     query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
     names = [k for k, _ in query]
     if parts.netloc != "HUB" or "repo" not in names:
-        raise ValueError(f"README link: expected https://HUB/...?repo=..., got {link!r}")
+        raise ValueError(f"class link: expected https://HUB/...?repo=..., got {link!r}")
     filled = []
     for key, value in query:
         if key == "repo":
@@ -277,7 +293,7 @@ c.Spawner.args = [
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 300
 c.Spawner.http_timeout = 300
-# attn from each learner's pulled clone, as the README's instructors' section says.
+# attn from each learner's pulled clone, as docs/teaching.md tells instructors.
 c.Spawner.environment = {{
     "PYTHONPATH": lambda spawner: spawner.home_dir + "/{FOLDER}/src",
     # A short folder for the kernels' sockets: a Unix socket's path is at most 107 bytes.

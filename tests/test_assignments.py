@@ -1,4 +1,4 @@
-"""The teacher's chain (README, "Assignments"): write the assignments, grade two submissions.
+"""The teacher's chain (docs/teaching.md, "Assignments"): write the assignments, grade two submissions.
 
 It runs in the teacher's venv (``.venv-teacher``: nbgrader, from requirements-teacher.txt,
 beside the course's packages), which ``make test`` makes; without it the tests skip, saying
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.slow  # nbgrader makes the student versions and grades 
 
 
 def make(target: str, course: Path, timeout: float = 1800) -> subprocess.CompletedProcess:
-    """`make <target>` of the README on the course folder `course`, without remaking the venvs
+    """`make <target>` of docs/teaching.md on the course folder `course`, without remaking the venvs
     (-o: `make test` has just made them)."""
     return subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed",
                            "-o", ".venv-teacher/.installed", target, f"ASSIGNMENTS={course}"],

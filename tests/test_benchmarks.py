@@ -153,24 +153,34 @@ def test_browser_lists_only_notebooks_that_show_widgets(tmp_path):
     assert browser._with_widgets(tmp_path) == ["b.ipynb"]
 
 
-def test_readme_performance_section_is_the_report_of_the_committed_results():
+def test_performance_guide_shows_the_report_of_the_committed_results():
     from benchmarks import report
 
-    readme = (report.ROOT / "README.md").read_text(encoding="utf-8")
-    start, end = readme.index(report.START), readme.index(report.END)
-    shown = readme[start + len(report.START):end].strip()
+    assert report.PAGE == REPO / "docs" / "performance.md"
+    page = report.PAGE.read_text(encoding="utf-8")
+    start, end = page.index(report.START), page.index(report.END)
+    shown = page[start + len(report.START):end].strip()
     assert shown == report.render(_common.RESULTS).strip(), (
-        "README's performance tables differ from benchmarks/results/*.json: "
+        "docs/performance.md's tables differ from benchmarks/results/*.json: "
         "run `python -m benchmarks.report --write`")
+
+
+def test_report_writes_between_the_markers_and_keeps_the_rest(tmp_path):
+    from benchmarks import report
+
+    page = tmp_path / "performance.md"
+    page.write_text(f"# Performance\n\n{report.START}\nold\n{report.END}\n\nprose\n", encoding="utf-8")
+    report.write_page(page, "tables")
+    assert page.read_text(encoding="utf-8") == f"# Performance\n\n{report.START}\ntables\n{report.END}\n\nprose\n"
 
 
 def test_report_needs_the_markers(tmp_path):
     from benchmarks import report
 
-    readme = tmp_path / "README.md"
-    readme.write_text("# no markers here\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"readme: expected the markers <!-- bench:start -->"):
-        report.write_readme(readme, "tables")
+    page = tmp_path / "performance.md"
+    page.write_text("# no markers here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"page: expected the markers <!-- bench:start -->"):
+        report.write_page(page, "tables")
 
 
 def test_report_of_missing_results_says_so(tmp_path):
@@ -210,13 +220,26 @@ def test_z2jh_cpu_guarantee_fits_the_measured_class():
     assert 1 / float(z2jh["singleuser"]["cpu"]["guarantee"]) <= per_core, (z2jh["singleuser"]["cpu"], per_core)
 
 
-def test_readme_shows_the_measured_hub_figures():
+def test_teaching_guide_shows_the_measured_hub_figures():
     figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- hub:start -->\n", 1)[1].split("\n<!-- hub:end -->", 1)[0]
-    assert block == hub.readme_block(figures), (
-        "README.md's hub figures differ from benchmarks/results/hub.json: "
-        "run `python -m benchmarks.hub --write-readme`")
+    assert hub.PAGE == REPO / "docs" / "teaching.md"
+    page = hub.PAGE.read_text(encoding="utf-8")
+    block = page.split("<!-- hub:start -->\n", 1)[1].split("\n<!-- hub:end -->", 1)[0]
+    assert block == hub.figures_block(figures), (
+        "docs/teaching.md's hub figures differ from benchmarks/results/hub.json: "
+        "run `python -m benchmarks.hub --write-docs`")
+
+
+def test_hub_figures_are_written_between_their_markers(tmp_path):
+    figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
+    page = tmp_path / "teaching.md"
+    page.write_text("# Teaching\n\n<!-- hub:start -->\nold\n<!-- hub:end -->\n\nprose\n", encoding="utf-8")
+    hub.write_page(figures, page)
+    assert page.read_text(encoding="utf-8") == (
+        f"# Teaching\n\n<!-- hub:start -->\n{hub.figures_block(figures)}\n<!-- hub:end -->\n\nprose\n")
+    page.write_text("# no markers here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no <!-- hub:start --> ... <!-- hub:end --> block"):
+        hub.write_page(figures, page)
 
 
 def test_benchmark_bisects_between_the_largest_served_class_and_the_next():

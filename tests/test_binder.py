@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -117,15 +118,33 @@ def test_binder_start_notebook_exists():
     assert (REPO / START).is_file()
 
 
-def test_readme_links_open_existing_notebooks():
-    """Every Binder / nbgitpuller link in README.md opens a notebook that exists (in JupyterLab
-    or in Voilà's app mode)."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    links = re.findall(r"https://mybinder\.org/v2/[^\s)\"'>]+", readme)
-    assert links, "README.md has no Binder link"
+DOC_PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_doc_links_open_existing_notebooks(page):
+    """Every Binder link in README.md and docs/*.md opens a notebook that exists (in JupyterLab
+    or in Voilà's app mode), and so does every nbgitpuller link (in the clone's folder, REPO)."""
+    text = page.read_text(encoding="utf-8")
+    links = re.findall(r"https://mybinder\.org/v2/[^\s)\"'>]+", text)
+    if page.name in ("README.md", "teaching.md"):  # the badge, the notebook table, On Binder
+        assert links, f"{page.name} has no Binder link"
     for link in links:
         m = (re.search(r"urlpath=(?:%2F)?(?:lab(?:/|%2F)tree|voila(?:/|%2F)render)(?:/|%2F)([^&\s)]+)", link)
              or re.search(r"labpath=([^&\s)]+)", link))
         assert m, f"Binder link without urlpath=lab/tree/..., urlpath=voila/render/... or labpath=...: {link}"
         path = m.group(1).replace("%2F", "/")
         assert (REPO / path).is_file(), f"{link} opens {path}, which does not exist"
+    for link in re.findall(r"https://HUB/hub/user-redirect/git-pull\?[^\s)\"'>`]+", text):
+        urlpath = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(link).query)).get("urlpath", "")
+        m = re.fullmatch(r"lab/tree/REPO/(.+)", urlpath)
+        assert m, f"nbgitpuller link without urlpath=lab/tree/REPO/...: {link}"
+        assert (REPO / m.group(1)).is_file(), f"{link} opens {m.group(1)}, which does not exist"
+
+
+def test_teaching_guide_opens_every_notebook_on_binder():
+    """docs/teaching.md, On Binder: one JupyterLab link per notebook of notebooks/."""
+    text = (REPO / "docs" / "teaching.md").read_text(encoding="utf-8")
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        link = f"https://mybinder.org/v2/gh/OWNER/REPO/main?urlpath=lab/tree/notebooks/{path.name}"
+        assert link in text, f"docs/teaching.md: no Binder link for {path.name}"

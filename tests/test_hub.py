@@ -1,11 +1,11 @@
-"""A real JupyterHub class: learners follow the README's nbgitpuller link, the teacher pushes.
+"""A real JupyterHub class: learners follow the teaching guide's nbgitpuller link, the teacher pushes.
 
 One JupyterHub (with configurable-http-proxy, DummyAuthenticator, SimpleLocalProcessSpawner;
 see tests/_hub.py) for two learners, and one headless Chromium. The teacher's repository is a
 snapshot of this working tree in a temporary folder (branch main). Each learner, in their
 own browser context:
 
-1. follows the README's link (filled in as the README tells an instructor) and logs in;
+1. follows the link of docs/teaching.md (filled in as the guide tells an instructor) and logs in;
    the hub starts their server, nbgitpuller clones the course, and JupyterLab opens
    notebooks/00_start_here.ipynb;
 2. opens the explorer notebook, runs Run > Run All Cells: no cell fails, and the kernel

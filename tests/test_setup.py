@@ -1,4 +1,4 @@
-"""The set-up (README, "Set-up"): what `make setup` installs, read from the Makefile itself.
+"""The set-up (docs/setup.md): what `make setup` installs, read from the Makefile itself.
 
 1. **No CUDA on Linux.** Every ``pip install`` that ``make setup`` runs, as ``make -n`` prints
    it, runs again here as ``pip install --dry-run --report``, and the packages pip would pick
@@ -11,7 +11,8 @@
    the torch step fails instead of taking it.
 2. **Python versions.** ``make`` accepts the versions it names and refuses the others before it
    creates anything; every pin resolves to wheels for each accepted version.
-3. **Smaller truths.** The README's test command is ``make test``'s; the run has one OpenMP
+3. **Smaller truths.** The test commands of docs/setup.md ("Without make") and CONTRIBUTING.md
+   ("Tests") are ``make test``'s, and its pip commands ``make setup``'s; the run has one OpenMP
    thread and the venv's bin/ first on PATH; ``pip check`` names only sentence-transformers;
    pyproject's setuptools bound is the first that builds the package; JupyterLab's news
    prompt is off in the venv and in the Binder image; ``make lab`` prints the URL of
@@ -51,11 +52,26 @@ from setup_report import (CPU_INDEX, CUDA, dry_run, fetch_cpu_wheel, make_dry, o
 
 MAKEFILE = REPO / "Makefile"
 README = (REPO / "README.md").read_text(encoding="utf-8")
-# The Python versions the README names; the Makefile must accept these and refuse the others.
+SETUP_GUIDE = (REPO / "docs" / "setup.md").read_text(encoding="utf-8")
+CONTRIBUTING = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+# The Python versions the README and the set-up guide name; the Makefile must accept these and
+# refuse the others.
 ACCEPTED = ("3.11", "3.12", "3.13")
 REFUSED = ("3.10",)
 LINUX_ONLY = pytest.mark.skipif(sys.platform != "linux",
                                 reason="about Linux, where PyPI's torch is the CUDA build")
+
+
+def section(page: str, heading: str) -> str:
+    """The text of ``page``'s section ``## heading``, up to the next ``## `` heading.
+
+    Raises:
+        ValueError: ``page`` has no such section.
+    """
+    parts = re.split(rf"^## {re.escape(heading)}\s*$", page, maxsplit=1, flags=re.M)
+    if len(parts) != 2:
+        raise ValueError(f"no section '## {heading}'")
+    return re.split(r"^## ", parts[1], maxsplit=1, flags=re.M)[0]
 
 
 @pytest.fixture(scope="module")
@@ -172,10 +188,12 @@ def interpreter(version: str) -> str:
     return ""
 
 
-def test_the_readme_names_the_versions_the_makefile_accepts():
+def test_the_docs_name_the_versions_the_makefile_accepts():
     m = re.search(r"^PYTHON_VERSIONS := (.+)$", MAKEFILE.read_text(), re.M)
     assert m and tuple(m.group(1).split()) == ACCEPTED
-    assert "Python 3.11, 3.12 or 3.13" in README
+    named = "Python 3.11, 3.12 or 3.13"
+    assert named in README.split("\n## ", 1)[0], "README.md: its first lines do not name the versions"
+    assert section(SETUP_GUIDE, "Which Python").lstrip().startswith(named + "."), "docs/setup.md, Which Python"
 
 
 @pytest.mark.parametrize("version", ACCEPTED + REFUSED)
@@ -241,22 +259,22 @@ def make_test_commands() -> list[str]:
     return [expand(c) for c in echoed]
 
 
-def test_the_readme_test_commands_are_make_tests():
+def test_the_documented_test_commands_are_make_tests():
     commands = make_test_commands()
     assert commands == [
         '.venv/bin/python -m tools.offline .venv/bin/python -m pytest -n 2 --dist loadfile --nbval '
         '-m "not network" tests notebooks',
         ".venv/bin/python -m pytest -n 2 --dist load -m network tests",
     ]
-    without_make = README.split("## Without make", 1)[1].split("\n## ", 1)[0]
-    tests_section = README.split("## Tests", 1)[1].split("\n## ", 1)[0]
+    without_make = section(SETUP_GUIDE, "Without make")
+    tests_section = section(CONTRIBUTING, "Tests")
     for command in commands:
         assert re.search(rf"^{re.escape(command)}(\s+#.*)?$", without_make, re.M), without_make
         assert f"`{command}`" in tests_section, command
 
 
-def test_the_readme_manual_route_runs_the_makefiles_pip_commands():
-    without_make = README.split("## Without make", 1)[1].split("\n## ", 1)[0]
+def test_the_manual_route_runs_the_makefiles_pip_commands():
+    without_make = section(SETUP_GUIDE, "Without make")
     lines = {re.sub(r"\s+#.*$", "", line).strip() for line in without_make.splitlines()}
     for command in pip_installs(make_dry("setup")):
         words = [w for w in command if w != "--quiet"]
@@ -295,7 +313,9 @@ def test_setuptools_bound_is_the_first_release_that_builds_the_package(tmp_path)
     # the release before the bound cannot build it: license = "MIT" (PEP 639)
     project = tmp_path / "project"
     shutil.copytree(REPO / "src", project / "src")
-    shutil.copy(REPO / "README.md", project)
+    # pyproject's `readme` file: setuptools reads it for the package's description
+    readme = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["readme"]
+    shutil.copy(REPO / readme, project)
     (project / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text()
                                              .replace(f'"setuptools>={bound}"', '"setuptools"'))
     r = build(project, f"setuptools<{major}")

@@ -19,7 +19,7 @@ class Adam:
     bit (``tests/test_trained_adam.py`` checks it on both models). It is written out because
     the constructor of every ``torch.optim`` optimizer imports ``torch._dynamo``: 1.1-2.1 s of
     notebook 08's or 10's run here, more than the whole training of their small models (see
-    the README).
+    docs/performance.md, "Where the time went").
 
     Per parameter p with gradient g, at step t = 1, 2, ...:
     m <- beta1 m + (1 - beta1) g;  v <- beta2 v + (1 - beta2) g^2;
