@@ -142,3 +142,28 @@ def test_errors():
         attention_backward(q, k, v, rand(3, 2), torch.ones(3, 5))
     with pytest.raises(ValueError, match=r"scale: expected a positive finite float"):
         attention_backward(q, k, v, rand(3, 2), scale=-1.0)
+
+
+def test_backward_steps_are_autograds_intermediates():
+    """attention_backward_steps keeps W, dW and dS: each equals what autograd gives for it."""
+    from attn.functional import attention_backward_steps
+
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 4, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    k = torch.randn(2, 5, 3, dtype=torch.float64, generator=g, requires_grad=True)
+    v = torch.randn(2, 5, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    d_out = torch.randn(2, 4, 2, dtype=torch.float64, generator=g)
+    mask = torch.rand(4, 5, generator=g) > 0.3
+    scale = 0.7
+    scores = scale * q @ k.transpose(-2, -1)
+    scores.retain_grad()
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1).nan_to_num(0.0)
+    weights.retain_grad()
+    (weights @ v).backward(d_out)
+    steps = attention_backward_steps(q.detach(), k.detach(), v.detach(), d_out, mask, scale=scale)
+    torch.testing.assert_close(steps.weights, weights.detach(), atol=1e-12, rtol=0)
+    torch.testing.assert_close(steps.grad_weights, weights.grad, atol=1e-12, rtol=0)
+    torch.testing.assert_close(steps.grad_scores.masked_fill(~mask, 0.0), scores.grad.masked_fill(~mask, 0.0),
+                               atol=1e-12, rtol=0)
+    for got, want in ((steps.grad_query, q.grad), (steps.grad_key, k.grad), (steps.grad_value, v.grad)):
+        torch.testing.assert_close(got, want, atol=1e-12, rtol=0)

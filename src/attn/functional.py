@@ -21,6 +21,8 @@ public function checks its arguments at its door, then calls them; so does
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import Tensor
 
@@ -40,6 +42,8 @@ __all__ = [
     "attention_from_scores",
     "scaled_dot_product_attention",
     "attention_backward",
+    "BackwardSteps",
+    "attention_backward_steps",
 ]
 
 
@@ -229,6 +233,54 @@ def scaled_dot_product_attention(
     return attend(query, key, value, mask, scale)  # scores, masked softmax, weighted sum
 
 
+class BackwardSteps(NamedTuple):
+    """Every matrix of the backward pass, in the order it is computed (``attention_backward_steps``).
+
+    weights: W (..., L, S), the forward's; grad_weights: dW (..., L, S); grad_scores: dS
+    (..., L, S); grad_query (..., L, E), grad_key (..., S, E), grad_value (..., S, Ev), each of
+    its input's shape.
+    """
+
+    weights: Tensor
+    grad_weights: Tensor
+    grad_scores: Tensor
+    grad_query: Tensor
+    grad_key: Tensor
+    grad_value: Tensor
+
+
+def attention_backward_steps(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    grad_output: Tensor,
+    mask: Tensor | None = None,
+    *,
+    scale: float | None = None,
+) -> BackwardSteps:
+    """``attention_backward``, keeping the matrices on the way: W, dW and dS as well as dQ, dK
+    and dV (notebook 11's explorer draws them all). Arguments and checks as
+    ``attention_backward``."""
+    batch, scale = _check_attention_inputs(query, key, value, mask, scale)
+    grad_output = check_float("grad_output", grad_output)
+    expected = (*batch, query.shape[-2], value.shape[-1])
+    if tuple(grad_output.shape) != expected:
+        raise ValueError(
+            f"grad_output: expected shape (..., L, Ev) = {expected}, got shape {shape_str(grad_output)}"
+        )
+    check_same_dtype_and_device(("query", "grad_output"), (query, grad_output))
+    _, weights = attend(query, key, value, mask, scale)  # W (..., L, S), the forward's weights
+    grad_value = weights.transpose(-2, -1) @ grad_output  # (..., S, L) @ (..., L, Ev) -> (..., S, Ev)
+    grad_weights = grad_output @ value.transpose(-2, -1)  # (..., L, Ev) @ (..., Ev, S) -> (..., L, S)
+    row_sum = (grad_weights * weights).sum(dim=-1, keepdim=True)  # (..., L, 1)
+    grad_scores = weights * (grad_weights - row_sum)  # (..., L, S)
+    grad_query = scale * (grad_scores @ key)  # (..., L, S) @ (..., S, E) -> (..., L, E)
+    grad_key = scale * (grad_scores.transpose(-2, -1) @ query)  # (..., S, L) @ (..., L, E) -> (..., S, E)
+    # An input broadcast along a batch dim receives the sum of that dim's gradients.
+    return BackwardSteps(weights, grad_weights, grad_scores, grad_query.sum_to_size(query.shape),
+                         grad_key.sum_to_size(key.shape), grad_value.sum_to_size(value.shape))
+
+
 def attention_backward(
     query: Tensor,
     key: Tensor,
@@ -268,21 +320,5 @@ def attention_backward(
         TypeError / ValueError: as ``scaled_dot_product_attention``, and for a grad_output
             that is not a float tensor of shape (..., L, Ev), dtype and device of query.
     """
-    batch, scale = _check_attention_inputs(query, key, value, mask, scale)
-    grad_output = check_float("grad_output", grad_output)
-    expected = (*batch, query.shape[-2], value.shape[-1])
-    if tuple(grad_output.shape) != expected:
-        raise ValueError(
-            f"grad_output: expected shape (..., L, Ev) = {expected}, got shape {shape_str(grad_output)}"
-        )
-    check_same_dtype_and_device(("query", "grad_output"), (query, grad_output))
-    _, weights = attend(query, key, value, mask, scale)  # W (..., L, S), the forward's weights
-    grad_value = weights.transpose(-2, -1) @ grad_output  # (..., S, L) @ (..., L, Ev) -> (..., S, Ev)
-    grad_weights = grad_output @ value.transpose(-2, -1)  # (..., L, Ev) @ (..., Ev, S) -> (..., L, S)
-    row_sum = (grad_weights * weights).sum(dim=-1, keepdim=True)  # (..., L, 1)
-    grad_scores = weights * (grad_weights - row_sum)  # (..., L, S)
-    grad_query = scale * (grad_scores @ key)  # (..., L, S) @ (..., S, E) -> (..., L, E)
-    grad_key = scale * (grad_scores.transpose(-2, -1) @ query)  # (..., S, L) @ (..., L, E) -> (..., S, E)
-    # An input broadcast along a batch dim receives the sum of that dim's gradients.
-    return (grad_query.sum_to_size(query.shape), grad_key.sum_to_size(key.shape),
-            grad_value.sum_to_size(value.shape))
+    steps = attention_backward_steps(query, key, value, grad_output, mask, scale=scale)
+    return steps.grad_query, steps.grad_key, steps.grad_value

@@ -3,7 +3,7 @@
 Six queries and six keys of size d_k (seeded, standard normal), with values V and an upstream
 gradient dO (4 numbers per row). Two rows of maps, the forward pass on top and the backward
 pass below, everything computed by the package (``attn.functional.scaled_dot_product_attention``
-forward, ``attn.functional.attention_backward`` for dQ, dK, dV):
+forward, ``attn.functional.attention_backward_steps`` for dW, dS, dQ, dK, dV):
 
     forward (top, left to right):      V,  S = scale Q Kᵀ  ->  W = softmax(S)  ->  O = W V
     backward (bottom, right to left):  dO  ->  dW = dO Vᵀ  ->  dS = W ⊙ (dW − rowsum(dW ⊙ W))
@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 from .._checks import check_bool, check_choice, check_int
-from ..functional import attention_backward, scaled_dot_product_attention
+from ..functional import attention_backward_steps, scaled_dot_product_attention
 from ..plotting import new_figure
 from ._base import Explorer
 from ._mapview import MapView
@@ -53,11 +53,10 @@ def _pass(d_k: int, scaled: bool) -> dict[str, np.ndarray]:
     v, d_out = (torch.randn(N, D_V, dtype=torch.float64, generator=g) for _ in range(2))
     scale = 1 / math.sqrt(d_k) if scaled else 1.0
     out, w = scaled_dot_product_attention(q, k, v, scale=scale)  # (N, D_V), (N, N)
-    d_q, d_k_, d_v = attention_backward(q, k, v, d_out, scale=scale)  # (N, d_k), (N, d_k), (N, D_V)
-    d_w = d_out @ v.T  # (N, D_V) @ (D_V, N) -> (N, N), the step inside attention_backward
-    d_s = w * (d_w - (d_w * w).sum(dim=-1, keepdim=True))  # (N, N), its softmax step
+    back = attention_backward_steps(q, k, v, d_out, scale=scale)  # dW, dS (N, N); dQ, dK, dV
     arrays = {"Q": q, "K": k, "V": v, "S": scale * q @ k.T, "W": w, "O": out, "dO": d_out,
-              "dW": d_w, "dS": d_s, "dQ": d_q, "dK": d_k_, "dV": d_v}
+              "dW": back.grad_weights, "dS": back.grad_scores, "dQ": back.grad_query,
+              "dK": back.grad_key, "dV": back.grad_value}
     result = {}
     for name, t in arrays.items():
         a = t.numpy().copy()
