@@ -231,3 +231,33 @@ def test_the_point_metrics_grow_with_the_size():
     t = AxesTitle(one_axes()[1], size=9)  # (titles use the same renderer)
     t.set_text("0.5")
     assert_legible("0.5", t.bitmap(0)[0][..., 3])
+
+
+def test_every_explorer_number_fits_its_cell():
+    """Issue 20 item 22, the kind: a number wider than its cell runs into the next one
+    ("+0.04+0.11"), which no point can save. Every number an explorer writes on a cell, when
+    first shown, leaves at least one empty pixel column on each side inside its cell."""
+    from attn.widgets._bitmaps import cell_edges
+
+    too_wide = []
+    for name, make in EXPLORERS.items():
+        ex = make()
+        try:
+            for artist in ex._live():
+                texts = [artist] if isinstance(artist, CellText) else []
+                if isinstance(getattr(artist, "text", None), CellText):
+                    texts.append(artist.text)
+                for ct in texts:
+                    if not ct.strings or not ct.axes.get_visible():
+                        continue
+                    L, S = len(ct.strings), len(ct.strings[0])
+                    x, _ = cell_edges(ct.axes, L, S)
+                    width = int(np.min(np.diff(x)))
+                    for k, s in enumerate(ct._texts):
+                        alpha = ct.bitmap(k)[0][..., 3]
+                        ink = np.nonzero(alpha.max(axis=0) > 0)[0]
+                        if s and ink.size and ink[-1] - ink[0] + 1 > width - 2:
+                            too_wide.append(f"{name}: {s!r} is {ink[-1] - ink[0] + 1} px in a {width} px cell")
+        finally:
+            ex.close()
+    assert not too_wide, too_wide[:10]

@@ -226,3 +226,15 @@ def test_backward_explorer_unscaled_large_d_k_fades_the_score_gradients():
     after = colour_spread(ds_ax), colour_spread(dq_ax)
     assert after[0] < 0.5 * before[0] and after[1] < 0.5 * before[1]
     assert "first 8 of 512" in ex.maps["dQ"].title.text
+
+
+def test_backward_ds_numbers_fit_their_cells_in_every_state():
+    """dS is written without its leading zero below 1 and with one decimal from 1 on, so that
+    every state's numbers are at most 4 characters (5 with two decimals would overflow)."""
+    from attn.widgets.backward import D_K_CHOICES, _no_leading_zero, _pass
+
+    assert _no_leading_zero(0.04) == "+.04" and _no_leading_zero(-0.2) == "-.20"
+    assert _no_leading_zero(1.195) == "+1.2" and _no_leading_zero(-0.999) == "-1.0"
+    for d_k in D_K_CHOICES:
+        for scaled in (True, False):
+            assert max(len(_no_leading_zero(v)) for v in _pass(d_k, scaled)["dS"].ravel()) <= 4

@@ -15,7 +15,7 @@ Shape legend: L rows (queries), S columns (keys).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from matplotlib import colormaps
@@ -57,7 +57,8 @@ class CellMap(Artist):
     Args:
         ax: where to draw (its data limits are ignored: the map fills the axes).
         cmap: a colour map or its name; clim: (vmin, vmax).
-        numbers: write a string in each cell; fmt: how values are written ("{:.2f}").
+        numbers: write a string in each cell; fmt: how values are written: a format string
+            ("{:.2f}") or a function of one value returning its string.
         size, font: the strings' font size and font (``attn.plotting.token_font()`` for Chinese).
         frame: a 1-pixel black frame around the map.
         box_color, box_width: the frames drawn around ``boxes`` (pixels).
@@ -71,7 +72,7 @@ class CellMap(Artist):
     """
 
     def __init__(self, ax: Axes, cmap: str | Colormap = "Blues", clim: tuple[float, float] = (0.0, 1.0),
-                 *, numbers: bool = False, fmt: str = "{:.2f}", size: float = 8.0,
+                 *, numbers: bool = False, fmt: str | Callable[[float], str] = "{:.2f}", size: float = 8.0,
                  font: str | FontProperties | None = None, frame: bool = True, blocked_color: str = "0.5", box_color: str = "black",
                  box_width: int = 3, mark_color: str = "tab:orange", mark_radius: int = 2,
                  signs: bool | None = None) -> None:
@@ -89,7 +90,9 @@ class CellMap(Artist):
         self._blocked_rgba = _rgba255(blocked_color)
         self._box_rgba, self._box_width = _rgba255(box_color), int(box_width)
         self._mark_rgba, self._mark_radius = _rgba255(mark_color), int(mark_radius)
-        self._fmt = fmt
+        if not (isinstance(fmt, str) or callable(fmt)):
+            raise TypeError(f"fmt: expected a format string or a function, got {type(fmt).__name__}")
+        self._fmt = fmt.format if isinstance(fmt, str) else fmt
         if signs is not None and not isinstance(signs, bool):
             raise TypeError(f"signs: expected True, False or None, got {type(signs).__name__}")
         self.signs = (is_diverging(self.cmap) and not numbers) if signs is None else signs
@@ -188,7 +191,7 @@ class CellMap(Artist):
         renderer.draw_image(gc, x[0], y[-1], np.ascontiguousarray(self._pixels(x, y)[::-1]))
         gc.restore()
         if self.text is not None:
-            strings = self._strings or [["NaN" if np.isnan(v) else self._fmt.format(v) for v in row]
+            strings = self._strings or [["NaN" if np.isnan(v) else self._fmt(v) for v in row]
                                         for row in self.values]
             self.text.set_strings(strings,
                                   text_colors(self.rgba() / 255.0).tolist())  # (L, S)
@@ -216,7 +219,7 @@ class MapView:
     """
 
     def __init__(self, ax: Axes, *, cmap: str | Colormap = "Blues", clim: tuple[float, float] = (0.0, 1.0),
-                 numbers: bool = False, fmt: str = "{:.2f}", number_size: float = 8.0,
+                 numbers: bool = False, fmt: str | Callable[[float], str] = "{:.2f}", number_size: float = 8.0,
                  number_font: str | FontProperties | None = None, notes: bool = False, font: str | FontProperties | None = None,
                  label_size: float = 8.0, rotate: bool = False, x_labels: bool = True,
                  y_labels: bool = True, title_size: float = 9.0,

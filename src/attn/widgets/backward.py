@@ -153,6 +153,12 @@ def _readout(c: CellGradient) -> str:
 
 #: name -> (grid position (row, column), title, colour map, clim, numbers format or None, what it
 #: frames: "cell" row i and the entry, "cell+key" also column j, "row" row i, "key" row j).
+def _no_leading_zero(value: float) -> str:
+    """dS's entries in the width of its cells ("+0.04" is wider): two decimals without the
+    leading zero below 1 ("+.04", "−.20"), one decimal from 1 on ("+1.2")."""
+    return f"{value:+.2f}".replace("0.", ".", 1) if abs(value) < 0.995 else f"{value:+.1f}"
+
+
 #: Each backward map sits under its forward map (dS under S, dW under W, dO under O).
 _PANELS = {
     "V": ((0, 1), "values V (row j)", "PuOr", (-2.5, 2.5), None, "key"),
@@ -161,7 +167,7 @@ _PANELS = {
     "O": ((0, 4), "output O = W V (row i)", "PuOr", (-2.5, 2.5), None, "row"),
     "dO": ((1, 4), "dO, given (row i)", "PuOr", (-2.5, 2.5), None, "row"),
     "dW": ((1, 3), "dW = dO Vᵀ", "PuOr", (-4.0, 4.0), "{:+.1f}", "cell"),
-    "dS": ((1, 2), "dS = W ⊙ (dW − rowsum(dW ⊙ W))", "PuOr", (-0.5, 0.5), "{:+.2f}", "cell+key"),
+    "dS": ((1, 2), "dS = W ⊙ (dW − rowsum(dW ⊙ W))", "PuOr", (-0.5, 0.5), _no_leading_zero, "cell+key"),
     "dQ": ((1, 1), "dQ = scale·dS K (row i)", "PuOr", (-0.3, 0.3), None, "row"),
     "dK": ((1, 0), "dK = scale·dSᵀ Q (row j)", "PuOr", (-0.3, 0.3), None, "key"),
 }
