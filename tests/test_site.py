@@ -23,6 +23,7 @@ from PIL import Image
 
 from _browser import SERIOUS, axe_violations
 from _pictures import explorer_outputs
+from test_figures_alt import static_figures
 from _support import unavailable
 from tools import handouts, site
 from tools.lab import VIEWPORT, browser_unavailable
@@ -35,7 +36,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # sees outside code (no raw $$ left by a failed MathJax, no widget repr).
 _IMAGES = """() => [...document.images].map((img) => {
   const r = {src: img.currentSrc.slice(0, 80), w: img.naturalWidth, h: img.naturalHeight,
-             alt: img.alt || img.title || '', explorer: img.classList.contains('widget-image')};
+             alt: img.alt || img.title || '', explorer: img.classList.contains('widget-image'),
+             figure: !img.classList.contains('widget-image') && !!img.closest('.cell_output'),
+             imgAlt: img.getAttribute('alt')};
   if (!img.complete || !img.naturalWidth) return {...r, spread: 0};
   const c = document.createElement('canvas');
   c.width = img.naturalWidth; c.height = img.naturalHeight;
@@ -159,6 +162,10 @@ def test_page_shows_pictures_math_and_no_widget_repr(visited, name):
     explorers = [i for i in images if i["explorer"]]
     assert len(explorers) == len(explorer_outputs(nb)), f"{name}: explorers shown: {explorers}"
     assert all(i["alt"].startswith("Picture: ") for i in explorers), f"{name}: an explorer picture without its text"
+    # every static figure is an <img> whose alt is its description (not the PNG's file name)
+    figures = [i["imgAlt"] for i in images if i["figure"]]
+    assert figures == [out.get("metadata", {}).get("image/png", {}).get("alt") for _, out in static_figures(nb)], (
+        f"{name}: the static figures' alt texts: {[(a or '')[:60] for a in figures]}")
     prose = facts["prose"]
     for raw in ("$$", "\\(", "\\["):  # math MathJax did not typeset
         assert raw not in prose, f"{name}: raw {raw} on the page: ...{prose[prose.find(raw) - 80:][:160]}..."

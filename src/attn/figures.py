@@ -1,0 +1,138 @@
+"""Static figures with a text alternative: how a notebook cell shows a matplotlib picture.
+
+A static figure (a picture no explorer redraws) is shown with ``show_figure(fig, alt)``, where
+``alt`` says what a reader who cannot see it needs: its type (heatmap, line plot, bar chart),
+its axes, and what it shows, the claim the prose makes about it (``check_alt`` enforces the
+first two). The cell's output is one bundle, as an explorer's is:
+
+- the view of a picture widget (``ipywidgets.Image``) whose ``title`` is ``alt``: what
+  JupyterLab and Voilà show, and what screen readers and axe-core take as its text
+  alternative. Their renderer of a plain image/png output writes none at all, whatever the
+  bundle or its metadata hold (JupyterLab 4.6; Voilà 0.5 renders outputs with it too);
+- the PNG, for viewers without a widget manager (an untrusted notebook, nbviewer,
+  ``nbconvert --to html``), with ``{"image/png": {"alt": alt}}`` in the output's metadata:
+  the key nbconvert's classic HTML template writes as ``alt``, and the one the website's
+  Sphinx extension (site/_ext/attn_site.py) reads to put the figure on the page, and so in
+  the handouts, as an ``<img alt=...>`` instead of the widget;
+- ``alt`` as the ``text/plain``: what nbval compares (so an edited description that was not
+  re-run fails the tests), and what a text-only viewer shows instead of
+  ``<Figure size 720x244.8 with 2 Axes>``.
+
+Explorers (``attn.widgets``) do not use this: their picture carries ``Explorer.alt_text()``.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import re
+import sys
+from typing import TYPE_CHECKING
+
+from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+__all__ = ["FIGURE_TYPES", "AXIS_WORDS", "check_alt", "figure_bundle", "figure_picture", "show_figure"]
+
+# A description names one of these types of picture ...
+FIGURE_TYPES = ("heatmap", "line plot", "log-log plot", "bar chart", "scatter plot")
+# ... and its axes: a heatmap's rows and columns, a plot's x and y axes ("ms against n").
+AXIS_WORDS = ("rows", "columns", "axis", "axes", "against")
+MIN_LENGTH = 80  # characters: a type, two axes and a claim do not fit in fewer
+
+_FILE_NAME = re.compile(r"^\S+\.(png|jpe?g|gif|svg|pdf)$", re.IGNORECASE)
+
+
+def check_alt(alt: object) -> str:
+    """Check that ``alt`` is a real text alternative for a figure; return it, whitespace folded.
+
+    Args:
+        alt: the description: a str of at least ``MIN_LENGTH`` characters that names a type of
+            picture from ``FIGURE_TYPES`` and its axes (a word of ``AXIS_WORDS``), and is not a
+            file name or matplotlib's ``<Figure size ...>`` text.
+
+    Returns:
+        ``alt`` on one line (runs of whitespace, newlines included, become one space).
+
+    Raises:
+        TypeError: ``alt`` is not a str.
+        ValueError: it is too short, a file name or a figure's repr, or names no type or axes.
+    """
+    if not isinstance(alt, str):
+        raise TypeError(f"alt: expected a str describing the figure, got {type(alt).__name__}")
+    text = " ".join(alt.split())
+    if text.startswith("<Figure") or _FILE_NAME.match(text):
+        raise ValueError(f"alt: expected a description of the figure, got {text!r} "
+                         "(a file name or a figure's repr says nothing about the picture)")
+    if len(text) < MIN_LENGTH:
+        raise ValueError(f"alt: expected at least {MIN_LENGTH} characters (the type of picture, "
+                         f"its axes and what it shows), got {len(text)}: {text!r}")
+    lower = text.lower()
+    if not any(t in lower for t in FIGURE_TYPES):
+        raise ValueError(f"alt: expected the type of picture, one of {FIGURE_TYPES}, in {text!r}")
+    if not any(re.search(rf"\b{w}\b", lower) for w in AXIS_WORDS):
+        raise ValueError(f"alt: expected the axes (a heatmap's rows and columns, a plot's x and y "
+                         f"axes, 'y against x'; one of the words {AXIS_WORDS}) in {text!r}")
+    return text
+
+
+def figure_bundle(fig: Figure, alt: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The kernel-free part of the output that shows ``fig``: (data, metadata).
+
+    Args:
+        fig: a matplotlib figure (from pyplot or ``attn.plotting.new_figure``).
+        alt: its description (see ``check_alt``).
+
+    Returns:
+        ``({"image/png": base64 PNG, "text/plain": alt}, {"image/png": {"alt": alt}})``: the
+        PNG drawn as JupyterLab's inline backend draws it (the figure's dpi and colours, the
+        bounding box tight around what is drawn), ``alt`` on one line.
+    """
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig: expected a matplotlib Figure, got {type(fig).__name__}")
+    text = check_alt(alt)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight",
+                facecolor=fig.get_facecolor(), edgecolor=fig.get_edgecolor())
+    png = base64.b64encode(buf.getvalue()).decode("ascii")
+    return {"image/png": png, "text/plain": text}, {"image/png": {"alt": text}}
+
+
+def figure_picture(fig: Figure, alt: str) -> tuple["ipywidgets.Image", dict[str, str], dict[str, dict[str, str]]]:
+    """The picture widget of ``fig`` and the output bundle that shows it: (widget, data, metadata).
+
+    Args:
+        fig: a matplotlib figure.
+        alt: its description (see ``check_alt``).
+
+    Returns:
+        The ``ipywidgets.Image`` (PNG value, ``alt`` as its title), and ``figure_bundle``'s
+        data with the widget's view added, and its metadata.
+    """
+    from .widgets._base import _Picture  # the explorers' Image widget: its tooltip is its title
+
+    data, metadata = figure_bundle(fig, alt)
+    picture = _Picture(value=base64.b64decode(data["image/png"]), format="png", tooltip=data["text/plain"])
+    bundle = picture._repr_mimebundle_()  # IPython's display protocol: the widget view (and its repr)
+    bundle.update(data)  # the PNG, and the description instead of the widget's repr
+    return picture, bundle, metadata
+
+
+def show_figure(fig: Figure, alt: str) -> None:
+    """Show ``fig`` in the notebook with ``alt`` as its text alternative (one output).
+
+    A pyplot figure is closed afterwards, so the inline backend does not show it a second time
+    (without a description) when the cell ends.
+
+    Args:
+        fig: a matplotlib figure.
+        alt: what it shows: type, axes and the claim (see ``check_alt``).
+    """
+    from IPython.display import display
+
+    _, bundle, metadata = figure_picture(fig, alt)
+    display(bundle, raw=True, metadata=metadata)
+    pyplot = sys.modules.get("matplotlib.pyplot")  # loaded only if the notebook uses it
+    if pyplot is not None:
+        pyplot.close(fig)
