@@ -11,6 +11,11 @@ click, typing then Enter), and after each move the explorer's picture (the bytes
 <img>) must differ from the one before. Errors fail the test wherever they show: error outputs
 in the notebook, Lab's Log Console (where a widget callback's traceback goes), the browser's
 console, uncaught errors in the page, and the server's log.
+Heard as well as seen: every control has an accessible name, a slider's aria-valuetext is
+"label = the value it shows", each readout is a polite live region and stays the same element
+across the moves (so each redraw is announced), ArrowDown (ArrowUp from the last option) on a
+focused drop-down changes its option and the picture while the focus stays on it, and axe-core
+finds no serious or critical violation in the explorers.
 A screenshot per notebook goes to the test's tmp_path.
 
 Without /usr/bin/chromium the tests are skipped with a hint; under CI (CI=true) they fail
@@ -24,6 +29,8 @@ import pytest
 
 from tools.lab import Notebook, notebook_names, notebooks_folder, shows_widgets
 
+from _browser import heard_problems, serious_in
+
 NOTEBOOKS = [name for name in notebook_names(notebooks_folder())
              if shows_widgets(notebooks_folder() / name)]
 pytestmark = pytest.mark.browser
@@ -34,6 +41,31 @@ BENIGN_CONSOLE: list[tuple[str, str]] = []
 
 def _benign(text: str) -> bool:
     return any(re.search(pattern, text) for pattern, _why in BENIGN_CONSOLE)
+
+
+# The readout (the explorer's last HTML child) marked before the moves; after them, still it?
+_MARK_READOUT = "(v) => { [...v.querySelectorAll(':scope > .widget-html')].pop().attnMark = true; }"
+_READOUT_KEPT = "(v) => [...v.querySelectorAll(':scope > .widget-html')].pop().attnMark === true"
+
+
+def _arrow_key_in(nb, explorer, control) -> str:
+    """ArrowDown (ArrowUp from the last option) on the focused drop-down: the focus stays on it
+    (JupyterLab's command mode would take it to the next cell), its option and the picture
+    change; then back to the option it had."""
+    select = control.locator.locator("select")
+    start = control.value()
+    last = select.evaluate("(s) => s.selectedIndex === s.options.length - 1")
+    key = "ArrowUp" if last else "ArrowDown"
+    select.focus()
+    move = explorer.move(f"key {key}", lambda: nb.page.keyboard.press(key))
+    kept = select.evaluate("(s) => document.activeElement === s")
+    assert kept, f"{nb.name}: {control}: {key} took the focus away from the drop-down"
+    assert control.value() != start and move.picture_changed, (
+        f"{nb.name}: {control}: {key} left the option ({start!r}) or the picture as it was")
+    control.restore(start)
+    assert control.value() == start, f"{nb.name}: {control}: not back to {start!r}"
+    ms = "?" if move.latency_s is None else f"{move.latency_s * 1000:.0f} ms"
+    return f"{control}: {move.action}: {ms}"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -65,6 +97,9 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
         for explorer in explorers:
             live = [c for c in explorer.controls if not c.disabled]
             assert live, f"{name}: {explorer} has no live control"
+            heard = heard_problems(explorer.locator)
+            assert heard == [], f"{name}: {explorer}: what a screen reader hears:\n" + "\n".join(heard)
+            explorer.locator.evaluate(_MARK_READOUT)
             for control in live:
                 n_moves = len(moved)
                 start = [(c, c.value()) for c in live]  # the moved control first when going back
@@ -92,7 +127,16 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
                 assert explorer.picture() == start_picture, (
                     f"{name}: after {control} and back, the picture is not the one shown before "
                     f"(settings {[(str(c), v) for c, v in start]})")
+            for control in [c for c in live if c.kind == "dropdown"]:
+                moved.append(_arrow_key_in(nb, explorer, control))
+            assert explorer.locator.evaluate(_READOUT_KEPT), (
+                f"{name}: {explorer}: the readout is another element after the moves (a new live "
+                f"region is not announced)")
+            heard = heard_problems(explorer.locator)
+            assert heard == [], f"{name}: {explorer}: after the moves:\n" + "\n".join(heard)
         print(f"{name}: {len(explorers)} explorers, {len(moved)} moves", *moved, sep="\n  ")
+        serious = serious_in(page, ".jp-OutputArea-output [data-attn-explorer]")
+        assert serious == [], f"{name}: axe-core, serious or critical, in the explorers: {serious}"
 
         errors = nb.error_outputs() + nb.logged_errors()
         assert errors == [], f"{name}: error outputs after the moves:\n" + "\n---\n".join(errors)

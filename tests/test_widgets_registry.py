@@ -1,5 +1,6 @@
 """Every explorer of the course: builds without arguments, and every control, moved from the
-explorer's default state, changes the picture (its decoded pixels: a new readout is not enough)."""
+explorer's default state, changes the picture (its decoded pixels: a new readout is not enough);
+every control has a name and every slider says the value it shows (for a screen reader)."""
 import ipywidgets as widgets
 import pytest
 from _pictures import changed, pixels
@@ -70,7 +71,7 @@ def test_an_explorer_with_a_layout_engine_is_laid_out_once_then_frozen():
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     (line,) = ax.plot([0, 1], [0, 1])
-    slider = widgets.IntSlider(value=1, min=1, max=3)
+    slider = widgets.IntSlider(value=1, min=1, max=3, description="k")
 
     def update(k):
         line.set_ydata([0, k])
@@ -83,3 +84,59 @@ def test_an_explorer_with_a_layout_engine_is_laid_out_once_then_frozen():
     assert position != (0.125, 0.11, 0.775, 0.77)  # constrained layout moved the axes from the default
     slider.value = 3
     assert ax.get_position().bounds == position and ex.full_redraws == 1 and ex.state == 3
+
+
+@pytest.mark.parametrize("name", list(EXPLORERS))
+def test_every_control_is_named_and_every_slider_says_its_value(name, built):
+    """A screen reader hears each control's name (its description) and a slider's value as it
+    is shown ("d_k = 16"; a selection slider's front end would say the option's index); the
+    explorer carries the script that writes them into the page, and marks its readout live
+    (tests/test_browser.py checks what the page then says)."""
+    ex = built(name)
+    for control_name, control in ex.controls.items():
+        label = control.description.strip()
+        assert label, f"{name}: the control {control_name!r} has no description (no accessible name)"
+        text = ex.value_text(control_name)
+        if isinstance(control, widgets.SelectionSlider):
+            assert control.readout, f"{name}: {control_name}: the readout (what it announces) is hidden"
+            assert text == f"{label} = {control.label}", (name, control_name, text)
+            options = [o[0] if isinstance(o, tuple) else str(o) for o in control.options]
+            assert control.label == options[control.index], (name, control_name, control.label)
+        elif isinstance(control, (widgets.IntSlider, widgets.FloatSlider)):
+            assert control.readout, f"{name}: {control_name}: the readout (what it announces) is hidden"
+            assert text == f"{label} = {control.value:{control.readout_format}}", (name, control_name, text)
+    (script,) = [out["data"]["application/javascript"] for out in ex.a11y.outputs]
+    for attribute in ("aria-label", "aria-valuetext", "aria-live", "role"):
+        assert attribute in script, f"{name}: the page script writes no {attribute}"
+
+
+def _small_figure():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1), dpi=40)
+    FigureCanvasAgg(fig)
+    fig.add_subplot()
+    return fig
+
+
+def test_a_slider_over_a_list_says_the_option_not_its_index():
+    fig = _small_figure()
+    slider = widgets.SelectionSlider(options=[("one", 1), ("four", 4), ("sixteen", 16)], value=16,
+                                     description="d_k")
+    ex = Explorer({"d_k": slider}, fig, lambda d_k: (d_k, f"d_k={d_k}"), lambda: [])
+    assert ex.value_text("d_k") == "d_k = sixteen"
+    slider.value = 1
+    assert ex.value_text("d_k") == "d_k = one"
+
+
+@pytest.mark.parametrize("control, message", [
+    (widgets.IntSlider(value=1, min=1, max=3), "needs a description"),
+    (widgets.Dropdown(options=["a", "b"], description="  "), "needs a description"),
+    (widgets.IntSlider(value=1, min=1, max=3, description="k", readout=False), "readout"),
+    (widgets.SelectionSlider(options=[1, 2], description="k", readout=False), "readout"),
+])
+def test_an_explorer_refuses_a_control_a_screen_reader_cannot_tell(control, message):
+    fig = _small_figure()
+    with pytest.raises(ValueError, match=message):
+        Explorer({"k": control}, fig, lambda k: (k, str(k)), lambda: [])

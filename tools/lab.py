@@ -430,8 +430,18 @@ class Notebook:
         return seconds
 
     def unexecuted_cells(self) -> list[int]:
-        """1-based numbers (among code cells) of the cells without an execution count."""
-        return [i + 1 for i, p in enumerate(self.prompts()) if not re.search(r"\d", p)]
+        """1-based numbers (among code cells) of the cells without an execution count.
+
+        A cell whose input is folded (a notebook's check cell, ``source_hidden``) shows no
+        prompt, since JupyterLab does not update a hidden input's prompt; it counts as run when
+        it shows an output, as every check cell prints its claims."""
+        cells = self.panel.locator(".jp-CodeCell").evaluate_all(
+            """(cs) => cs.map((c) => [
+                (c.querySelector('.jp-InputPrompt') || {innerText: ''}).innerText.trim(),
+                c.querySelector('.jp-InputPlaceholder') !== null,
+                c.querySelectorAll('.jp-OutputArea-output').length])""")
+        return [i + 1 for i, (prompt, folded, outputs) in enumerate(cells)
+                if not re.search(r"\d", prompt) and not (folded and outputs)]
 
     def error_outputs(self) -> list[str]:
         """Texts of outputs that show an error: a traceback (Lab gives error outputs the

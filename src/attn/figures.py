@@ -26,14 +26,12 @@ import base64
 import io
 import re
 import sys
-from typing import TYPE_CHECKING
 
+import ipywidgets
 from matplotlib.figure import Figure
+from traitlets import Unicode
 
-if TYPE_CHECKING:
-    import ipywidgets
-
-__all__ = ["FIGURE_TYPES", "AXIS_WORDS", "check_alt", "figure_bundle", "figure_picture", "show_figure"]
+__all__ = ["Picture", "FIGURE_TYPES", "AXIS_WORDS", "check_alt", "figure_bundle", "figure_picture", "show_figure"]
 
 # A description names one of these types of picture ...
 FIGURE_TYPES = ("heatmap", "line plot", "log-log plot", "bar chart", "scatter plot")
@@ -42,6 +40,19 @@ AXIS_WORDS = ("rows", "columns", "axis", "axes", "against")
 MIN_LENGTH = 80  # characters: a type, two axes and a claim do not fit in fewer
 
 _FILE_NAME = re.compile(r"^\S+\.(png|jpe?g|gif|svg|pdf)$", re.IGNORECASE)
+
+
+class Picture(ipywidgets.Image):
+    """An ``ipywidgets.Image`` whose ``tooltip`` becomes the picture's ``title``: its text
+    alternative, read by screen readers (and accepted by axe-core's image-alt rule).
+
+    The explorers' pictures are these too. ipywidgets 8.1's front end applies a tooltip only
+    if the widget's ``description`` is empty, and Image has no ``description``, so setting one
+    raises an error in the browser (jupyter-widgets/ipywidgets#3860); an empty, synced
+    ``description`` lets it through.
+    """
+
+    description = Unicode("").tag(sync=True)
 
 
 def check_alt(alt: object) -> str:
@@ -110,10 +121,8 @@ def figure_picture(fig: Figure, alt: str) -> tuple["ipywidgets.Image", dict[str,
         The ``ipywidgets.Image`` (PNG value, ``alt`` as its title), and ``figure_bundle``'s
         data with the widget's view added, and its metadata.
     """
-    from .widgets._base import _Picture  # the explorers' Image widget: its tooltip is its title
-
     data, metadata = figure_bundle(fig, alt)
-    picture = _Picture(value=base64.b64decode(data["image/png"]), format="png", tooltip=data["text/plain"])
+    picture = Picture(value=base64.b64decode(data["image/png"]), format="png", tooltip=data["text/plain"])
     bundle = picture._repr_mimebundle_()  # IPython's display protocol: the widget view (and its repr)
     bundle.update(data)  # the PNG, and the description instead of the widget's repr
     return picture, bundle, metadata

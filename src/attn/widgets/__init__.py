@@ -4,6 +4,10 @@ Each builder returns an ``Explorer`` (an ``ipywidgets.VBox``) with ``.controls``
 widget), ``.image`` (the picture), ``.readout`` (the numbers) and ``.state`` (the last
 result of the pure function behind it). ``EXPLORERS`` lists every explorer of the course as
 a no-argument builder (the benchmarks and tests walk it).
+
+Every control needs a ``description``: it is the control's name for a screen reader as well
+as its label (``Explorer`` refuses a control without one); ``Explorer.value_text`` says what a
+slider announces ("d_k = 16"). See ``_base`` for how the page gets them.
 """
 from __future__ import annotations
 

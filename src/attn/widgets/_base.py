@@ -10,6 +10,15 @@ artists on top (blitting) and encodes the canvas as PNG at a low compression lev
 Seen without a kernel: an explorer's output bundle also holds a PNG of its view and a text
 that says what it shows (``Explorer._repr_mimebundle_``), and the live picture carries the
 same text as its text alternative (``Explorer.alt_text``).
+
+Heard, not only seen (in JupyterLab and Voilà, as on the site): every control has a name (its
+``description``), a slider announces its name and the value it shows ("d_k = 16", where a
+selection slider's handle would say the option's index), a toggle button says whether it is
+the chosen one, the readout is a live region (a redraw
+is announced), and the arrow keys move a drop-down instead of JupyterLab's cell cursor. ipywidgets
+8.1 has no public way to set ARIA attributes, so each explorer carries a hidden ``Output`` that
+holds a short script (``A11Y_SCRIPT``) run by the front end's own JavaScript renderer: it writes
+those attributes into the explorer's controls and readout (see ``Explorer.value_text``).
 """
 from __future__ import annotations
 
@@ -19,13 +28,15 @@ from html.parser import HTMLParser
 from typing import Callable, Iterable, Mapping
 
 import ipywidgets as widgets
+from IPython.display import Javascript
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from PIL import Image
-from traitlets import Unicode
 
-__all__ = ["Explorer", "freeze_layout", "canvas_png", "html_to_text"]
+from ..figures import Picture
+
+__all__ = ["Explorer", "freeze_layout", "canvas_png", "html_to_text", "A11Y_SCRIPT"]
 
 
 def freeze_layout(fig: Figure) -> None:
@@ -89,16 +100,87 @@ def html_to_text(html: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-class _Picture(widgets.Image):
-    """An ``ipywidgets.Image`` whose ``tooltip`` becomes the picture's ``title``: its text
-    alternative, read by screen readers (and accepted by axe-core's image-alt rule).
+# CSS classes (ipywidgets' public ``add_class``) by which the script finds an explorer's parts.
+EXPLORER_CLASS, CONTROLS_CLASS, READOUT_CLASS = "attn-explorer", "attn-controls", "attn-readout"
 
-    ipywidgets 8.1's front end applies a tooltip only if the widget's ``description`` is empty,
-    and Image has no ``description``, so setting one raises an error in the browser
-    (jupyter-widgets/ipywidgets#3860); an empty, synced ``description`` lets it through.
-    """
+# What the script writes, and where, in every explorer on the page (run once per page; a
+# MutationObserver keeps it true as widgets render and values change):
+# - each slider's handle (role=slider; ipywidgets names it nothing): aria-label = the slider's
+#   description, aria-valuetext = "description = readout" (noUiSlider's own is the handle's
+#   position, for a selection slider the option's index);
+# - a row of toggle buttons: role=group named by its description ("fill"), and each button
+#   aria-pressed (ipywidgets shows the chosen one by a CSS class only);
+# - the readout: role=status, aria-live=polite (the element persists: ipywidgets replaces only
+#   its content, so each redraw is announced);
+# - the row of controls: the arrow keys (and Home, End, Page Up/Down) pressed on a drop-down, a
+#   slider or a radio button stop there, after the control has used them; without this, they
+#   reach JupyterLab's command-mode shortcuts (ArrowDown = the next cell, which takes the
+#   focus), which listen on the document.
+# Drop-downs and text boxes are named by ipywidgets itself (<label for=...>).
+A11Y_SCRIPT = r"""
+(() => {
+  if (window.attnA11y) { window.attnA11y(); return; }
+  const clean = (s) => (s || '').replace(/[\u200b\s]+/g, ' ').trim();
+  const KEYS = new Set(['ArrowUp', 'ArrowDown', 'ArrowLeft', 'ArrowRight', 'Home', 'End', 'PageUp', 'PageDown']);
+  const set = (el, name, value) => { if (el.getAttribute(name) !== value) el.setAttribute(name, value); };
+  const fix = (explorer) => {
+    for (const row of explorer.querySelectorAll('.%(controls)s')) {
+      if (row.dataset.attnKeys) continue;
+      row.dataset.attnKeys = 'kept';
+      row.addEventListener('keydown', (event) => {
+        if (KEYS.has(event.key) && event.target.matches('select, [role=slider], input[type=radio]')) {
+          event.stopPropagation();
+        }
+      });
+    }
+    for (const slider of explorer.querySelectorAll('.widget-slider')) {
+      const name = clean((slider.querySelector(':scope > label.widget-label') || {}).textContent);
+      const shown = clean((slider.querySelector('.widget-readout') || {}).textContent);
+      for (const handle of slider.querySelectorAll('.noUi-handle')) {
+        if (name) set(handle, 'aria-label', name);
+        if (shown) set(handle, 'aria-valuetext', name ? `${name} = ${shown}` : shown);
+      }
+    }
+    for (const group of explorer.querySelectorAll('.widget-toggle-buttons')) {
+      const name = clean((group.querySelector(':scope > label.widget-label') || {}).textContent);
+      set(group, 'role', 'group');
+      if (name) set(group, 'aria-label', name);
+      for (const button of group.querySelectorAll('button.widget-toggle-button')) {
+        set(button, 'aria-pressed', String(button.classList.contains('mod-active')));
+      }
+    }
+    for (const readout of explorer.querySelectorAll('.%(readout)s')) {
+      set(readout, 'role', 'status');
+      set(readout, 'aria-live', 'polite');
+    }
+  };
+  const watched = new WeakSet();
+  const scan = () => {
+    for (const explorer of document.querySelectorAll('.%(explorer)s')) {
+      fix(explorer);
+      if (watched.has(explorer)) continue;
+      watched.add(explorer);
+      new MutationObserver(() => fix(explorer)).observe(explorer, {subtree: true, childList: true,
+        characterData: true, attributes: true, attributeFilter: ['aria-valuetext', 'aria-label', 'class']});
+    }
+  };
+  window.attnA11y = scan;
+  new MutationObserver(scan).observe(document.body, {childList: true, subtree: true});
+  scan();
+})();
+""" % {"explorer": EXPLORER_CLASS, "controls": CONTROLS_CLASS, "readout": READOUT_CLASS}
 
-    description = Unicode("").tag(sync=True)
+
+_SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.SelectionSlider)
+
+
+def _control_name(name: str, control: widgets.Widget) -> str:
+    """The control's accessible name: its ``description`` (ipywidgets shows it as the label)."""
+    label = getattr(control, "description", None)
+    if not isinstance(label, str) or not label.strip():
+        raise ValueError(f"controls[{name!r}]: a control needs a description (its visible and "
+                         f"accessible name), got {type(control).__name__} with description={label!r}")
+    return label.strip()
 
 
 class Explorer(widgets.VBox):
@@ -113,9 +195,13 @@ class Explorer(widgets.VBox):
         live: returns the artists that change from move to move (drawn over the kept bitmap).
 
     Attributes:
-        controls, fig, image (``ipywidgets.Image``), readout (``ipywidgets.HTML``),
-        state (the last result of ``update``), full_redraws (how many moves needed one),
-        title.
+        controls, fig, image (``ipywidgets.Image``), readout (``ipywidgets.HTML``, a live
+        region in the browser), state (the last result of ``update``), full_redraws (how many
+        moves needed one), title.
+
+    Raises:
+        ValueError: a control without a ``description`` (it would have no accessible name), or
+            a slider whose readout is hidden (it would announce no value).
     """
 
     def __init__(
@@ -128,10 +214,19 @@ class Explorer(widgets.VBox):
         title: str = "",
     ) -> None:
         self.controls = dict(controls)
+        for name, control in self.controls.items():
+            _control_name(name, control)
+            if isinstance(control, _SLIDERS) and not control.readout:
+                raise ValueError(f"controls[{name!r}]: a slider must show its readout (the "
+                                 f"value it announces), got readout=False")
         self.fig = fig
         self.title = title
-        self.image = _Picture(format="png", layout=widgets.Layout(max_width="100%"))
+        self.image = Picture(format="png", layout=widgets.Layout(max_width="100%"))
         self.readout = widgets.HTML()
+        self.readout.add_class(READOUT_CLASS)
+        # The script that gives the controls and the readout their ARIA attributes (hidden).
+        self.a11y = widgets.Output(layout=widgets.Layout(display="none"))
+        self.a11y.append_display_data(Javascript(A11Y_SCRIPT))
         self._update = update
         self._live = live
         self._background = None
@@ -139,7 +234,9 @@ class Explorer(widgets.VBox):
         self.full_redraws = 0
         header = [widgets.HTML(f"<b>{title}</b>")] if title else []
         row = widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__(header + [row, self.image, self.readout])
+        row.add_class(CONTROLS_CLASS)
+        super().__init__(header + [row, self.image, self.readout, self.a11y])
+        self.add_class(EXPLORER_CLASS)
         for control in self.controls.values():
             control.observe(self.redraw, names="value")
         if _has_layout_engine(fig):
@@ -173,6 +270,26 @@ class Explorer(widgets.VBox):
         with self.image.hold_sync():  # the picture and its text alternative in one message
             self.image.tooltip = self.alt_text()
             self.image.value = png
+
+    def value_text(self, name: str) -> str:
+        """What a screen reader hears for the control ``name`` (the script writes the same for
+        a slider: its ``aria-valuetext``): its description, "=", the value it shows, e.g.
+        ``"d_k = 16"`` (a selection slider shows its option's label, not its index).
+
+        Raises:
+            KeyError: ``name`` is not one of ``controls``.
+        """
+        control = self.controls[name]
+        label = _control_name(name, control)
+        if isinstance(control, widgets.SelectionSlider):
+            shown = control.label
+        elif isinstance(control, (widgets.FloatSlider, widgets.IntSlider)):
+            shown = format(control.value, control.readout_format)
+        elif hasattr(control, "options"):  # drop-down, toggle buttons: the option's label
+            shown = control.label
+        else:
+            shown = str(control.value)
+        return f"{label} = {shown}"
 
     def alt_text(self) -> str:
         """What the picture shows, in words: the explorer's title, then its readout as text."""
