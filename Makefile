@@ -94,8 +94,10 @@ $(HUB_PROXY): hub/package.json hub/package-lock.json
 	    echo "npm not found: tests/test_hub.py will be skipped (install Node.js 20+ and npm to run it)"; \
 	fi
 
-# Opens 00_start_here; on a machine without a browser (SSH), the URL it prints opens it too.
+# Opens 00_start_here; on a machine without a browser (SSH), it first prints how to tunnel to it.
 lab: setup
+	@echo "On a remote or headless machine: from your own computer, ssh -N -L 8888:localhost:8888 you@this-machine,"
+	@echo "then open the URL below there (docs/setup.md, \"On a remote or headless machine\")."
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks \
 	    --LabApp.default_url=/lab/tree/00_start_here.ipynb
 

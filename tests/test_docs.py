@@ -162,3 +162,24 @@ def test_checker_finds_a_missing_file_a_missing_anchor_and_ignores_code(tmp_path
     assert problems[1] == "docs/guide.md#app-mode-2: guide.md has no heading with the anchor #app-mode-2"
     assert problems[2] == "#nowhere: README.md has no heading with the anchor #nowhere"
     assert "not-a-heading" not in anchors(page)
+
+
+def test_a_headless_start_says_how_to_tunnel():
+    """Issue 23 §4: on a server over SSH, `make lab`'s localhost URL opens only through a
+    tunnel. The set-up guide gives the command, with the port JupyterLab really uses, the README
+    points to it, and `make lab` prints the reminder before JupyterLab starts."""
+    import subprocess
+
+    from jupyter_server.serverapp import ServerApp
+
+    port = ServerApp.port_default_value  # 8888 unless JUPYTER_PORT or --port says otherwise
+    setup = (REPO / "docs" / "setup.md").read_text(encoding="utf-8")
+    section = setup.split("## On a remote or headless machine", 1)[1].split("\n## ", 1)[0]
+    assert f"ssh -N -L {port}:localhost:{port} you@server" in section
+    assert f"http://localhost:{port}/lab/tree/00_start_here.ipynb" in section
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "(docs/setup.md#on-a-remote-or-headless-machine)" in readme
+    dry = subprocess.run(["make", "-n", "-s", "lab"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    lab_line = next(i for i, line in enumerate(dry.splitlines()) if "jupyter lab" in line)
+    hint = next(i for i, line in enumerate(dry.splitlines()) if f"ssh -N -L {port}:localhost:{port}" in line)
+    assert hint < lab_line, "make lab prints the tunnel before JupyterLab starts"
