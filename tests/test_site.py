@@ -3,7 +3,9 @@
 The module builds the site once into a temporary folder (as ``make site`` does, from the
 committed notebooks, without running them), serves it on 127.0.0.1 and opens every page in
 headless Chromium with every request outside that server refused. Then it prints the
-handouts from that site. axe-core (npm, site/package.json) checks every page.
+handouts from that site. axe-core (npm, site/package.json) checks every page. The guides
+(docs/*.md, CONTRIBUTING.md) are pages too: in the table of contents, every link and anchor
+of the course's pages leading to a page or an id that the built site has.
 
 Without Chromium, the site's npm packages or a CJK font the tests are skipped,
 saying how to enable them; under CI (CI=true) they fail instead.
@@ -14,9 +16,11 @@ import io
 import json
 import re
 import time
+import posixpath
 import unicodedata
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse, urlsplit
 
 import pytest
 from PIL import Image
@@ -30,6 +34,7 @@ from tools.lab import VIEWPORT, browser_unavailable
 from tools.serve import serving
 
 PAGES = site.notebook_pages()
+GUIDES = site.guide_pages()
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # In the page: every image decoded with pixels that are not all one colour; the text a reader
@@ -70,7 +75,7 @@ def built_site(tmp_path_factory):
                     "(make site and make test do it)")
     out = tmp_path_factory.mktemp("site") / "site"
     seconds = site.build(out)
-    print(f"make site: {seconds:.1f} s for {len(PAGES)} notebook pages")
+    print(f"make site: {seconds:.1f} s for {len(PAGES)} notebook pages and {len(GUIDES)} guides")
     return out
 
 
@@ -144,7 +149,7 @@ def test_index_opens_the_start_page(visited):
     assert facts["refused"] == facts["failed"] == facts["errors"] == []
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", PAGES + GUIDES)
 def test_page_loads_with_nothing_from_outside(visited, name):
     facts = visited(f"{name}.html")
     assert facts["refused"] == [], f"{name}: requests outside the site: {facts['refused']}"
@@ -182,7 +187,7 @@ def test_page_links_to_run_it_live(visited, name):
         "attn-binder-voila": f"{base}voila/render/notebooks/{name}.ipynb"}
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", PAGES + GUIDES)
 def test_axe_finds_no_serious_violation(visited, name):
     violations = visited(f"{name}.html")["axe"]
     for v in violations:
@@ -190,6 +195,121 @@ def test_axe_finds_no_serious_violation(visited, name):
     serious = [v for v in violations if v["impact"] in SERIOUS]
     assert serious == [], f"{name}: axe-core: " + "; ".join(
         f"{v['id']} ({v['impact']}) at {v['nodes'][:3]}" for v in serious)
+
+
+# --- the guides, and the links between pages ----------------------------------------------
+
+class _Anchors(HTMLParser):
+    """The targets of a page's ``<a href>`` and every id (or ``<a name>``) it has."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("name"):
+            self.ids.add(a["name"])
+        if tag == "a" and a.get("href") is not None:
+            self.hrefs.append(a["href"])
+
+
+@pytest.fixture(scope="module")
+def anchors_of(built_site):
+    """page file under the site (``guides/setup.html``) -> its hrefs and ids, read once each."""
+    seen: dict[str, _Anchors] = {}
+
+    def read(page: str) -> _Anchors:
+        if page not in seen:
+            parser = _Anchors()
+            parser.feed((built_site / page).read_text(encoding="utf-8"))
+            seen[page] = parser
+        return seen[page]
+    return read
+
+
+def local_target(page: str, href: str) -> tuple[str, str] | None:
+    """Where ``href`` on ``page`` leads inside the site: (file under the site, fragment), or
+    None for an address elsewhere (``https:``, ``mailto:``, ``//host``)."""
+    parts = urlsplit(href)
+    if parts.scheme or parts.netloc:
+        return None
+    path = unquote(parts.path)
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(page), path)) if path else page
+    if path.endswith("/"):
+        target = posixpath.join(target, "index.html")
+    return target, unquote(parts.fragment)
+
+
+def test_local_target():
+    assert local_target("guides/setup.html", "teaching.html#app-mode") == ("guides/teaching.html", "app-mode")
+    assert local_target("guides/setup.html", "#without-make") == ("guides/setup.html", "without-make")
+    assert local_target("guides/setup.html", "../00_start_here.html") == ("00_start_here.html", "")
+    assert local_target("guides/setup.html", "https://github.com/OWNER/REPO") is None
+
+
+def test_guide_links_for_the_site():
+    docs = site.REPO / "docs"
+    assert site.site_link("../README.md", docs / "setup.md") == f"../{site.START}.ipynb"
+    assert site.site_link("teaching.md#app-mode", docs / "setup.md") == "teaching.md#app-mode"
+    assert site.site_link("docs/setup.md#without-make", site.REPO / "CONTRIBUTING.md") == "setup.md#without-make"
+    assert site.site_link("../CONTRIBUTING.md", docs / "setup.md") == "contributing.md"
+    assert site.site_link("#tests", site.REPO / "CONTRIBUTING.md") == "#tests"
+    assert site.site_link("../notebooks/02_qkv.ipynb", docs / "setup.md") == "../02_qkv.ipynb"
+    github = "https://github.com/OWNER/REPO"
+    assert site.site_link("../README.md#the-notebooks", docs / "teaching.md") == f"{github}/blob/main/README.md#the-notebooks"
+    assert site.site_link("../hub/z2jh-config.yaml", docs / "teaching.md") == f"{github}/blob/main/hub/z2jh-config.yaml"
+    assert site.site_link("../binder", docs / "teaching.md") == f"{github}/tree/main/binder"
+    assert site.site_link("https://mybinder.org", docs / "teaching.md") == "https://mybinder.org"
+    with pytest.raises(FileNotFoundError, match="no-such-file.md"):
+        site.site_link("no-such-file.md", docs / "teaching.md")
+
+
+def test_guide_copies_load_nothing_from_outside(tmp_path):
+    site.copy_guides(tmp_path)
+    for name in GUIDES:
+        text = (tmp_path / f"{name.split('/', 1)[1]}.md").read_text(encoding="utf-8")
+        assert not re.search(r"!\[[^\]]*\]\(\s*<?[a-zA-Z][a-zA-Z0-9+.-]*:", text), f"{name}: an image from another site"
+        assert "](../README.md" not in text and "](../hub/" not in text, f"{name}: a link to a file outside the site"
+
+
+def test_each_guide_is_a_page_in_the_table_of_contents(built_site, anchors_of):
+    # the navigation of the start page (where index.html leads) and of a lesson
+    for page in (f"{site.START}.html", f"{PAGES[1]}.html"):
+        html = (built_site / page).read_text(encoding="utf-8")
+        assert 'class="caption-text">Guides<' in html, f"{page}: no part 'Guides' in the table of contents"
+        listed = {found[0] for href in anchors_of(page).hrefs if (found := local_target(page, href))}
+        for name in GUIDES:
+            assert (built_site / f"{name}.html").is_file(), f"no page for the guide {name}"
+            assert f"{name}.html" in listed, f"{page}: the guide {name} is not in the table of contents"
+
+
+@pytest.mark.parametrize("name", GUIDES)
+def test_guide_page_shows_the_guide(built_site, visited, name):
+    source = site.GUIDES[name.split("/", 1)[1]].read_text(encoding="utf-8")
+    title = source.splitlines()[0].lstrip("# ").strip()
+    html = (built_site / f"{name}.html").read_text(encoding="utf-8")
+    assert re.search(r"<h1>" + re.escape(title), html), f"{name}: the guide's title {title!r} is not the page's heading"
+    assert visited(f"{name}.html")["links"] == {}, f"{name}: a guide is not a notebook to run on Binder"
+
+
+def test_every_link_and_anchor_between_pages_resolves(built_site, anchors_of):
+    broken = []
+    # (a page missing from the site is the business of the tests above)
+    for page in [f"{n}.html" for n in PAGES + GUIDES if (built_site / f"{n}.html").is_file()]:
+        for href in anchors_of(page).hrefs:
+            found = local_target(page, href)
+            if found is None:
+                continue
+            target, fragment = found
+            if not (built_site / target).is_file():
+                broken.append(f"{page}: {href} (no file {target})")
+            elif fragment and target.endswith(".html") and fragment not in anchors_of(target).ids:
+                broken.append(f"{page}: {href} (no id {fragment!r} in {target})")
+    assert broken == [], "links that lead nowhere:\n" + "\n".join(broken)
 
 
 # --- handouts ------------------------------------------------------------------------------

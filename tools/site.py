@@ -9,10 +9,15 @@ Jupyter Book 1 turns the executed, nbval-checked notebooks into pages without ru
 
 both copied from the npm packages pinned in site/package.json (installed by ``npm ci`` into
 site/node_modules). Nothing is fetched while building and no page loads anything from outside.
+
+The guides (docs/*.md and CONTRIBUTING.md) are pages of the site too, under ``guides/``: the
+book's source is a copy of notebooks/ with the guides beside it, their links rewritten for the
+site (``copy_guides``).
 """
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +31,14 @@ NODE_MODULES = SITE_SRC / "node_modules"
 BUILD = REPO / "build"
 OUT = BUILD / "site"
 START = "00_start_here"
+# The guides, as pages of the site: page name under guides/ -> the Markdown file of the
+# repository (in the order of the table of contents).
+GUIDES = {
+    "setup": REPO / "docs" / "setup.md",
+    "teaching": REPO / "docs" / "teaching.md",
+    "performance": REPO / "docs" / "performance.md",
+    "contributing": REPO / "CONTRIBUTING.md",
+}
 
 # What each page may load, copied from npm packages: destination folder -> (package folder,
 # files or folders inside it). MathJax loads its input/output/ui components on demand,
@@ -49,13 +62,18 @@ def notebook_pages() -> list[str]:
     return [START] + lessons + others
 
 
+def guide_pages() -> list[str]:
+    """Every guide as a page name of the site: ``guides/setup``, ..."""
+    return [f"guides/{name}" for name in GUIDES]
+
+
 def write_toc(path: Path) -> None:
-    """The book's table of contents: the start page, the lessons, the worked solutions."""
+    """The book's table of contents: the start page, the lessons, the worked solutions, the guides."""
     pages = notebook_pages()
     lessons = [n for n in pages[1:] if "/" not in n]
     solutions = [n for n in pages[1:] if n.startswith("solutions/")]
     lines = ["format: jb-book", f"root: {pages[0]}", "parts:"]
-    for caption, names in (("Lessons", lessons), ("Worked solutions", solutions)):
+    for caption, names in (("Lessons", lessons), ("Worked solutions", solutions), ("Guides", guide_pages())):
         if names:
             lines += [f"  - caption: {caption}", "    chapters:"] + [f"      - file: {n}" for n in names]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -83,6 +101,79 @@ def copy_vendor(dest: Path) -> None:
                     shutil.copy2(m, target)
 
 
+# In Markdown: a fenced code block, a code span (neither holds links), an image from another
+# site ![alt](https://...), or a link's target ](...).
+_MARKDOWN = re.compile(r"(?P<fence>^(?P<mark>```|~~~).*?^(?P=mark)[ \t]*$)"
+                       r"|(?P<span>(?P<ticks>`+)(?:(?!(?P=ticks)).)+?(?P=ticks))"
+                       r"|!\[(?P<alt>[^\]]*)\]\([a-zA-Z][a-zA-Z0-9+.-]*:[^)\s]*\)"
+                       r"|\]\((?P<target>[^)\s]+)", re.M | re.S)
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+def repository_url() -> tuple[str, str]:
+    """The repository's GitHub address and branch, from site/_config.yml
+    (``https://github.com/OWNER/REPO`` until the course is published)."""
+    import yaml
+
+    config = yaml.safe_load((SITE_SRC / "_config.yml").read_text(encoding="utf-8"))["repository"]
+    return config["url"].rstrip("/"), config.get("branch", "main")
+
+
+def site_link(target: str, source: Path) -> str:
+    """Where a link of a guide points on the site.
+
+    Args:
+        target: the link's target as the guide on GitHub has it (``../README.md``,
+            ``teaching.md#app-mode``, ``../hub/z2jh-config.yaml``, ``#tests``, ``https://...``).
+        source: the guide's Markdown file in the repository.
+
+    Returns:
+        a guide -> that guide's page (``setup.md#without-make``, the anchor kept: MyST gives
+        headings GitHub's anchors); the README -> the start page (``../00_start_here.ipynb``),
+        but a README section (``../README.md#the-notebooks``), which the site has not, ->
+        the README on GitHub; a notebook -> its page; any other file or folder of the
+        repository -> its address on GitHub. Addresses with a scheme and bare ``#anchors``
+        are kept.
+
+    Raises:
+        FileNotFoundError: the target is not a file or folder of the repository.
+    """
+    if _SCHEME.match(target) or target.startswith("#"):
+        return target
+    path, hash_, fragment = target.partition("#")
+    fragment = hash_ + fragment
+    resolved = (source.parent / path).resolve()
+    if not resolved.exists() or not resolved.is_relative_to(REPO):
+        raise FileNotFoundError(f"{source.relative_to(REPO)}: the link {target!r} leads to no file of the repository")
+    guides = {file.resolve(): name for name, file in GUIDES.items()}
+    if resolved in guides:
+        return f"{guides[resolved]}.md{fragment}"
+    if resolved == (REPO / "README.md").resolve() and not fragment:
+        return f"../{START}.ipynb"
+    if resolved.suffix == ".ipynb" and resolved.is_relative_to(NOTEBOOKS.resolve()):
+        return f"../{resolved.relative_to(NOTEBOOKS.resolve()).as_posix()}{fragment}"
+    url, branch = repository_url()
+    kind = "tree" if resolved.is_dir() else "blob"
+    return f"{url}/{kind}/{branch}/{resolved.relative_to(REPO).as_posix()}{fragment}"
+
+
+def copy_guides(dest: Path) -> None:
+    """Write each guide into ``dest`` (the book's guides/ folder) as ``NAME.md``, with its
+    links rewritten for the site (``site_link``) and each image from another site (the
+    README's Binder badge) replaced by its text, since no page loads anything from outside;
+    code is left alone."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, source in GUIDES.items():
+        def rewrite(m: re.Match, source: Path = source) -> str:
+            if m.group("alt") is not None:
+                return m.group("alt")
+            if m.group("target") is None:
+                return m.group(0)
+            return "](" + site_link(m.group("target"), source)
+        text = _MARKDOWN.sub(rewrite, source.read_text(encoding="utf-8"))
+        (dest / f"{name}.md").write_text(text, encoding="utf-8")
+
+
 def write_config(path: Path, vendor: Path) -> None:
     text = (SITE_SRC / "_config.yml").read_text(encoding="utf-8")
     for key, value in {"@EXT@": SITE_SRC / "_ext", "@STATIC@": SITE_SRC / "_static", "@VENDOR@": vendor}.items():
@@ -101,7 +192,12 @@ def build(out: Path = OUT, *, quiet: bool = True) -> float:
     copy_vendor(vendor)
     write_config(work / "_config.yml", vendor)
     write_toc(work / "_toc.yml")
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(NOTEBOOKS),
+    book = work / "book"  # the book's source: the notebooks, and the guides beside them
+    shutil.copytree(NOTEBOOKS, book, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "_build"))
+    if (book / "guides").exists():
+        raise FileExistsError(f"{NOTEBOOKS}/guides: the site's guides/ folder would hide it")
+    copy_guides(book / "guides")
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book),
            "--config", str(work / "_config.yml"), "--toc", str(work / "_toc.yml"),
            "--path-output", str(work), "--builder", "html"]
     r = subprocess.run(cmd, capture_output=quiet, text=True, cwd=REPO)
@@ -121,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="show Jupyter Book's output")
     args = parser.parse_args(argv)
     seconds = build(args.out, quiet=not args.verbose)
-    print(f"website: {args.out / 'index.html'} ({len(notebook_pages())} notebook pages, {seconds:.1f} s)")
+    print(f"website: {args.out / 'index.html'} ({len(notebook_pages())} notebook pages, "
+          f"{len(guide_pages())} guides, {seconds:.1f} s)")
     return 0
 
 

@@ -8,6 +8,8 @@ Voilà's app mode (explorers only, code hidden). The Binder address is built fro
   the output is a picture widget's view (what JupyterLab and Voilà show), the page gets the
   figure's PNG as an ``<img alt=...>`` instead of the widget; where it is a plain image/png,
   the description becomes the image's ``alt`` (Sphinx would write the PNG's file name).
+- A link to a folder of the book (``[solutions/](solutions/)`` in a notebook, which opens the
+  folder in JupyterLab) leads to that folder on GitHub: a folder has no page on the site.
 - Each script tag once: with Sphinx 7.4, the inline scripts that sphinx-thebe adds while
   reading are written twice into each page, and the second ``const THEBE_JS_URL`` is an
   error in the browser.
@@ -23,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -46,6 +49,40 @@ def binder_urls(repository_url: str, branch: str, path: str) -> dict[str, str]:
         raise ValueError(f"repository_url: expected https://github.com/OWNER/REPO, got {repository_url!r}")
     base = f"https://mybinder.org/v2/gh/{owner_repo}/{branch}?urlpath="
     return {"lab": f"{base}lab/tree/{path}", "voila": f"{base}voila/render/{path}"}
+
+
+def folder_url(repository_url: str, branch: str, path: str) -> str:
+    """The GitHub address of a folder of the repository.
+
+    Args:
+        repository_url: ``https://github.com/OWNER/REPO``.
+        branch: the branch.
+        path: the folder, relative to the repository root (``notebooks/solutions``).
+
+    Returns:
+        ``https://github.com/OWNER/REPO/tree/main/notebooks/solutions``.
+    """
+    parts = urlparse(repository_url)
+    if parts.netloc != "github.com" or parts.path.strip("/").count("/") != 1:
+        raise ValueError(f"repository_url: expected https://github.com/OWNER/REPO, got {repository_url!r}")
+    return f"https://github.com/{parts.path.strip('/')}/tree/{branch}/{path.strip('/')}"
+
+
+def _folder_links(app: Sphinx, doctree: nodes.document) -> None:
+    env = app.env
+    options = app.config.html_theme_options
+    srcdir = Path(app.srcdir).resolve()
+    for xref in list(doctree.findall(addnodes.pending_xref)):
+        if xref.get("reftype") != "myst" or xref.get("refdomain"):
+            continue  # (links MyST resolved to a page have the "doc" domain)
+        target = xref["reftarget"].split("#", 1)[0]
+        folder = Path(env.relfn2path(target, env.docname)[1]).resolve() if target else None
+        if folder is None or not folder.is_dir() or not folder.is_relative_to(srcdir):
+            continue
+        book = options.get("path_to_docs", "").strip("/")
+        path = "/".join(p for p in (book, folder.relative_to(srcdir).as_posix()) if p and p != ".")
+        url = folder_url(options["repository_url"], options.get("repository_branch", "main"), path)
+        xref.replace_self(nodes.reference("", "", *xref.children, refuri=url, internal=False))
 
 
 def figure_alts(nb: dict) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
@@ -129,6 +166,7 @@ def _scripts_once(app: Sphinx, pagename: str, templatename: str, context: dict, 
 
 def setup(app: Sphinx) -> dict[str, object]:
     app.connect("doctree-read", _figure_alt)
+    app.connect("doctree-read", _folder_links)
     app.connect("html-page-context", _run_live)
     app.connect("html-page-context", _scripts_once, priority=900)  # after myst-nb adds its own
     return {"parallel_read_safe": True, "parallel_write_safe": True}
