@@ -84,23 +84,32 @@ def test_a_sentence_full_stop_is_left_to_the_font():
     assert a.shape[1] > b.shape[1]  # the font's own full stop, drawn (no digit follows it)
 
 
-def test_every_explorer_writes_legible_numbers():
-    """Every number every explorer writes on its cells when first shown, at its own size."""
-    seen = 0
+@pytest.fixture(scope="module")
+def startup_cell_texts():
+    """(explorer name, CellText) for every map's numbers of every explorer, as first shown;
+    each explorer is built once for the tests below and closed after them."""
+    built, found = [], []
     for name, make in EXPLORERS.items():
         ex = make()
-        try:
-            for artist in ex._live():
-                texts = [artist] if isinstance(artist, CellText) else []
-                if isinstance(getattr(artist, "text", None), CellText):
-                    texts.append(artist.text)
-                for ct in texts:
-                    for k, s in enumerate(ct._texts):
-                        if "." in s and any(ch.isdigit() for ch in s):
-                            assert_legible(s, ct.bitmap(k)[0][..., 3])
-                            seen += 1
-        finally:
-            ex.close()
+        built.append(ex)
+        for artist in ex._live():
+            if isinstance(artist, CellText):
+                found.append((name, artist))
+            if isinstance(getattr(artist, "text", None), CellText):
+                found.append((name, artist.text))
+    yield found
+    for ex in built:
+        ex.close()
+
+
+def test_every_explorer_writes_legible_numbers(startup_cell_texts):
+    """Every number every explorer writes on its cells when first shown, at its own size."""
+    seen = 0
+    for _name, ct in startup_cell_texts:
+        for k, s in enumerate(ct._texts):
+            if "." in s and any(ch.isdigit() for ch in s):
+                assert_legible(s, ct.bitmap(k)[0][..., 3])
+                seen += 1
     assert seen > 100  # the numbers of 01, 03, 05, 09 and 11 at least
 
 
@@ -233,31 +242,22 @@ def test_the_point_metrics_grow_with_the_size():
     assert_legible("0.5", t.bitmap(0)[0][..., 3])
 
 
-def test_every_explorer_number_fits_its_cell():
+def test_every_explorer_number_fits_its_cell(startup_cell_texts):
     """Issue 20 item 22, the kind: a number wider than its cell runs into the next one
     ("+0.04+0.11"), which no point can save. Every number an explorer writes on a cell, when
     first shown, leaves at least one empty pixel column on each side inside its cell."""
     from attn.widgets._bitmaps import cell_edges
 
     too_wide = []
-    for name, make in EXPLORERS.items():
-        ex = make()
-        try:
-            for artist in ex._live():
-                texts = [artist] if isinstance(artist, CellText) else []
-                if isinstance(getattr(artist, "text", None), CellText):
-                    texts.append(artist.text)
-                for ct in texts:
-                    if not ct.strings or not ct.axes.get_visible():
-                        continue
-                    L, S = len(ct.strings), len(ct.strings[0])
-                    x, _ = cell_edges(ct.axes, L, S)
-                    width = int(np.min(np.diff(x)))
-                    for k, s in enumerate(ct._texts):
-                        alpha = ct.bitmap(k)[0][..., 3]
-                        ink = np.nonzero(alpha.max(axis=0) > 0)[0]
-                        if s and ink.size and ink[-1] - ink[0] + 1 > width - 2:
-                            too_wide.append(f"{name}: {s!r} is {ink[-1] - ink[0] + 1} px in a {width} px cell")
-        finally:
-            ex.close()
+    for name, ct in startup_cell_texts:
+        if not ct.strings or not ct.axes.get_visible():
+            continue
+        L, S = len(ct.strings), len(ct.strings[0])
+        x, _ = cell_edges(ct.axes, L, S)
+        width = int(np.min(np.diff(x)))
+        for k, s in enumerate(ct._texts):
+            alpha = ct.bitmap(k)[0][..., 3]
+            ink = np.nonzero(alpha.max(axis=0) > 0)[0]
+            if s and ink.size and ink[-1] - ink[0] + 1 > width - 2:
+                too_wide.append(f"{name}: {s!r} is {ink[-1] - ink[0] + 1} px in a {width} px cell")
     assert not too_wide, too_wide[:10]
