@@ -31,7 +31,8 @@ def unavailable(reason: str) -> None:
 # In requirements.txt only: test and build tools that a Binder session or a hub's user image
 # (which only run the notebooks) do not need.
 TEST_ONLY = {"nbval", "pytest", "pytest-xdist", "hypothesis", "playwright", "pytest-playwright",
-             "jupyter-repo2docker", "jupyterhub", "jupyter-book", "pypdf"}
+             "jupyter-repo2docker", "jupyterhub", "jupyter-book", "pypdf",
+             "babel"}  # babel: tools/catalogue.py, for translators and the catalogue test
 
 
 def norm(name: str) -> str:
