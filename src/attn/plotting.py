@@ -25,6 +25,7 @@ from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
 from ._checks import to_numpy
+from .language import get_language
 
 __all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "relative_luminance",
            "contrast_ratio", "text_colors", "is_diverging", "real_minus", "Heatmap", "heatmap",
@@ -69,6 +70,16 @@ def _font_path() -> str:
 def token_font(size: float = 10) -> FontProperties:
     """A font that has the course's Chinese tokens (a Noto Sans CJK SC subset, shipped)."""
     return FontProperties(fname=_font_path(), size=size)
+
+
+def text_font(size: float = 10) -> FontProperties:
+    """The font of a picture's words in the current language (``attn.language``).
+
+    English: matplotlib's default font (DejaVu Sans). Chinese: the shipped Noto Sans CJK SC
+    subset, which also has the Latin letters, digits and signs, so a Chinese title with
+    ``d_k = 16`` in it is one font.
+    """
+    return token_font(size) if get_language() == "zh" else FontProperties(size=size)
 
 
 def relative_luminance(rgb: object) -> np.ndarray:
