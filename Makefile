@@ -52,7 +52,7 @@ TEACHER     := .venv-teacher
 TEACHER_BIN := $(TEACHER)/bin
 TEACHER_STAMP := $(TEACHER)/.installed
 
-.PHONY: setup lab test quick portable bench assignments grade teacher check-python clean site handouts app slides vendor
+.PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides vendor
 NB ?= 00_start_here
 # JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by hub/package-lock.json).
@@ -95,11 +95,16 @@ $(HUB_PROXY): hub/package.json hub/package-lock.json
 	fi
 
 # Opens 00_start_here; on a machine without a browser (SSH), it first prints how to tunnel to it.
+# make lab-zh opens the Chinese edition's start page (中文版, notebooks/zh/).
+START ?= 00_start_here.ipynb
 lab: setup
 	@echo "On a remote or headless machine: from your own computer, ssh -N -L 8888:localhost:8888 you@this-machine,"
 	@echo "then open the URL below there (docs/setup.md, \"On a remote or headless machine\")."
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks \
-	    --LabApp.default_url=/lab/tree/00_start_here.ipynb
+	    --LabApp.default_url=/lab/tree/$(START)
+
+lab-zh:
+	@$(MAKE) --no-print-directory lab START=zh/00_start_here.ipynb
 
 # The tests (CONTRIBUTING.md, "Tests"), in two runs of pytest, with two workers (pytest-xdist;
 # each test file, so each notebook's cells, stays on one worker). conftest.py gives every

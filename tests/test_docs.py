@@ -9,6 +9,7 @@ a repeated one. Links inside code (fenced blocks, `inline code`) are not links.
 from __future__ import annotations
 
 import re
+import subprocess
 import unicodedata
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 
 from _support import REPO
 
-PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md")), REPO / "README.zh.md"]
 README_MAX_LINES = 150
 THE_TWO_COMMANDS = """```bash
 make lab    # set everything up, then open the course in JupyterLab
@@ -183,3 +184,15 @@ def test_a_headless_start_says_how_to_tunnel():
     lab_line = next(i for i, line in enumerate(dry.splitlines()) if "jupyter lab" in line)
     hint = next(i for i, line in enumerate(dry.splitlines()) if f"ssh -N -L {port}:localhost:{port}" in line)
     assert hint < lab_line, "make lab prints the tunnel before JupyterLab starts"
+
+
+def test_the_chinese_readme_opens_with_its_two_commands_and_make_has_them():
+    """README.zh.md: make lab-zh (the Chinese start page) and make test, both real targets."""
+    text = (REPO / "README.zh.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= README_MAX_LINES
+    block = text.split("\n\n", 2)[1]
+    commands = [ln.split("#")[0].strip() for ln in block.splitlines()[1:-1]]
+    assert commands == ["make lab-zh", "make test"], block
+    dry = subprocess.run(["make", "-n", "lab-zh"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert "--LabApp.default_url=/lab/tree/zh/00_start_here.ipynb" in dry, dry
+    assert (REPO / "notebooks" / "zh" / "00_start_here.ipynb").exists()
