@@ -208,3 +208,12 @@ def test_half_gradient_d_k():
     assert "go further" in nb02.check_half_gradient_d_k(D_K_GRID[i - 1]).message
     assert "first one" in nb02.check_half_gradient_d_k(D_K_GRID[i + 1]).message
     assert "D_K_GRID" in nb02.check_half_gradient_d_k(100).message
+
+
+def test_reversed_output_right_on_the_chapters_sentence_only_gets_a_hint_not_a_traceback():
+    """On a 4-word sentence the weights (4, 4) and the output (4, F) differ in shape: the slip
+    is compared with each, never broadcast against it."""
+    nb01.REVERSED_OUTPUT_HINTS.reset()
+    fb = nb01.check_reversed_output(lambda x: toy_attention(x.flip(0) if len(x) == 6 else x)[0])
+    assert not fb and "On a sentence of 4 words it had not seen" in fb.message, fb.message
+    assert "output for the original order" in fb.message

@@ -260,20 +260,23 @@ def test_voila_every_control_reached_and_moved_by_keyboard(voila_page):
 _EXPLORER = ".widget-vbox:has(> img.widget-image)"
 
 
-@pytest.fixture(scope="module")
-def voila_gallery(tmp_path_factory, browser):
+@pytest.fixture(scope="module", params=["en", "zh"])
+def voila_gallery(request, tmp_path_factory, browser):
     """A Voilà page of every explorer in ``attn.widgets.EXPLORERS`` (one notebook cell each),
-    as each notebook builds it with its defaults."""
+    as each notebook builds it with its defaults, in each language of the course."""
     import nbformat
 
     from attn.widgets import EXPLORERS
 
-    work = tmp_path_factory.mktemp("voila-gallery")
+    language = request.param
+    work = tmp_path_factory.mktemp(f"voila-gallery-{language}")
     folder = work / "notebooks"
     folder.mkdir()
     nb = nbformat.v4.new_notebook()
-    nb.cells = ([nbformat.v4.new_markdown_cell("# Every explorer of the course"),
-                 nbformat.v4.new_code_cell("from attn.widgets import EXPLORERS")]
+    title = {"en": "# Every explorer of the course", "zh": "# 课程中的全部交互控件"}[language]
+    nb.cells = ([nbformat.v4.new_markdown_cell(title),
+                 nbformat.v4.new_code_cell("from attn.language import set_language\n"
+                                           f"from attn.widgets import EXPLORERS\nset_language({language!r})")]
                 + [nbformat.v4.new_code_cell(f"EXPLORERS[{name!r}]()") for name in EXPLORERS])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, folder / "every_explorer.ipynb")
@@ -287,17 +290,22 @@ def voila_gallery(tmp_path_factory, browser):
         page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length === n",
                                arg=[_EXPLORER, len(EXPLORERS)], timeout=300_000)
         page.wait_for_function("() => [...document.images].every((i) => i.complete && i.naturalWidth)")
-        print(f"Voilà: {len(EXPLORERS)} explorers ready in {time.monotonic() - t0:.1f} s")
-        yield page, errors, list(EXPLORERS)
+        print(f"Voilà ({language}): {len(EXPLORERS)} explorers ready in {time.monotonic() - t0:.1f} s")
+        yield page, errors, list(EXPLORERS), language
         context.close()
 
 
 def test_voila_every_explorer_is_heard_and_its_drop_downs_take_the_arrow_keys(voila_gallery):
-    page, errors, names = voila_gallery
+    """... and in the Chinese gallery, each explorer's labels and readout hold Chinese (an
+    English explorer may show Chinese too: the chapter's Chinese tokens)."""
+    page, errors, names, language = voila_gallery
     explorers = page.locator(_EXPLORER).all()
     assert len(explorers) == len(names)
     n_keys = 0
     for name, explorer in zip(names, explorers):
+        if language == "zh":
+            text = explorer.inner_text()
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in text), f"Voilà, {name}: no Chinese in {text[:200]!r}"
         heard = heard_problems(explorer)
         assert heard == [], f"Voilà, {name}: what a screen reader hears:\n" + "\n".join(heard)
         readout = explorer.locator(":scope > .widget-html").last
@@ -326,7 +334,7 @@ def test_voila_every_explorer_is_heard_and_its_drop_downs_take_the_arrow_keys(vo
 
 
 def test_voila_axe_finds_no_serious_violation_in_any_explorer(voila_gallery):
-    page, _, _ = voila_gallery
+    page, _, _, _ = voila_gallery
     serious = serious_in(page, _EXPLORER)
     assert serious == [], f"axe-core in Voilà, serious or critical, in the explorers: {serious}"
 

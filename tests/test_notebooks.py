@@ -110,7 +110,7 @@ def checked_cells(path):
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 SCIENTIFIC = re.compile(r"[eE]([-+]?\d+)$")
 # A number right after one of these is a stated bound ("< 1e-12: True"), not a measured value.
-BOUND = re.compile(r"(?:[<>≤≥]=?|\b(?:below|under|above|than|within|to))\s*$")
+BOUND = re.compile(r"(?:[<>≤≥]=?|\b(?:below|under|above|than|within|to)|小于|低于|大于|高于|不超过|至|到)\s*$")
 
 
 def round_off_numbers(text: str) -> list[str]:
@@ -133,7 +133,7 @@ def signed_zeros(text: str) -> list[str]:
     return [n for n in NUMBER.findall(text) if n.startswith("-") and float(n) == 0]
 
 
-TIME = re.compile(r"\d\s*(?:ns|µs|ms)\b|\d\s+(?:us|s|sec|seconds?|minutes?|min)\b")
+TIME = re.compile(r"\d\s*(?:ns|µs|ms)\b|\d\s+(?:us|s|sec|seconds?|minutes?|min)\b|\d\s*(?:纳秒|微秒|毫秒|秒|分钟)")
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))

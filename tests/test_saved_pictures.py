@@ -51,7 +51,8 @@ def test_every_saved_explorer_holds_the_png_of_its_view(path):
         np.testing.assert_array_equal(_pixels(png), _pixels(state_png))
         assert _pixels(png).std() > 0, f"{path.name}: the explorer's PNG is blank"
         text = "".join(data["text/plain"])
-        assert text.startswith("Picture: ") and "Explorer(" not in text, text[:200]
+        prefix = "图：" if "zh" in path.relative_to(NB_DIR).parts else "Picture: "  # tr("Picture: {title}")
+        assert text.startswith(prefix) and "Explorer(" not in text, text[:200]
     assert path.stat().st_size < 1_000_000
 
 

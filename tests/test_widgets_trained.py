@@ -87,7 +87,7 @@ def test_training_explorer_step_slider_changes_picture_readout_and_state(runs):
 def test_training_explorer_task_dropdown_covers_every_run(runs):
     ex = training_explorer(runs, step=200)
     before = pixels(ex)
-    for task in list(ex.controls["task"].options)[1:]:
+    for _label, task in list(ex.controls["task"].options)[1:]:  # (label, value): the task's name
         ex.controls["task"].value = task
         assert ex.state.task == task and ex.state.pattern == TASKS[task].pattern
         assert f"<b>{task}</b>" in ex.readout.value and TASKS[task].pattern in ex.readout.value
@@ -165,7 +165,7 @@ def test_example_explorer_every_control(runs):
         now = pixels(ex)
         assert all(changed(box(before, m.ax), box(now, m.ax)) for m in ex.maps), i  # a new example
         before = now
-    for task in ex.controls["task"].options:
+    for _label, task in ex.controls["task"].options:
         ex.controls["task"].value = task
         assert ex.state.task == task
         assert f"<i>{TASKS[task].pattern}</i>" in ex.readout.value

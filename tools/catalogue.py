@@ -172,8 +172,8 @@ def _babel_locale(language: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.catalogue", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fill", action="append", default=[], metavar="JSON",
-                        help="translations to take, {English: translation}; may be given more than once")
+    parser.add_argument("--fill", action="extend", nargs="+", default=[], metavar="JSON",
+                        help="translations to take, {English: translation}: one file or more")
     parser.add_argument("--language", default="zh", choices=TRANSLATED)
     parser.add_argument("--check", action="store_true", help="change nothing; list the problems")
     args = parser.parse_args(argv)

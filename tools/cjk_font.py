@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FONT = ROOT / "src" / "attn" / "fonts" / "NotoSansCJKsc-course-subset.otf"
 SOURCE = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 FAMILY = "Noto Sans CJK SC"
-SIGNS = "−×·√→←↔≈≠≤≥±²³¹⁰⁴⁵⁶⁷⁸⁹⁻ⁿ∑∞…–—‖°′·∈ΔΣθαβγλσπ"
+SIGNS = "−×·√→←↔≈≠≤≥±²³¹⁴…–—‖°′∈ΔΣθαβγλσπ"
 
 
 def characters_needed() -> set[str]:

@@ -52,9 +52,10 @@ VENDOR = {
 
 def notebook_pages() -> list[str]:
     """Every notebook of the course as a page name (path under notebooks/ without .ipynb),
-    the start page first, then the lessons, then the worked solutions."""
+    the start page first, then the lessons, then the worked solutions. The site is the
+    English edition's: the Chinese twins (notebooks/zh/) are not pages of it yet."""
     names = sorted(str(p.relative_to(NOTEBOOKS).with_suffix("")) for p in NOTEBOOKS.rglob("*.ipynb")
-                   if ".ipynb_checkpoints" not in p.parts)
+                   if ".ipynb_checkpoints" not in p.parts and p.relative_to(NOTEBOOKS).parts[0] != "zh")
     if START not in names:
         raise FileNotFoundError(f"notebooks/{START}.ipynb: the site's start page is missing")
     lessons = [n for n in names if "/" not in n and n != START]

@@ -3,7 +3,8 @@
 A static figure (a picture no explorer redraws) is shown with ``show_figure(fig, alt)``, where
 ``alt`` says what a reader who cannot see it needs: its type (heatmap, line plot, bar chart),
 its axes, and what it shows, the claim the prose makes about it (``check_alt`` enforces the
-first two). The cell's output is one bundle, as an explorer's is:
+first two, in English or in Chinese: 热力图, 折线图, 柱状图; 行, 列, 横轴, 纵轴). The cell's
+output is one bundle, as an explorer's is:
 
 - the view of a picture widget (``ipywidgets.Image``) whose ``title`` is ``alt``: what
   JupyterLab and Voilà show, and what screen readers and axe-core take as its text
@@ -31,13 +32,29 @@ import ipywidgets
 from matplotlib.figure import Figure
 from traitlets import Unicode
 
-__all__ = ["Picture", "FIGURE_TYPES", "AXIS_WORDS", "check_alt", "figure_bundle", "figure_picture", "show_figure"]
+from ._text import width
+
+__all__ = ["Picture", "FIGURE_TYPES", "AXIS_WORDS", "FIGURE_TYPES_ZH", "AXIS_PATTERNS_ZH", "check_alt",
+           "figure_bundle", "figure_picture", "show_figure"]
 
 # A description names one of these types of picture ...
 FIGURE_TYPES = ("heatmap", "line plot", "log-log plot", "bar chart", "scatter plot")
 # ... and its axes: a heatmap's rows and columns, a plot's x and y axes ("ms against n").
 AXIS_WORDS = ("rows", "columns", "axis", "axes", "against")
-MIN_LENGTH = 80  # characters: a type, two axes and a claim do not fit in fewer
+# A Chinese description does the same in Chinese: heatmap, line plot, log-log, bar chart,
+# scatter plot ...
+FIGURE_TYPES_ZH = ("热力图", "热图", "折线图", "曲线图", "双对数", "柱状图", "条形图", "散点图")
+# ... and axes: any 轴 (横轴, 纵轴, x 轴, 坐标轴); 行 and 列 where they are the picture's rows and
+# columns (每行, 各列, 行是 / 列为 / 行表示, 行和列; not 序列 "sequence" or 并行 "in parallel");
+# "y 随 x 变化" for "y against x" (not 随机 "random").
+AXIS_PATTERNS_ZH = (
+    r"轴",
+    r"[每各]一?[行列]",
+    r"(?<![序排系队数并进运执流银平])[行列](?:是|为|表示|代表|对应)",
+    r"行[和与、]列",
+    r"随[^机，。；]{0,20}变化",
+)
+MIN_LENGTH = 80  # columns: a type, two axes and a claim do not fit in fewer (a Chinese character is 2)
 
 _FILE_NAME = re.compile(r"^\S+\.(png|jpe?g|gif|svg|pdf)$", re.IGNORECASE)
 
@@ -59,9 +76,11 @@ def check_alt(alt: object) -> str:
     """Check that ``alt`` is a real text alternative for a figure; return it, whitespace folded.
 
     Args:
-        alt: the description: a str of at least ``MIN_LENGTH`` characters that names a type of
-            picture from ``FIGURE_TYPES`` and its axes (a word of ``AXIS_WORDS``), and is not a
-            file name or matplotlib's ``<Figure size ...>`` text.
+        alt: the description: a str of at least ``MIN_LENGTH`` columns (a Chinese character
+            takes two) that names a type of picture from ``FIGURE_TYPES`` and its axes (a word
+            of ``AXIS_WORDS``), or, in Chinese, from ``FIGURE_TYPES_ZH`` and
+            ``AXIS_PATTERNS_ZH``, and is not a file name or matplotlib's ``<Figure size ...>``
+            text.
 
     Returns:
         ``alt`` on one line (runs of whitespace, newlines included, become one space).
@@ -76,15 +95,19 @@ def check_alt(alt: object) -> str:
     if text.startswith("<Figure") or _FILE_NAME.match(text):
         raise ValueError(f"alt: expected a description of the figure, got {text!r} "
                          "(a file name or a figure's repr says nothing about the picture)")
-    if len(text) < MIN_LENGTH:
+    if width(text) < MIN_LENGTH:
         raise ValueError(f"alt: expected at least {MIN_LENGTH} characters (the type of picture, "
-                         f"its axes and what it shows), got {len(text)}: {text!r}")
+                         f"its axes and what it shows; a Chinese character counts as two), "
+                         f"got {width(text)}: {text!r}")
     lower = text.lower()
-    if not any(t in lower for t in FIGURE_TYPES):
-        raise ValueError(f"alt: expected the type of picture, one of {FIGURE_TYPES}, in {text!r}")
-    if not any(re.search(rf"\b{w}\b", lower) for w in AXIS_WORDS):
+    if not any(t in lower for t in FIGURE_TYPES + FIGURE_TYPES_ZH):
+        raise ValueError(f"alt: expected the type of picture, one of {FIGURE_TYPES} "
+                         f"(in Chinese {FIGURE_TYPES_ZH}), in {text!r}")
+    if not (any(re.search(rf"\b{w}\b", lower) for w in AXIS_WORDS)
+            or any(re.search(pattern, text) for pattern in AXIS_PATTERNS_ZH)):
         raise ValueError(f"alt: expected the axes (a heatmap's rows and columns, a plot's x and y "
-                         f"axes, 'y against x'; one of the words {AXIS_WORDS}) in {text!r}")
+                         f"axes, 'y against x'; one of the words {AXIS_WORDS}; in Chinese 行 and "
+                         f"列, 横轴 and 纵轴, 'y 随 x 变化') in {text!r}")
     return text
 
 

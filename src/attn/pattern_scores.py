@@ -37,6 +37,7 @@ from torch import Tensor
 from ._checks import (check_bool, check_bool_tensor, check_choice, check_float, check_int,
                       check_min_rank, check_positive_int, check_rank, check_tensor, shape_str,
                       to_numpy)
+from .language import mark
 
 __all__ = [
     "PATTERNS",
@@ -49,14 +50,15 @@ __all__ = [
     "pattern_profile",
 ]
 
-#: Every pattern ``pattern_mask`` builds: name -> its cells.
+#: Every pattern ``pattern_mask`` builds: name -> its cells (in English, marked for the
+#: catalogue: shown as ``attn.language.tr(PATTERNS[name])``).
 PATTERNS: dict[str, str] = {
-    "diagonal": "|i - j| <= 1: the token itself and its two neighbours",
-    "anti-diagonal": "j = L - 1 - i: the mirrored position",
-    "previous": "j = i - 1: the token before",
-    "next": "j = i + 1: the token after",
-    "vertical": "j = key: one column (key 0, the first token, by default)",
-    "block": "i and j in the same segment",
+    "diagonal": mark("|i - j| <= 1: the token itself and its two neighbours"),
+    "anti-diagonal": mark("j = L - 1 - i: the mirrored position"),
+    "previous": mark("j = i - 1: the token before"),
+    "next": mark("j = i + 1: the token after"),
+    "vertical": mark("j = key: one column (key 0, the first token, by default)"),
+    "block": mark("i and j in the same segment"),
 }
 
 

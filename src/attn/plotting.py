@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Sequence
 
 import numpy as np
+from matplotlib import rcParams
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -25,9 +26,10 @@ from matplotlib.image import AxesImage
 from matplotlib.text import Text
 
 from ._checks import to_numpy
-from .language import get_language
+from .language import get_language, tr
 
-__all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "relative_luminance",
+__all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "text_font", "title_font",
+           "label_font", "relative_luminance",
            "contrast_ratio", "text_colors", "is_diverging", "real_minus", "Heatmap", "heatmap",
            "HeadGrid", "head_grid"]
 
@@ -80,6 +82,18 @@ def text_font(size: float = 10) -> FontProperties:
     ``d_k = 16`` in it is one font.
     """
     return token_font(size) if get_language() == "zh" else FontProperties(size=size)
+
+
+def title_font() -> FontProperties:
+    """``text_font`` at the size of an axes title (matplotlib's ``axes.titlesize``, 12 pt):
+    ``ax.set_title(text, fontproperties=title_font())`` draws an English title as
+    ``ax.set_title(text)`` does."""
+    return text_font(FontProperties(size=rcParams["axes.titlesize"]).get_size_in_points())
+
+
+def label_font() -> FontProperties:
+    """``text_font`` at the size of an axis label (matplotlib's ``axes.labelsize``, 10 pt)."""
+    return text_font(FontProperties(size=rcParams["axes.labelsize"]).get_size_in_points())
 
 
 def relative_luminance(rgb: object) -> np.ndarray:
@@ -189,7 +203,7 @@ class Heatmap:
         if self.annotate:
             self._annotate(w)
         if title is not None:
-            self.ax.set_title(title)
+            self.ax.set_title(title, fontproperties=title_font())
         return self
 
     def _annotate(self, w: np.ndarray) -> None:
@@ -231,6 +245,7 @@ def heatmap(
         x_tokens: S key labels; y_tokens: L query labels (default: ``x_tokens``).
         ax: where to draw; a new 4x4-inch figure (outside pyplot) if None.
         annotate: write each value in its cell.
+        title: the axes' title, drawn in ``title_font()`` (so it may be Chinese).
 
     Returns:
         A ``Heatmap``; call ``.update(new_weights)`` to redraw in place.
@@ -247,7 +262,7 @@ def heatmap(
     if annotate:
         hm._annotate(w)
     if title is not None:
-        ax.set_title(title)
+        ax.set_title(title, fontproperties=title_font())
     return hm
 
 
@@ -260,7 +275,8 @@ class HeadGrid:
 
     def update(self, weights: object, tokens: Sequence[str] | None = None,
                titles: Sequence[str] | None = None) -> "HeadGrid":
-        """weights (H, L, S) with H <= the grid's size; unused cells are hidden."""
+        """weights (H, L, S) with H <= the grid's size; unused cells are hidden. Without
+        ``titles``, head h is titled "Head h" in the current language (``attn.language``)."""
         w = to_numpy("weights", weights, ndim=3, legend="(H, L, S)")
         if w.shape[0] > len(self.heatmaps):
             raise ValueError(
@@ -271,7 +287,7 @@ class HeadGrid:
             visible = h < w.shape[0]
             hm.ax.set_visible(visible)
             if visible:
-                title = titles[h] if titles is not None else f"Head {h + 1}"
+                title = titles[h] if titles is not None else tr("Head {h}", h=h + 1)
                 hm.update(w[h], tokens, title=title)
         return self
 

@@ -22,7 +22,9 @@ import torch
 from torch import Tensor
 
 from ._checks import check_choice, check_float, check_int, check_rank, shape_str, to_numpy
+from ._text import ljust, width
 from .examples import CHAPTER_PRINTED, worked_example_inputs
+from .language import mark, tr
 
 __all__ = [
     "STEPS",
@@ -34,6 +36,7 @@ __all__ = [
     "sanity_checks",
     "explain_row_product",
     "scenarios",
+    "SCENARIO_NAMES",
     "format_matrix",
     "format_scenarios",
 ]
@@ -169,16 +172,24 @@ class SanityReport:
         return bool(self.rows_sum_to_one.all() and self.nonnegative and self.inside.all())
 
     def __str__(self) -> str:
+        """The four checks, one line each, in the current language (``attn.language``)."""
         sums = ", ".join(f"{s:.2f}" for s in self.row_sums)
         bounds = ", ".join(f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(self.v_min, self.v_max))
         outside = [(int(i), int(j)) for i, j in zip(*np.nonzero(~self.inside))]
+        if self.rows_sum_to_one.all():
+            row_sums = tr("row sums of the weights: {sums} -> all 1", sums=sums)
+        else:
+            rows = [int(i) for i in np.nonzero(~self.rows_sum_to_one)[0]]
+            row_sums = tr("row sums of the weights: {sums} -> rows {rows} do not sum to 1", sums=sums, rows=rows)
+        if not outside:
+            inside = tr("output inside those ranges: yes")
+        else:
+            inside = tr("output inside those ranges: no, at (row, col) {cells}", cells=outside)
         return "\n".join([
-            f"row sums of the weights: {sums} -> "
-            + ("all 1" if self.rows_sum_to_one.all() else
-               f"rows {[int(i) for i in np.nonzero(~self.rows_sum_to_one)[0]]} do not sum to 1"),
-            f"weights >= 0: {self.nonnegative}",
-            f"range of each V column: {bounds}",
-            "output inside those ranges: " + ("yes" if not outside else f"no, at (row, col) {outside}"),
+            row_sums,
+            tr("weights >= 0: {ok}", ok=self.nonnegative),
+            tr("range of each V column: {bounds}", bounds=bounds),
+            inside,
         ])
 
 
@@ -208,7 +219,8 @@ def explain_row_product(X: object, W: object, row: int, *, names: tuple[str, str
         X: (n, d_model); W: (d_model, d_out); row: 0-based row of X.
 
     Returns:
-        One line per output column: "col j: x0*w0j + x1*w1j + ... = value".
+        One line per output column: "col j: x0*w0j + x1*w1j + ... = value" (its words in the
+        current language, ``attn.language``).
     """
     x = to_numpy(names[0], X, ndim=2)
     w = to_numpy(names[1], W, ndim=2)
@@ -218,7 +230,7 @@ def explain_row_product(X: object, W: object, row: int, *, names: tuple[str, str
     lines = [f"{names[0]}[{row}] = {_num_list(x[row])}"]
     for j in range(w.shape[1]):
         terms = " + ".join(f"{_num(a)}*{_num(b)}" for a, b in zip(x[row], w[:, j]))
-        lines.append(f"  col {j}: {terms} = {_num(float(x[row] @ w[:, j]))}")
+        lines.append("  " + tr("col {j}: {terms} = {value}", j=j, terms=terms, value=_num(float(x[row] @ w[:, j]))))
     lines.append(f"{names[0]}[{row}] @ {names[1]} = {_num_list(x[row] @ w)}")
     return "\n".join(lines)
 
@@ -247,22 +259,28 @@ def scenarios() -> dict[str, dict[str, Tensor]]:
     }
 
 
+#: The names of ``scenarios()``: ``format_scenarios`` heads its columns with them, translated.
+SCENARIO_NAMES: tuple[str, ...] = (mark("printed"), mark("softmax fixed"), mark("right"))
+
+
 def format_scenarios(versions: Mapping[str, Mapping[str, Tensor]], step: str, decimals: int = 2) -> str:
     """One step of several versions of the example side by side (e.g. ``scenarios()``).
 
     Args:
-        versions: name -> (step -> matrix); step: which matrix to show.
+        versions: name -> (step -> matrix); step: which matrix to show. The names of
+            ``scenarios()`` are shown in the current language (``attn.language``), others as given.
     """
     cols = []
     for name, steps in versions.items():
         if step not in steps:
             raise ValueError(f"step: expected one of {tuple(steps)}, got {step!r}")
-        cols.append((name, format_matrix(to_numpy(step, steps[step], ndim=2), (), decimals)))
-    width = max(len(r) for _, rows in cols for r in rows) + 3
-    width = max(width, max(len(name) for name, _ in cols) + 3)
-    lines = [step, "".join(f"{name:<{width}}" for name, _ in cols).rstrip()]
+        shown = tr(name) if name in SCENARIO_NAMES else name
+        cols.append((shown, format_matrix(to_numpy(step, steps[step], ndim=2), (), decimals)))
+    column = max(len(r) for _, rows in cols for r in rows) + 3
+    column = max(column, max(width(name) for name, _ in cols) + 3)
+    lines = [step, "".join(ljust(name, column) for name, _ in cols).rstrip()]
     for i in range(len(cols[0][1])):
-        lines.append("".join(f"{rows[i]:<{width}}" for _, rows in cols).rstrip())
+        lines.append("".join(f"{rows[i]:<{column}}" for _, rows in cols).rstrip())
     return "\n".join(lines)
 
 

@@ -21,7 +21,9 @@ import torch
 from torch import Tensor
 
 from ._checks import check_number
+from ._text import ljust, rjust, width
 from .examples import worked_example_inputs
+from .language import mark, tr
 from .worked_example import STEPS, format_matrix, printed, row_softmax, worked_steps
 
 __all__ = [
@@ -41,12 +43,14 @@ _FORMULAS = {
     "K": "X W^K",
     "V": "X W^V",
     "sqrt(d_k)": "sqrt(2)",
-    "K^T": "transpose of K",
+    "K^T": mark("transpose of K"),
     "QK^T": "Q K^T",
     "scaled": "Q K^T / sqrt(d_k)",
-    "weights": "softmax of each row of scaled",
+    "weights": mark("softmax of each row of scaled"),
     "output": "weights V",
 }
+#: The formulas written in words, shown in the current language; the others are code.
+_WORDED = frozenset({_FORMULAS["K^T"], _FORMULAS["weights"]})
 
 def _from_printed(step: str) -> tuple[Tensor, np.ndarray]:
     """``step`` computed from the chapter's printed inputs, and how far rounding of those
@@ -113,11 +117,12 @@ class StepCheck:
 
     @property
     def verdict(self) -> str:
+        """Right or wrong, and where a wrong number came from, in the current language."""
         if not self.wrong:
-            return "right (to the printed 2 decimals)"
+            return tr("right (to the printed 2 decimals)")
         if not self.inconsistent:
-            return "wrong, but follows from the chapter's previous printed step (an earlier error carried on)"
-        return "wrong, and does not follow from the chapter's previous printed step (a new error here)"
+            return tr("wrong, but follows from the chapter's previous printed step (an earlier error carried on)")
+        return tr("wrong, and does not follow from the chapter's previous printed step (a new error here)")
 
 
 def check_chapter(atol: float = ROUNDING_ATOL) -> dict[str, StepCheck]:
@@ -150,34 +155,42 @@ def check_chapter(atol: float = ROUNDING_ATOL) -> dict[str, StepCheck]:
 
 
 def format_check(check: StepCheck, decimals: int = 2) -> str:
-    """Printed | right | from the printed previous step, side by side; * marks a disagreement."""
+    """Printed | right | from the printed previous step, side by side; * marks a disagreement.
+
+    The words are in the current language (``attn.language``); steps, formulas in symbols and
+    numbers are the same in every language.
+    """
     cols = [
-        ("printed", format_matrix(check.printed, check.wrong, decimals)),
-        ("right", format_matrix(check.computed, (), decimals)),
-        ("from printed inputs", format_matrix(check.from_printed, check.inconsistent, decimals)),
+        (tr("printed"), format_matrix(check.printed, check.wrong, decimals)),
+        (tr("right"), format_matrix(check.computed, (), decimals)),
+        (tr("from printed inputs"), format_matrix(check.from_printed, check.inconsistent, decimals)),
     ]
-    width = max(len(r) for _, rows in cols for r in rows) + 3
-    lines = [f"{check.step} = {check.formula}: {check.verdict}"]
-    lines.append("".join(f"{name:<{width}}" for name, _ in cols).rstrip())
+    column = max(len(r) for _, rows in cols for r in rows) + 3
+    formula = tr(check.formula) if check.formula in _WORDED else check.formula
+    lines = [tr("{step} = {formula}: {verdict}", step=check.step, formula=formula, verdict=check.verdict)]
+    lines.append("".join(ljust(name, column) for name, _ in cols).rstrip())
     for i in range(len(cols[0][1])):
-        lines.append("".join(f"{rows[i]:<{width}}" for _, rows in cols).rstrip())
+        lines.append("".join(f"{rows[i]:<{column}}" for _, rows in cols).rstrip())
     if check.wrong:
         where = ", ".join(f"({i},{j})" for i, j in check.wrong)
-        lines.append(f"  printed differs from the right value at (row, col) = {where}")
+        lines.append("  " + tr("printed differs from the right value at (row, col) = {where}", where=where))
     if check.inconsistent:
         where = ", ".join(f"({i},{j})" for i, j in check.inconsistent)
-        lines.append(f"  printed does not follow from its printed inputs at {where}")
+        lines.append("  " + tr("printed does not follow from its printed inputs at {where}", where=where))
     return "\n".join(lines)
 
 
 def format_summary(checks: Mapping[str, StepCheck]) -> str:
-    """One line per step: how many numbers are printed, how many are wrong, the verdict."""
-    lines = [f"{'step':<10} {'printed':>7} {'wrong':>5}  verdict"]
-    for step, c in checks.items():
-        lines.append(f"{step:<10} {c.printed.size:>7} {len(c.wrong):>5}  {c.verdict}")
+    """One line per step: how many numbers are printed, how many are wrong, the verdict
+    (the words in the current language, ``attn.language``)."""
+    step, count, wrong = tr("step"), tr("printed"), tr("wrong")
+    w_step, w_count, w_wrong = max(10, width(step)), max(7, width(count)), max(5, width(wrong))
+    lines = [f"{ljust(step, w_step)} {rjust(count, w_count)} {rjust(wrong, w_wrong)}  {tr('verdict')}"]
+    for name, c in checks.items():
+        lines.append(f"{name:<{w_step}} {c.printed.size:>{w_count}} {len(c.wrong):>{w_wrong}}  {c.verdict}")
     total = sum(c.printed.size for c in checks.values())
     bad = sum(len(c.wrong) for c in checks.values())
-    lines.append(f"{'all':<10} {total:>7} {bad:>5}")
+    lines.append(f"{ljust(tr('all'), w_step)} {total:>{w_count}} {bad:>{w_wrong}}")
     return "\n".join(lines)
 
 

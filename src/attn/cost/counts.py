@@ -21,6 +21,8 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from .._checks import check_bool, check_positive_int, check_rank, check_tensor, shape_str
+from .._text import ljust, rjust, width
+from ..language import mark, tr
 from ..modules import MultiHeadAttention
 
 __all__ = [
@@ -170,15 +172,15 @@ class CostRow:
 
 
 _QUANTITIES: tuple[tuple[str, Callable[[AttentionCost], int]], ...] = (
-    ("params W^Q,W^K,W^V", lambda c: c.params_qkv),
-    ("params W^O", lambda c: c.params_out),
-    ("params total", lambda c: c.params),
-    ("MACs X W (Q, K, V)", lambda c: c.macs_qkv),
-    ("MACs Q K^T", lambda c: c.macs_scores),
-    ("MACs weights V", lambda c: c.macs_mix),
-    ("MACs concat W^O", lambda c: c.macs_out),
-    ("MACs total", lambda c: c.macs),
-    ("softmax entries", lambda c: c.softmax_entries),
+    (mark("params W^Q,W^K,W^V"), lambda c: c.params_qkv),
+    (mark("params W^O"), lambda c: c.params_out),
+    (mark("params total"), lambda c: c.params),
+    (mark("MACs X W (Q, K, V)"), lambda c: c.macs_qkv),
+    (mark("MACs Q K^T"), lambda c: c.macs_scores),
+    (mark("MACs weights V"), lambda c: c.macs_mix),
+    (mark("MACs concat W^O"), lambda c: c.macs_out),
+    (mark("MACs total"), lambda c: c.macs),
+    (mark("softmax entries"), lambda c: c.softmax_entries),
 )
 
 
@@ -187,25 +189,26 @@ def compare_heads(n: int, d_model: int, num_heads: int) -> tuple[tuple[str, ...]
 
     Returns:
         (column names, rows): columns are the chapter's single head without W^O, one
-        full-size head with W^O, and H heads with W^O.
+        full-size head with W^O, and H heads with W^O. Names and quantities are in the
+        current language (``attn.language``).
     """
     layers = (
-        ("1 head, no W^O", single_head_cost(n, d_model)),
-        ("1 head + W^O", single_head_cost(n, d_model, output_projection=True)),
-        (f"{num_heads} heads + W^O", multi_head_cost(n, d_model, num_heads)),
+        (tr("1 head, no W^O"), single_head_cost(n, d_model)),
+        (tr("1 head + W^O"), single_head_cost(n, d_model, output_projection=True)),
+        (tr("{num_heads} heads + W^O", num_heads=num_heads), multi_head_cost(n, d_model, num_heads)),
     )
     names = tuple(name for name, _ in layers)
-    rows = [CostRow(q, tuple(f(c) for _, c in layers)) for q, f in _QUANTITIES]
+    rows = [CostRow(tr(q), tuple(f(c) for _, c in layers)) for q, f in _QUANTITIES]
     return names, rows
 
 
 def format_rows(names: tuple[str, ...], rows: list[CostRow]) -> str:
-    """A fixed-width text table of ``compare_heads``' result."""
-    w0 = max(len(r.quantity) for r in rows) + 2
-    widths = [max(len(nm), *(len(f"{r.values[i]:,}") for r in rows)) + 2 for i, nm in enumerate(names)]
-    lines = ["".ljust(w0) + "".join(nm.rjust(w) for nm, w in zip(names, widths))]
+    """A fixed-width text table of ``compare_heads``' result (aligned for Chinese names too)."""
+    w0 = max(width(r.quantity) for r in rows) + 2
+    widths = [max(width(nm), *(len(f"{r.values[i]:,}") for r in rows)) + 2 for i, nm in enumerate(names)]
+    lines = ["".ljust(w0) + "".join(rjust(nm, w) for nm, w in zip(names, widths))]
     for r in rows:
-        lines.append(r.quantity.ljust(w0) + "".join(f"{v:,}".rjust(w) for v, w in zip(r.values, widths)))
+        lines.append(ljust(r.quantity, w0) + "".join(f"{v:,}".rjust(w) for v, w in zip(r.values, widths)))
     return "\n".join(lines)
 
 

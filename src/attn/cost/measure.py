@@ -35,8 +35,9 @@ from .._checks import (check_choice, check_float, check_number, check_positive_i
                        check_same_dtype_and_device, shape_str)
 from ..blockwise import OnlineSoftmax, blockwise_attention
 from ..functional import scaled_dot_product_attention
+from ..language import mark, tr
 from ..threads import torch_threads
-from ..plotting import power_of_ten_label
+from ..plotting import label_font, power_of_ten_label, text_font
 
 __all__ = [
     "format_bytes",
@@ -303,11 +304,12 @@ def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 # --- drawing the curves --------------------------------------------------------------------
 
 #: How each method is drawn: label, colour, and a marker and line style of its own, so that
-#: the lines tell apart without colour vision too (no red against green).
+#: the lines tell apart without colour vision too (no red against green). The labels are
+#: English, marked for the catalogue: shown as ``attn.language.tr(label)``.
 STYLE: dict[str, tuple[str, str, str]] = {
-    "naive": ("naive (n×n weights)", "tab:red", "o-"),
-    "blockwise": ("blockwise", "black", "s--"),
-    "sdpa": ("PyTorch SDPA", "tab:blue", "^-."),
+    "naive": (mark("naive (n×n weights)"), "tab:red", "o-"),
+    "blockwise": (mark("blockwise"), "black", "s--"),
+    "sdpa": (mark("PyTorch SDPA"), "tab:blue", "^-."),
 }
 
 
@@ -324,6 +326,9 @@ def loglog_curves(
         unit: multiplies every y (e.g. 1e3 for seconds -> ms).
         slope: the reference line's slope, drawn through the naive method's last point (or
             the first method's); None for none.
+        ylabel, title: drawn in ``attn.plotting.text_font`` (so they may be Chinese). The
+            methods' labels and the x axis' are in the current language (``attn.language``);
+            a legend that shows them needs ``prop=text_font(size)`` for Chinese.
 
     Returns:
         the lines drawn, methods first.
@@ -332,12 +337,13 @@ def loglog_curves(
     lines = []
     for m, ys in curves.items():
         label, color, fmt = STYLE.get(m, (m, None, "o-"))
+        label = tr(label) if m in STYLE else label
         lines += ax.plot(xs, [y * unit for y in ys], fmt, ms=3, color=color, label=label)
     if slope is not None:
         ref = curves.get("naive", next(iter(curves.values())))
         top = ref[-1] * unit
         lines += ax.plot(xs, [top * (x / xs[-1]) ** slope for x in xs], ":", color="gray",
-                         label=f"slope {slope:g} (∝ $n^{{{slope:g}}}$)")
+                         label=tr("slope {slope:g} (∝ $n^{{{slope:g}}}$)", slope=slope))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_minor_locator(NullLocator())  # fewer ticks: quicker to draw, easier to read
@@ -346,10 +352,10 @@ def loglog_curves(
     # (and warns about on stderr) the first time a process draws them.
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     ax.yaxis.set_major_formatter(FuncFormatter(power_of_ten_label))
-    ax.set_xlabel("n (queries = keys)")
-    ax.set_ylabel(ylabel)
+    ax.set_xlabel(tr("n (queries = keys)"), fontproperties=label_font())
+    ax.set_ylabel(ylabel, fontproperties=label_font())
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontproperties=text_font(10))
     return lines
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from .._checks import check_positive_int
+from ..language import tr
 from ..scoring import AdditiveAttention, dot_product_scores, scaled_dot_product_scores
 from .counts import count_ops
 
@@ -22,7 +23,8 @@ __all__ = ["ScoringCost", "scoring_costs"]
 
 @dataclass(frozen=True)
 class ScoringCost:
-    """The work of one scoring function for L queries and S keys."""
+    """The work of one scoring function for L queries and S keys (``name`` in the language that
+    was current when ``scoring_costs`` counted it)."""
 
     name: str
     L: int
@@ -48,7 +50,8 @@ def scoring_costs(L: int, S: int, dim: int, hidden: int | None = None, *,
 
     Returns:
         [additive, dot product, scaled dot product], each a ``ScoringCost`` counted by
-        ``count_ops`` on ``attn.scoring``'s code.
+        ``count_ops`` on ``attn.scoring``'s code, named in the current language
+        (``attn.language``).
     """
     for name, v in (("L", L), ("S", S), ("dim", dim)):
         check_positive_int(name, v)
@@ -60,9 +63,9 @@ def scoring_costs(L: int, S: int, dim: int, hidden: int | None = None, *,
         torch.manual_seed(seed)
         additive = AdditiveAttention(dim, dim, hidden)
     forms = (
-        ("additive", lambda: additive.scores(q, k)),
-        ("dot product", lambda: dot_product_scores(q, k)),
-        ("scaled dot product", lambda: scaled_dot_product_scores(q, k)),
+        (tr("additive"), lambda: additive.scores(q, k)),
+        (tr("dot product"), lambda: dot_product_scores(q, k)),
+        (tr("scaled dot product"), lambda: scaled_dot_product_scores(q, k)),
     )
     rows = []
     for name, fn in forms:

@@ -1,4 +1,9 @@
-"""Feedback for exercises: right or wrong plus a hint, never the answer itself."""
+"""Feedback for exercises: right or wrong plus a hint, never the answer itself.
+
+Every sentence a checker returns is written in English inside ``tr`` (``attn.language``), at
+the moment the checker runs, so that it speaks the notebook's language; a sentence kept in a
+module-level table is ``mark``-ed there and ``tr``-ed where it is shown.
+"""
 from __future__ import annotations
 
 import math
@@ -10,9 +15,11 @@ from unittest import mock
 import numpy as np
 import torch
 
+from ..language import get_language, tr
+
 __all__ = [
     "Feedback", "Hints", "as_array", "as_whole_number", "close", "SoftmaxCalled",
-    "softmax_switched_off",
+    "softmax_switched_off", "sentence_start", "sentence_inside", "clauses", "sentences",
 ]
 
 
@@ -27,7 +34,9 @@ class Feedback:
         return self.correct
 
     def __repr__(self) -> str:
-        return ("✅ Correct. " if self.correct else "❌ Not yet. ") + self.message
+        if self.correct:
+            return tr("✅ Correct. {message}", message=self.message)
+        return tr("❌ Not yet. {message}", message=self.message)
 
     def _repr_html_(self) -> str:
         color = "#1a7f37" if self.correct else "#cf222e"
@@ -40,7 +49,8 @@ class Hints:
     same mistake hears the symptom and **where to look** too. No tier gives the code.
 
     One ``Hints`` per checker, so that each exercise keeps its own count. ``reset()`` starts
-    again (a test, or a learner who wants the first tier back).
+    again (a test, or a learner who wants the first tier back). ``symptom`` and ``where`` come
+    already in the learner's language (``tr`` at the call); a ``Hints`` keeps counts, no text.
 
     Example:
         >>> hints = Hints()
@@ -57,7 +67,7 @@ class Hints:
         tries = self._tries[mistake] = self._tries.get(mistake, 0) + 1
         if tries == 1:
             return Feedback(False, symptom)
-        return Feedback(False, f"{symptom} Where to look: {where}.")
+        return Feedback(False, tr("{symptom} Where to look: {where}.", symptom=symptom, where=where))
 
     def tries(self, mistake: str) -> int:
         """How many wrong tries with ``mistake`` this checker has seen."""
@@ -68,41 +78,78 @@ class Hints:
 
 
 def as_array(name: str, answer: Any, shape: tuple[int, ...] | None = None) -> np.ndarray | Feedback:
-    """Turn an answer (tensor, array, nested list, number) into a float array, or explain why not."""
+    """Turn an answer (tensor, array, nested list, number) into a float array, or explain why not.
+
+    ``name`` is how the messages call the answer, in the learner's language (a code name such
+    as ``answer`` as it is, a description through ``tr``).
+    """
     try:
         arr = answer.detach().cpu().numpy() if hasattr(answer, "detach") else np.asarray(answer)
         arr = arr.astype(float)
     except (TypeError, ValueError):
-        return Feedback(False, f"{name} should be numbers (a tensor, an array or a nested list), "
-                               f"got {type(answer).__name__}.")
+        return Feedback(False, tr("{name} should be numbers (a tensor, an array or a nested list), "
+                                  "got {kind}.", name=name, kind=type(answer).__name__))
     if shape is not None and arr.shape != shape:
-        return Feedback(False, f"{name} should have shape {shape}, got {tuple(arr.shape)}.")
+        return Feedback(False, tr("{name} should have shape {shape}, got {got}.",
+                                  name=name, shape=shape, got=tuple(arr.shape)))
     if np.isnan(arr).any():
-        return Feedback(False, f"{name} contains NaN: is a row fully masked, or a -inf left in?")
+        return Feedback(False, tr("{name} contains NaN: is a row fully masked, or a -inf left in?",
+                                  name=name))
     return arr
 
 
 def as_whole_number(name: str, answer: Any) -> int | Feedback:
     """An answer that should be one whole number (an int, a float such as 4.0, a NumPy number or
-    a one-element tensor) as an int, or a ``Feedback`` that says why not."""
-    label = name[0].upper() + name[1:]
+    a one-element tensor) as an int, or a ``Feedback`` that says why not. ``name`` as in
+    ``as_array``."""
+    label = sentence_start(name)
     if answer is None or answer is ...:
-        return Feedback(False, f"Replace the placeholder with {name} (a whole number).")
+        return Feedback(False, tr("Replace the placeholder with {name} (a whole number).", name=name))
     if isinstance(answer, bool):
-        return Feedback(False, f"{label} should be a whole number, got {answer!r}.")
+        return Feedback(False, tr("{label} should be a whole number, got {answer!r}.",
+                                  label=label, answer=answer))
     if hasattr(answer, "numel") and answer.numel() == 1:
         answer = answer.item()
     try:
         value = float(answer)
     except (TypeError, ValueError):
-        return Feedback(False, f"{label} should be one whole number, got {type(answer).__name__}.")
+        return Feedback(False, tr("{label} should be one whole number, got {kind}.",
+                                  label=label, kind=type(answer).__name__))
     if not math.isfinite(value) or not value.is_integer():
-        return Feedback(False, f"{label} should be a whole number, got {value:g}.")
+        return Feedback(False, tr("{label} should be a whole number, got {value:g}.",
+                                  label=label, value=value))
     return int(value)
 
 
+def sentence_start(text: str) -> str:
+    """``text`` as the first words of a sentence: capitalised in English; as it is in Chinese,
+    which has no capitals (and where a code name such as ``answer`` keeps its case)."""
+    return text[:1].upper() + text[1:] if get_language() == "en" else text
+
+
+def sentence_inside(text: str) -> str:
+    """A sentence ``text`` continued after a colon: its first letter lowered in English; as it
+    is in Chinese."""
+    return text[:1].lower() + text[1:] if get_language() == "en" else text
+
+
+#: How each language runs on: (between clauses, between whole sentences).
+_SEPARATORS: dict[str, tuple[str, str]] = {"en": ("; ", " "), "zh": ("；", "")}
+
+
+def clauses(parts: list[str]) -> str:
+    """Clauses of one sentence, one after another: "a; b" in English, "a；b" in Chinese."""
+    return _SEPARATORS[get_language()][0].join(parts)
+
+
+def sentences(parts: list[str]) -> str:
+    """Whole sentences, one after another: a space between them in English, none in Chinese."""
+    return _SEPARATORS[get_language()][1].join(parts)
+
+
 def close(answer: np.ndarray, expected: np.ndarray, atol: float) -> bool:
-    return bool(np.allclose(answer, expected, atol=atol, rtol=0))
+    """Same shape and the same numbers to ``atol`` (a slip's output may have another shape)."""
+    return answer.shape == expected.shape and bool(np.allclose(answer, expected, atol=atol, rtol=0))
 
 
 class SoftmaxCalled(RuntimeError):

@@ -31,14 +31,15 @@ from torch import Tensor, nn
 from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ..modules import MultiHeadAttention
-from ._base import Feedback, Hints
+from ..language import mark, tr
+from ._base import Feedback, Hints, sentence_inside, sentences
 
 #: Projection names, by role (query, key, value, output): the chapter's, the article's and
 #: Raschka's (LLMs-from-scratch, chapter 3).
 NAMINGS: dict[str, dict[str, str]] = {
-    "the chapter's names": {"q": "W_q", "k": "W_k", "v": "W_v", "o": "W_o"},
-    "the article's names": {"q": "q_linear", "k": "k_linear", "v": "v_linear", "o": "out_linear"},
-    "Raschka's names": {"q": "W_query", "k": "W_key", "v": "W_value", "o": "out_proj"},
+    mark("the chapter's names"): {"q": "W_q", "k": "W_k", "v": "W_v", "o": "W_o"},
+    mark("the article's names"): {"q": "q_linear", "k": "k_linear", "v": "v_linear", "o": "out_linear"},
+    mark("Raschka's names"): {"q": "W_query", "k": "W_key", "v": "W_value", "o": "out_proj"},
 }
 #: Names of one fused projection that makes q, k and v side by side (in that order).
 FUSED_NAMES: tuple[str, ...] = ("qkv", "W_qkv", "qkv_proj")
@@ -55,104 +56,104 @@ _SEED = 1234
 #: place to look comes on a second try with the same mistake. Neither gives the code of the fix.
 BUGS: dict[str, tuple[str, str]] = {
     "no scaling": (
-        "Your scores are not scaled at all: the softmax gets the raw dot products, and its "
-        "weights come out too peaked.",
-        "the step between the scores and the softmax, against the formula"),
+        mark("Your scores are not scaled at all: the softmax gets the raw dot products, and its "
+             "weights come out too peaked."),
+        mark("the step between the scores and the softmax, against the formula")),
     "scaled by d_k": (
-        "Your scores are divided by d_k itself: the weights come out flatter than the formula's.",
-        "what the formula divides the scores by"),
+        mark("Your scores are divided by d_k itself: the weights come out flatter than the formula's."),
+        mark("what the formula divides the scores by")),
     "scaled by d_model": (
-        "Your scores are divided by d_model: the scale belongs to the length of the vectors in "
-        "each dot product, and it is not d_model itself.",
-        "the sizes of one query and one key"),
+        mark("Your scores are divided by d_model: the scale belongs to the length of the vectors in "
+             "each dot product, and it is not d_model itself."),
+        mark("the sizes of one query and one key")),
     "scaled by sqrt(d_model)": (
-        "Your scores are divided by √d_model: each dot product runs over the d_k numbers of one "
-        "head's query and key, not over d_model.",
-        "which size each dot product runs over"),
+        mark("Your scores are divided by √d_model: each dot product runs over the d_k numbers of one "
+             "head's query and key, not over d_model."),
+        mark("which size each dot product runs over")),
     "scaled up": (
-        "Your scores are multiplied by the scale instead of divided by it: the weights come out "
-        "far too peaked.",
-        "the operator that applies the scale"),
+        mark("Your scores are multiplied by the scale instead of divided by it: the weights come out "
+             "far too peaked."),
+        mark("the operator that applies the scale")),
     "scaled by sqrt(d_v)": (
-        "Your scores are divided by √d_v: the scale comes from the size of the queries and "
-        "keys, whose dot products the scores are; the values play no part in the scores.",
-        "which of the layer's sizes the scale is computed from"),
+        mark("Your scores are divided by √d_v: the scale comes from the size of the queries and "
+             "keys, whose dot products the scores are; the values play no part in the scores."),
+        mark("which of the layer's sizes the scale is computed from")),
     "scaled after the softmax": (
-        "Each row of your weights sums to the same number below 1, not to 1: the scale reaches "
-        "the weights instead of the scores.",
-        "the order of the steps: scores, scale, mask, softmax"),
+        mark("Each row of your weights sums to the same number below 1, not to 1: the scale reaches "
+             "the weights instead of the scores."),
+        mark("the order of the steps: scores, scale, mask, softmax")),
     "softmax over the queries": (
-        "Your softmax runs over the queries: each column of your weights sums to 1, where each "
-        "query's row should.",
-        "the dimension the softmax normalises"),
+        mark("Your softmax runs over the queries: each column of your weights sums to 1, where each "
+             "query's row should."),
+        mark("the dimension the softmax normalises")),
     "softmax over the heads": (
-        "Your softmax runs over the heads: for each query, the weights should sum to 1 over the "
-        "keys of its own head.",
-        "the dimension the softmax normalises"),
+        mark("Your softmax runs over the heads: for each query, the weights should sum to 1 over the "
+             "keys of its own head."),
+        mark("the dimension the softmax normalises")),
     "softmax over the batch": (
-        "Your softmax runs over the batch dimension: the sequences of a batch must not share "
-        "their weights.",
-        "the dimension the softmax normalises"),
+        mark("Your softmax runs over the batch dimension: the sequences of a batch must not share "
+             "their weights."),
+        mark("the dimension the softmax normalises")),
     "key projection used for the queries": (
-        "Your scores are symmetric, as if queries and keys were the same vectors: your queries "
-        "are made with the key projection, and the query projection is never used.",
-        "the line that makes the queries"),
+        mark("Your scores are symmetric, as if queries and keys were the same vectors: your queries "
+             "are made with the key projection, and the query projection is never used."),
+        mark("the line that makes the queries")),
     "query projection used for the keys": (
-        "Your scores are symmetric, as if queries and keys were the same vectors: your keys are "
-        "made with the query projection, and the key projection is never used.",
-        "the line that makes the keys"),
+        mark("Your scores are symmetric, as if queries and keys were the same vectors: your keys are "
+             "made with the query projection, and the key projection is never used."),
+        mark("the line that makes the keys")),
     "keys times queries": (
-        "Your scores are the transpose of the right ones: row i holds key i's dot products with "
-        "every query, where it should hold query i's dot products with every key.",
-        "the order of the two factors in the scores' product"),
+        mark("Your scores are the transpose of the right ones: row i holds key i's dot products with "
+             "every query, where it should hold query i's dot products with every key."),
+        mark("the order of the two factors in the scores' product")),
     "heads split without a transpose": (
-        "Your heads are split with a single view to (B, H, L, d): the shape is right, but each "
-        "head gets numbers from several tokens instead of d features of every token.",
-        "the split into heads, and the order of its dimensions"),
+        mark("Your heads are split with a single view to (B, H, L, d): the shape is right, but each "
+             "head gets numbers from several tokens instead of d features of every token."),
+        mark("the split into heads, and the order of its dimensions")),
     "values split without a transpose": (
-        "Your queries and keys are split into heads correctly, but your values are split with "
-        "a single view to (B, H, L, d): each head's values mix numbers from several tokens.",
-        "the split of the values, next to that of the queries"),
+        mark("Your queries and keys are split into heads correctly, but your values are split with "
+             "a single view to (B, H, L, d): each head's values mix numbers from several tokens."),
+        mark("the split of the values, next to that of the queries")),
     "heads merged without a transpose": (
-        "Your heads are merged with a view straight from (B, H, L, d): the shape is right, but "
-        "each output row mixes several tokens of one head instead of all heads of one token.",
-        "the merge of the heads, and the order of its dimensions"),
+        mark("Your heads are merged with a view straight from (B, H, L, d): the shape is right, but "
+             "each output row mixes several tokens of one head instead of all heads of one token."),
+        mark("the merge of the heads, and the order of its dimensions")),
     "mask flipped": (
-        "Your mask works the wrong way round: your layer blocks the positions the mask allows. "
-        "In the chapter's convention mask == 0 (False) is blocked.",
-        "the condition that selects the blocked scores"),
+        mark("Your mask works the wrong way round: your layer blocks the positions the mask allows. "
+             "In the chapter's convention mask == 0 (False) is blocked."),
+        mark("the condition that selects the blocked scores")),
     "mask along the wrong axis": (
-        "Your mask is lined up with the scores' rows (queries) instead of their columns (keys): "
-        "with a causal mask each query sees itself and the future; with a padding mask the "
-        "padded queries see nothing, and every query still reads the padding keys.",
-        "how the mask's dimensions line up with the scores' (queries, keys)"),
+        mark("Your mask is lined up with the scores' rows (queries) instead of their columns (keys): "
+             "with a causal mask each query sees itself and the future; with a padding mask the "
+             "padded queries see nothing, and every query still reads the padding keys."),
+        mark("how the mask's dimensions line up with the scores' (queries, keys)")),
     "mask ignored": (
-        "Your output with a mask is the output without one: forward does not use `mask`.",
-        "where forward applies the mask, between the scaling and the softmax"),
+        mark("Your output with a mask is the output without one: forward does not use `mask`."),
+        mark("where forward applies the mask, between the scaling and the softmax")),
     "no output projection": (
-        "Your output skips the output projection: the concatenated heads come out as they are.",
-        "the last step of forward"),
+        mark("Your output skips the output projection: the concatenated heads come out as they are."),
+        mark("the last step of forward")),
 }
 
 #: Not a bug of ``variant``: an output that changes from one call to the next in eval mode.
 RANDOM_IN_EVAL = (
-    "Your layer gives a different output each time it is called on the same input in eval "
-    "mode: something random runs even when the layer is not training.",
-    "the dropout: does that step know whether the layer is training?")
+    mark("Your layer gives a different output each time it is called on the same input in eval "
+         "mode: something random runs even when the layer is not training."),
+    mark("the dropout: does that step know whether the layer is training?"))
 
 ERROR_HINTS = (  # (words in the error message, what they usually mean)
-    (("view size is not compatible",), "After a transpose the tensor is no longer contiguous in "
-                                       "memory, so .view cannot merge its dimensions (step 3)."),
-    (("must be a 3D tensor",), "torch.bmm takes 3-D tensors only, and with heads the tensors "
-                               "are 4-D: use @ (torch.matmul)."),
-    (("is invalid for input of size",), "A .view or .reshape asks for sizes whose product is not "
-                                        "the number of elements of the tensor."),
-    (("cannot be multiplied",), "A matrix product got operands whose inner sizes differ: print "
-                                "the shapes on the way."),
-    (("must match the size of tensor",), "Two tensors do not broadcast: print the shapes on the "
-                                         "way (the masks come as (L, L) and (B, 1, [1,] L))."),
-    (("expected scalar type", "dtype"), "The checker runs your layer in float64: make new tensors "
-                                        "with x's dtype, or use Python numbers."),
+    (("view size is not compatible",), mark("After a transpose the tensor is no longer contiguous in "
+                                            "memory, so .view cannot merge its dimensions (step 3).")),
+    (("must be a 3D tensor",), mark("torch.bmm takes 3-D tensors only, and with heads the tensors "
+                                    "are 4-D: use @ (torch.matmul).")),
+    (("is invalid for input of size",), mark("A .view or .reshape asks for sizes whose product is not "
+                                             "the number of elements of the tensor.")),
+    (("cannot be multiplied",), mark("A matrix product got operands whose inner sizes differ: print "
+                                     "the shapes on the way.")),
+    (("must match the size of tensor",), mark("Two tensors do not broadcast: print the shapes on the "
+                                              "way (the masks come as (L, L) and (B, 1, [1,] L)).")),
+    (("expected scalar type", "dtype"), mark("The checker runs your layer in float64: make new tensors "
+                                             "with x's dtype, or use Python numbers.")),
 )
 
 
@@ -190,11 +191,13 @@ class Spec:
 
     def masks(self) -> list[tuple[str, Tensor | None]]:
         """The three cases: no mask, a causal mask (L, L), a padding mask that broadcasts to the
-        scores, (B, 1, L) or (B, 1, 1, L). No query is left without a key."""
+        scores, (B, 1, L) or (B, 1, 1, L). No query is left without a key. Each case's name is
+        English (``tr`` it where it is shown)."""
         pad = padding_mask([LENGTH, LENGTH - 2], max_len=LENGTH)  # (B, 1, 1, L), True = may attend
         if self.heads is None:
             pad = pad[:, 0]  # (B, 1, 1, L) -> (B, 1, L)
-        return [("no mask", None), ("a causal mask", causal_mask(LENGTH)), ("a padding mask", pad)]
+        return [(mark("no mask"), None), (mark("a causal mask"), causal_mask(LENGTH)),
+                (mark("a padding mask"), pad)]
 
     def bugs(self) -> tuple[str, ...]:
         """The classic bugs that can show in this layer (√d_v only where d_v differs from d_k)."""
@@ -298,23 +301,24 @@ def build(cls: object, spec: Spec) -> nn.Module | Feedback:
     """``cls(*spec.args)``, or a Feedback saying why it could not be built."""
     call = f"{getattr(cls, '__name__', spec.name)}({', '.join(map(str, spec.args))})"
     if isinstance(cls, nn.Module):
-        return Feedback(False, f"Pass the class itself, `{type(cls).__name__}`, not an instance of "
-                               f"it: the checker builds {type(cls).__name__}({spec.arg_names}) with "
-                               "its own sizes.")
+        return Feedback(False, tr("Pass the class itself, `{cls}`, not an instance of it: the checker "
+                                  "builds {cls}({args}) with its own sizes.",
+                                  cls=type(cls).__name__, args=spec.arg_names))
     if not inspect.isclass(cls):
-        return Feedback(False, f"cls: expected a class (the nn.Module subclass you wrote), got "
-                               f"{type(cls).__name__} {cls!r:.60}.")
+        return Feedback(False, tr("cls: expected a class (the nn.Module subclass you wrote), got "
+                                  "{kind} {value!r:.60}.", kind=type(cls).__name__, value=cls))
     if not issubclass(cls, nn.Module):
-        return Feedback(False, f"{cls.__name__} should subclass nn.Module (class {cls.__name__}"
-                               "(nn.Module): ...).")
+        return Feedback(False, tr("{name} should subclass nn.Module (class {name}(nn.Module): ...).",
+                                  name=cls.__name__))
     with torch.random.fork_rng(devices=[]):  # the layer's init must not move the learner's RNG
         try:
             module = cls(*spec.args)
         except NotImplementedError:
-            return Feedback(False, f"{cls.__name__}.__init__ is not written yet.")
+            return Feedback(False, tr("{name}.__init__ is not written yet.", name=cls.__name__))
         except Exception as err:  # the learner's code: any error becomes a hint
-            return Feedback(False, f"{call} raised {describe_error(err)} The checker builds "
-                                   f"{cls.__name__}({spec.arg_names}).")
+            return Feedback(False, tr("{call} raised {error} The checker builds {name}({args}).",
+                                      call=call, error=describe_error(err), name=cls.__name__,
+                                      args=spec.arg_names))
     return module
 
 
@@ -329,12 +333,12 @@ def _slots(module: nn.Module, spec: Spec) -> tuple[str, list[tuple[str, tuple[st
     else:
         fused = next((n for n in FUSED_NAMES if hasattr(module, n)), None)
         if fused is None:
-            found = [n for n, _ in module.named_children()] or "none"
-            return Feedback(False, f"{name} has no projections named W_q, W_k, W_v (the chapter), "
-                                   "q_linear, k_linear, v_linear (the article), W_query, W_key, "
-                                   "W_value (Raschka) or one fused qkv; its submodules: "
-                                   f"{found}.")
-        naming, slots = "a fused qkv projection", [(fused, ("q", "k", "v"))]
+            found = [n for n, _ in module.named_children()] or tr("none")
+            return Feedback(False, tr("{name} has no projections named W_q, W_k, W_v (the chapter), "
+                                      "q_linear, k_linear, v_linear (the article), W_query, W_key, "
+                                      "W_value (Raschka) or one fused qkv; its submodules: {found}.",
+                                      name=name, found=found))
+        naming, slots = mark("a fused qkv projection"), [(fused, ("q", "k", "v"))]
     if "o" in spec.roles:
         own = NAMINGS.get(naming, {}).get("o", OUT_NAMES[0])
         out = own if _present(module, own) else next((n for n in OUT_NAMES if _present(module, n)),
@@ -370,12 +374,14 @@ def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -
         lin = getattr(module, attr, None)
         if lin is None or lin is Ellipsis:
             if roles == ("o",):
-                return Feedback(False, f"{name} has no output projection `{attr}`: multi-head "
-                                       "attention ends with one, after the heads are concatenated.")
-            return Feedback(False, f"{name}.{attr} is not set yet: create it in __init__.")
+                return Feedback(False, tr("{name} has no output projection `{attr}`: multi-head "
+                                          "attention ends with one, after the heads are concatenated.",
+                                          name=name, attr=attr))
+            return Feedback(False, tr("{name}.{attr} is not set yet: create it in __init__.",
+                                      name=name, attr=attr))
         out_f = sum(sizes[r][0] for r in roles)
         in_f = sizes[roles[0]][1]
-        what = "q, k and v side by side" if len(roles) == 3 else ""
+        what = tr("q, k and v side by side") if len(roles) == 3 else ""
         if isinstance(lin, Tensor):  # a raw matrix
             weight, bias = lin, None
             if tuple(weight.shape) == (in_f, out_f):
@@ -384,20 +390,27 @@ def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -
             elif tuple(weight.shape) == (out_f, in_f):
                 transposed = True
             else:
-                legend = f"in, out: {what}" if what else "in, out"
-                return Feedback(False, f"{name}.{attr} is a matrix used as x @ W, so it should "
-                                       f"have shape ({in_f}, {out_f}) ({legend}), got "
-                                       f"{tuple(weight.shape)}.")
+                legend = tr("in, out: {what}", what=what) if what else tr("in, out")
+                return Feedback(False, tr("{name}.{attr} is a matrix used as x @ W, so it should have "
+                                          "shape ({in_f}, {out_f}) ({legend}), got {got}.",
+                                          name=name, attr=attr, in_f=in_f, out_f=out_f,
+                                          legend=legend, got=tuple(weight.shape)))
             matrices = "x @ W.T" if transposed else "x @ W"
         else:
             weight = getattr(lin, "weight", None)
             if not isinstance(weight, Tensor):
-                return Feedback(False, f"{name}.{attr} should be an nn.Linear (or a matrix, an "
-                                       f"nn.Parameter), got {type(lin).__name__}.")
+                return Feedback(False, tr("{name}.{attr} should be an nn.Linear (or a matrix, an "
+                                          "nn.Parameter), got {kind}.",
+                                          name=name, attr=attr, kind=type(lin).__name__))
             if tuple(weight.shape) != (out_f, in_f):
-                return Feedback(False, f"{name}.{attr} should take {in_f} features to {out_f}"
-                                       f"{' (' + what + ')' if what else ''}: its weight should "
-                                       f"have shape ({out_f}, {in_f}), got {tuple(weight.shape)}.")
+                fields = dict(name=name, attr=attr, in_f=in_f, out_f=out_f, got=tuple(weight.shape))
+                if what:
+                    return Feedback(False, tr("{name}.{attr} should take {in_f} features to {out_f} "
+                                              "({what}): its weight should have shape ({out_f}, "
+                                              "{in_f}), got {got}.", what=what, **fields))
+                return Feedback(False, tr("{name}.{attr} should take {in_f} features to {out_f}: its "
+                                          "weight should have shape ({out_f}, {in_f}), got {got}.",
+                                          **fields))
             bias = getattr(lin, "bias", None)
             transposed = False
         new = {r: torch.randn(*sizes[r], generator=gen, dtype=torch.float64) / math.sqrt(in_f)
@@ -435,7 +448,8 @@ def _call_style(module: nn.Module) -> tuple[bool, str | int | None]:
 
 
 def run(learner: Learner, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor | None] | str:
-    """Call the learner's layer: (output, weights or None), or a message saying what went wrong."""
+    """Call the learner's layer: (output, weights or None), or a message (in the learner's
+    language) saying what went wrong."""
     args: list[object] = [x, x, x] if learner.article_call else [x]
     kwargs: dict[str, object] = {}
     if isinstance(learner.mask_param, str):
@@ -443,21 +457,21 @@ def run(learner: Learner, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tenso
     elif isinstance(learner.mask_param, int):
         args.append(mask)
     elif mask is not None:
-        return "forward takes no mask argument: give it one, forward(x, mask=None)."
+        return tr("forward takes no mask argument: give it one, forward(x, mask=None).")
     try:
         with torch.no_grad():
             result = learner.module(*args, **kwargs)
     except NotImplementedError:
-        return "forward is not written yet."
+        return tr("forward is not written yet.")
     except Exception as err:  # the learner's code: any error becomes a hint
-        return f"forward raised {describe_error(err)}"
+        return tr("forward raised {error}", error=describe_error(err))
     if isinstance(result, Tensor):
         return result, None
     if (isinstance(result, (tuple, list)) and len(result) == 2 and isinstance(result[0], Tensor)
             and (result[1] is None or isinstance(result[1], Tensor))):
         return result[0], result[1]
-    return (f"forward should return the output, or (output, weights), got "
-            f"{type(result).__name__}.")
+    return tr("forward should return the output, or (output, weights), got {kind}.",
+              kind=type(result).__name__)
 
 
 def same(got: Tensor, expected: Tensor, atol: float = TOLERANCE) -> bool:
@@ -502,24 +516,24 @@ def _check_layer(cls: object, spec: Spec, masks: bool, hints: Hints) -> Feedback
     learner = inspect_layer(module, spec)
     if isinstance(learner, Feedback):
         return learner
-    name = type(module).__name__
     gen = torch.Generator().manual_seed(_SEED + 1)
     x = torch.randn(BATCH, LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
     cases = spec.masks() if masks else spec.masks()[:1]
     returns_weights, exact = True, True
     for case, mask in cases:
+        shown = tr(case)  # the case's name, as the learner reads it
         result = run(learner, x, mask)
         if isinstance(result, str):
-            return Feedback(False, f"With {case}: {result}")
+            return Feedback(False, tr("With {case}: {problem}", case=shown, problem=result))
         out, weights = result
         if tuple(out.shape) != spec.output_shape():
-            return Feedback(False, f"With {case}: the output should have shape {spec.output_shape()} "
-                                   f"(B, L, {'d_v' if spec.heads is None else 'd_model'}), got "
-                                   f"{tuple(out.shape)}. Print the shapes after each step to see "
-                                   "where it goes wrong.")
+            return Feedback(False, tr("With {case}: the output should have shape {shape} (B, L, {size}), "
+                                      "got {got}. Print the shapes after each step to see where it goes "
+                                      "wrong.", case=shown, shape=spec.output_shape(),
+                                      size="d_v" if spec.heads is None else "d_model", got=tuple(out.shape)))
         again = run(learner, x, mask)
         if isinstance(again, str) or not same(again[0], out.double()):
-            return hints.wrong("random in eval", RANDOM_IN_EVAL[0], where=RANDOM_IN_EVAL[1])
+            return hints.wrong("random in eval", tr(RANDOM_IN_EVAL[0]), where=tr(RANDOM_IN_EVAL[1]))
         expected_out, expected_weights = reference(x, learner.params, mask, spec)
         if (case == cases[0][0] and learner.square_matrices
                 and not same(out, expected_out, ROUND_OFF)):
@@ -530,47 +544,58 @@ def _check_layer(cls: object, spec: Spec, masks: bool, hints: Hints) -> Feedback
             bug = diagnose(learner, spec, x, mask, out)
             if bug is not None:
                 symptom, where = BUGS[bug]
-                return hints.wrong(bug, f"With {case}: {symptom[0].lower()}{symptom[1:]}",
-                                   where=where)
-            nan = " It contains NaN." if bool(out.isnan().any()) else ""
+                return hints.wrong(bug, tr("With {case}: {symptom}", case=shown,
+                                           symptom=sentence_inside(tr(symptom))),
+                                   where=tr(where))
+            nan = [tr("It contains NaN.")] if bool(out.isnan().any()) else []
             if mask is None:
                 return hints.wrong(
-                    "unknown", "With no mask: your output differs from the chapter's attention, "
-                    f"and not by one of the classic bugs this checker knows.{nan} More than one "
-                    "step may be wrong.",
-                    where="each step on its own, on a tiny input: the scores, the scaled scores, "
-                          "the weights (each row sums to 1) and the output, against the formula")
+                    "unknown", sentences([tr("With no mask: your output differs from the chapter's "
+                                             "attention, and not by one of the classic bugs this "
+                                             "checker knows."), *nan,
+                                          tr("More than one step may be wrong.")]),
+                    where=tr("each step on its own, on a tiny input: the scores, the scaled scores, "
+                             "the weights (each row sums to 1) and the output, against the formula"))
             return hints.wrong(
-                "unknown mask", f"Without a mask your output is right; with {case} it is not.{nan} "
-                "Check how forward applies the mask (mask == 0 is blocked).",
-                where="the line that applies the mask, and which of the scores' dimensions each "
-                      "of the mask's dimensions meets")
+                "unknown mask", sentences([tr("Without a mask your output is right; with {case} it is "
+                                              "not.", case=shown), *nan,
+                                           tr("Check how forward applies the mask (mask == 0 is blocked).")]),
+                where=tr("the line that applies the mask, and which of the scores' dimensions each "
+                         "of the mask's dimensions meets"))
         exact = exact and same(out, expected_out)
         if weights is None:
             returns_weights = False
             continue
         if tuple(weights.shape) != spec.weights_shape():
-            legend = "(B, L, L)" if spec.heads is None else "(B, H, L, L), one map per head"
-            return Feedback(False, f"With {case}: your output is right, but the weights should have "
-                                   f"shape {spec.weights_shape()} {legend}, got "
-                                   f"{tuple(weights.shape)}. Print the shape of the weights you "
-                                   "return.")
+            legend = "(B, L, L)" if spec.heads is None else tr("(B, H, L, L), one map per head")
+            return Feedback(False, tr("With {case}: your output is right, but the weights should have "
+                                      "shape {shape} {legend}, got {got}. Print the shape of the weights "
+                                      "you return.", case=shown, shape=spec.weights_shape(),
+                                      legend=legend, got=tuple(weights.shape)))
         if not same(weights, expected_weights, ROUND_OFF):
             return hints.wrong(
-                "weights", f"With {case}: your output is right, but the weights you return are "
-                "not the attention weights (after the softmax).",
-                where="which tensor forward returns beside the output")
-    style = "forward(q, k, v, mask)" if learner.article_call else "forward(x, mask)"
-    bias = "with biases" if any(b is not None for _, b in learner.params.values()) else "no biases"
-    gives = "output and weights" if returns_weights else "the output"
-    form = f", matrices used as {learner.matrices}" if learner.matrices else ""
-    what = ("with no mask, a causal mask and a padding mask" if masks
-            else "without a mask (masks come next)")
+                "weights", tr("With {case}: your output is right, but the weights you return are "
+                              "not the attention weights (after the softmax).", case=shown),
+                where=tr("which tensor forward returns beside the output"))
+    return Feedback(True, _verdict(type(module).__name__, learner, returns_weights, exact, masks))
+
+
+def _verdict(name: str, learner: Learner, returns_weights: bool, exact: bool, masks: bool) -> str:
+    """What a right layer hears: the forms the checker found, and how closely it matches."""
     bound = f"{ROUND_OFF:.0e}".replace("e-0", "e-")  # 1e-5
-    precision = ("in float64" if exact else
-                 f"to float32 round-off (below {bound}: some step runs in float32)")
-    return Feedback(True, f"{name} ({learner.naming}{form}, {bias}, {style}, returns {gives}) "
-                          f"matches the reference {precision} {what}.")
+    return tr("{name} ({naming}{form}, {bias}, {style}, returns {gives}) matches the reference "
+              "{precision} {what}.",
+              name=name,
+              naming=tr(learner.naming),
+              form=tr(", matrices used as {matrices}", matrices=learner.matrices) if learner.matrices else "",
+              bias=(tr("with biases") if any(b is not None for _, b in learner.params.values())
+                    else tr("no biases")),
+              style="forward(q, k, v, mask)" if learner.article_call else "forward(x, mask)",
+              gives=tr("output and weights") if returns_weights else tr("the output"),
+              precision=(tr("in float64") if exact else
+                         tr("to float32 round-off (below {bound}: some step runs in float32)", bound=bound)),
+              what=(tr("with no mask, a causal mask and a padding mask") if masks
+                    else tr("without a mask (masks come next)")))
 
 
 def _read_matrices_transposed(module: nn.Module, spec: Spec, x: Tensor, mask: Tensor | None
@@ -592,6 +617,6 @@ def _read_matrices_transposed(module: nn.Module, spec: Spec, x: Tensor, mask: Te
 def describe_error(err: BaseException) -> str:
     """'TypeError: first line of the message.' and, for a known message, what it usually means."""
     lines = str(err).strip().splitlines()
-    text = lines[0].rstrip(".") if lines else "(no message)"
-    hint = next((h for keys, h in ERROR_HINTS if any(k in str(err) for k in keys)), "")
+    text = lines[0].rstrip(".") if lines else tr("(no message)")
+    hint = next((tr(h) for keys, h in ERROR_HINTS if any(k in str(err) for k in keys)), "")
     return f"{type(err).__name__}: {text}. {hint}".rstrip()

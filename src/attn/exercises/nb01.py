@@ -16,7 +16,8 @@ import torch
 
 from ..rnn_vs_attention import gradient_profile, path_counts
 from ..handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
-from ._base import Feedback, Hints, SoftmaxCalled, as_array, close, softmax_switched_off
+from ..language import mark, tr
+from ._base import Feedback, Hints, SoftmaxCalled, as_array, clauses, close, softmax_switched_off
 
 __all__ = [
     "PATH_N",
@@ -33,7 +34,8 @@ _PATH_KEYS = ("rnn_steps", "attention_steps", "rnn_path", "attention_path")
 
 
 def _not_yet(what: str) -> Feedback:
-    return Feedback(False, f"Replace None with {what}.")
+    """"Replace None with ..."; ``what`` in the learner's language."""
+    return Feedback(False, tr("Replace None with {what}.", what=what))
 
 
 def _softmax_cases() -> list[torch.Tensor]:
@@ -50,63 +52,68 @@ def check_softmax_row(answer: Any) -> Feedback:
     caught rather than trusted.
     """
     if answer is None:
-        return _not_yet("your function softmax_row(s) (define it above, pass it without calling it)")
+        return _not_yet(tr("your function softmax_row(s) (define it above, pass it without calling it)"))
     if isinstance(answer, (torch.Tensor, np.ndarray, list, tuple)):
-        return Feedback(False, "Pass the function itself, softmax_row, not its result: the checker "
-                               "runs it on more rows, with torch.softmax switched off.")
+        return Feedback(False, tr("Pass the function itself, softmax_row, not its result: the checker "
+                                  "runs it on more rows, with torch.softmax switched off."))
     if not callable(answer):
-        return Feedback(False, f"answer should be a function softmax_row(s), got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be a function softmax_row(s), got {kind}.",
+                                  kind=type(answer).__name__))
     for k, scores in enumerate(_softmax_cases()):
         try:
-            with softmax_switched_off("the exercise builds the softmax itself: no library softmax"):
+            with softmax_switched_off(tr("the exercise builds the softmax itself: no library softmax")):
                 got = answer(scores.clone())
         except SoftmaxCalled:
-            return Feedback(False, "Your function calls a library softmax (torch.softmax, .softmax or "
-                                   "F.softmax): build it from torch.exp, .sum() and a division.")
+            return Feedback(False, tr("Your function calls a library softmax (torch.softmax, .softmax or "
+                                      "F.softmax): build it from torch.exp, .sum() and a division."))
         except Exception as e:  # the learner's code: report, do not raise
-            return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
+            return Feedback(False, tr("Your function raised {error}: {message}",
+                                      error=type(e).__name__, message=e))
         if got is None:
-            return Feedback(False, "Your function returns None: return the weights computed from s.")
+            return Feedback(False, tr("Your function returns None: return the weights computed from s."))
         arr = as_array("softmax_row(s)", got, tuple(scores.shape))
         if isinstance(arr, Feedback):
             return arr
         if close(arr, torch.softmax(scores, dim=-1).numpy(), 1e-6):
             continue
-        row = "小明's row" if k == 0 else "a row it had not seen"
+        row = tr("小明's row") if k == 0 else tr("a row it had not seen")
         if close(arr, torch.exp(scores).numpy(), 1e-6):
-            return Feedback(False, "You return exp(s): now divide by their sum so the row sums to 1.")
+            return Feedback(False, tr("You return exp(s): now divide by their sum so the row sums to 1."))
         if close(arr, scores.numpy(), 1e-6):
-            return Feedback(False, "You return the scores themselves: apply exp, then divide by the sum.")
+            return Feedback(False, tr("You return the scores themselves: apply exp, then divide by the sum."))
         if not np.isclose(arr.sum(), 1.0, atol=1e-6):
-            return Feedback(False, f"On {row} your weights sum to {arr.sum():.4f}; weights must sum to 1.")
-        return Feedback(False, f"On {row} the weights sum to 1 but are not the softmax of the scores: "
-                               "exp each score of s (not of a fixed row), then divide by the sum of the exps.")
-    return Feedback(True, "On 小明's row and two rows it had not seen, without torch.softmax: every "
-                          "weight positive, each row summing to 1, larger scores getting larger weights.")
+            return Feedback(False, tr("On {row} your weights sum to {total:.4f}; weights must sum to 1.",
+                                      row=row, total=arr.sum()))
+        return Feedback(False, tr("On {row} the weights sum to 1 but are not the softmax of the scores: "
+                                  "exp each score of s (not of a fixed row), then divide by the sum of "
+                                  "the exps.", row=row))
+    return Feedback(True, tr("On 小明's row and two rows it had not seen, without torch.softmax: every "
+                             "weight positive, each row summing to 1, larger scores getting larger weights."))
 
 
 def check_path_counts(answer: Any) -> Feedback:
     """Exercise 2: ``answer`` = dict with keys rnn_steps, attention_steps, rnn_path,
     attention_path (ints) for a sequence of PATH_N positions."""
     if answer is None:
-        return _not_yet(f"a dict with keys {list(_PATH_KEYS)}")
+        return _not_yet(tr("a dict with keys {keys}", keys=list(_PATH_KEYS)))
     if not isinstance(answer, dict):
-        return Feedback(False, f"answer should be a dict with keys {list(_PATH_KEYS)}, "
-                               f"got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be a dict with keys {keys}, got {kind}.",
+                                  keys=list(_PATH_KEYS), kind=type(answer).__name__))
     missing = [k for k in _PATH_KEYS if k not in answer]
     if missing:
-        return Feedback(False, f"Missing keys: {missing}.")
+        return Feedback(False, tr("Missing keys: {missing}.", missing=missing))
     expected = path_counts(PATH_N)
     wrong = [k for k in _PATH_KEYS if answer[k] != getattr(expected, k)]
     if not wrong:
-        return Feedback(True, "An RNN's steps and paths grow with n; attention's stay constant.")
+        return Feedback(True, tr("An RNN's steps and paths grow with n; attention's stay constant."))
     hints = {
-        "rnn_steps": "an RNN computes h_t from h_{t-1}: how many states must wait for each other?",
-        "attention_steps": "every output of self-attention needs only the inputs, not other outputs.",
-        "rnn_path": "follow x_1 -> h_1 -> h_2 -> ... to the last state and count the arrows.",
-        "attention_path": "x_j reaches y_i along one edge, whatever i and j are.",
+        "rnn_steps": mark("an RNN computes h_t from h_{t-1}: how many states must wait for each other?"),
+        "attention_steps": mark("every output of self-attention needs only the inputs, not other outputs."),
+        "rnn_path": mark("follow x_1 -> h_1 -> h_2 -> ... to the last state and count the arrows."),
+        "attention_path": mark("x_j reaches y_i along one edge, whatever i and j are."),
     }
-    return Feedback(False, "Check " + "; ".join(f"{k}: {hints[k]}" for k in wrong))
+    checks = [tr("{key}: {hint}", key=k, hint=tr(hints[k])) for k in wrong]
+    return Feedback(False, tr("Check {checks}", checks=clauses(checks)))
 
 
 def _reversal_cases() -> list[torch.Tensor]:
@@ -132,56 +139,63 @@ def check_reversed_output(answer: Any) -> Feedback:
     """
     hints = REVERSED_OUTPUT_HINTS
     if answer is None:
-        return _not_yet("your function reversed_output(x) (define it above, pass it without calling it)")
+        return _not_yet(tr("your function reversed_output(x) (define it above, pass it without calling it)"))
     if isinstance(answer, (torch.Tensor, np.ndarray, list, tuple)):
-        return Feedback(False, "Pass the function itself, reversed_output, not its result: the checker "
-                               "runs it on sentences of other lengths too.")
+        return Feedback(False, tr("Pass the function itself, reversed_output, not its result: the checker "
+                                  "runs it on sentences of other lengths too."))
     if not callable(answer):
-        return Feedback(False, f"answer should be a function reversed_output(x), got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be a function reversed_output(x), got {kind}.",
+                                  kind=type(answer).__name__))
     for k, x in enumerate(_reversal_cases()):
         try:
             got = answer(x.clone())
         except NotImplementedError:
-            return Feedback(False, "Not implemented yet: write the body of reversed_output(x) in place "
-                                   "of the `raise NotImplementedError` line.")
+            return Feedback(False, tr("Not implemented yet: write the body of reversed_output(x) in place "
+                                      "of the `raise NotImplementedError` line."))
         except Exception as e:  # the learner's code: report, do not raise
-            return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
+            return Feedback(False, tr("Your function raised {error}: {message}",
+                                      error=type(e).__name__, message=e))
         if isinstance(got, tuple) and len(got) == 2:
-            return Feedback(False, "Your function returns a pair (toy_attention's output and weights): "
-                                   "return the output only, (L, F).")
+            return Feedback(False, tr("Your function returns a pair (toy_attention's output and weights): "
+                                      "return the output only, (L, F)."))
         want, weights = toy_attention(x.flip(0))  # (L, F), (L, L)
         if isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(weights.shape) != tuple(want.shape):
-            return hints.wrong("weights", f"For {len(x)} words your function returns an (L, L) matrix, "
-                               "the weights: the question asks for the output, (L, F).",
-                               where="which of toy_attention's two return values you keep")
+            return hints.wrong("weights", tr("For {words} words your function returns an (L, L) matrix, "
+                                             "the weights: the question asks for the output, (L, F).",
+                                             words=len(x)),
+                               where=tr("which of toy_attention's two return values you keep"))
         chapters = toy_attention(toy_embeddings().flip(0))[0]  # (6, F), the chapter's answer
         if k > 0 and isinstance(got, torch.Tensor) and got.shape == chapters.shape \
                 and torch.allclose(got.detach().double(), chapters, atol=1e-9):
-            return hints.wrong("fixed", f"Right for the chapter's sentence only: on a sentence of {len(x)} "
-                               "words it had not seen, your function returns the chapter's answer.",
-                               where="what your function runs toy_attention on: its argument")
+            return hints.wrong("fixed", tr("Right for the chapter's sentence only: on a sentence of {words} "
+                                           "words it had not seen, your function returns the chapter's "
+                                           "answer.", words=len(x)),
+                               where=tr("what your function runs toy_attention on: its argument"))
         arr = as_array("reversed_output(x)", got, tuple(want.shape))
         if isinstance(arr, Feedback):
             return arr
         if close(arr, want.numpy(), 1e-9):
             continue
-        where_x = "the chapter's sentence" if k == 0 else f"a sentence of {len(x)} words it had not seen"
+        where_x = (tr("the chapter's sentence") if k == 0
+                   else tr("a sentence of {words} words it had not seen", words=len(x)))
         if close(arr, weights.numpy(), 1e-9):
-            return hints.wrong("weights", "You return the weights of the reversed sentence, not its output.",
-                               where="which of toy_attention's two return values you keep")
+            return hints.wrong("weights", tr("You return the weights of the reversed sentence, not its output."),
+                               where=tr("which of toy_attention's two return values you keep"))
         if close(arr, toy_attention(x)[0].numpy(), 1e-9):
-            return hints.wrong("original", f"On {where_x}, your output is the output for the original "
-                               "order, row for row: nothing was reversed (or it was reversed twice).",
-                               where="the order of the words that go into toy_attention")
+            return hints.wrong("original", tr("On {sentence}, your output is the output for the original "
+                                              "order, row for row: nothing was reversed (or it was reversed "
+                                              "twice).", sentence=where_x),
+                               where=tr("the order of the words that go into toy_attention"))
         if close(arr, toy_attention(x.flip(1))[0].numpy(), 1e-9):
-            return hints.wrong("features", f"On {where_x}, the words are still in their order, but each "
-                               "word's features were reversed, so every score changed.",
-                               where="which dimension of x (L, F) holds the words")
-        return hints.wrong("other", f"On {where_x}, your output is not toy_attention's output for the "
-                           "words in reverse order.",
-                           where="the input your function builds from x, and what it returns")
-    return Feedback(True, "On the chapter's sentence and two it had not seen. Row i is the original output "
-                          "of the word now at position i: reversing the input only reversed the output.")
+            return hints.wrong("features", tr("On {sentence}, the words are still in their order, but each "
+                                              "word's features were reversed, so every score changed.",
+                                              sentence=where_x),
+                               where=tr("which dimension of x (L, F) holds the words"))
+        return hints.wrong("other", tr("On {sentence}, your output is not toy_attention's output for the "
+                                       "words in reverse order.", sentence=where_x),
+                           where=tr("the input your function builds from x, and what it returns"))
+    return Feedback(True, tr("On the chapter's sentence and two it had not seen. Row i is the original output "
+                             "of the word now at position i: reversing the input only reversed the output."))
 
 
 @lru_cache(maxsize=1)
@@ -197,14 +211,14 @@ def check_rnn_decay_distance(answer: Any) -> Feedback:
     """Exercise 4: ``answer`` = the smallest distance at which the RNN's gradient norm in
     ``gradient_profile()`` is below 1 % of its value at distance 0 (an int)."""
     if answer is None:
-        return _not_yet("an int: the first distance whose RNN gradient is < 0.01 * profile.rnn[0]")
+        return _not_yet(tr("an int: the first distance whose RNN gradient is < 0.01 * profile.rnn[0]"))
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
-        return Feedback(False, f"answer should be an int distance, got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be an int distance, got {kind}.", kind=type(answer).__name__))
     expected = _decay_distance()
     if answer == expected:
-        return Feedback(True, "A hundredfold loss within a few steps: far inputs barely reach the "
-                              "last state, the 梯度消失 (vanishing gradient) of the chapter's table.")
+        return Feedback(True, tr("A hundredfold loss within a few steps: far inputs barely reach the "
+                                 "last state, the 梯度消失 (vanishing gradient) of the chapter's table."))
     if expected is not None and answer < expected:
-        return Feedback(False, "At that distance the gradient is still at least 1 % of its start: "
-                               "look further.")
-    return Feedback(False, "It already fell below 1 % earlier: find the *first* such distance.")
+        return Feedback(False, tr("At that distance the gradient is still at least 1 % of its start: "
+                                  "look further."))
+    return Feedback(False, tr("It already fell below 1 % earlier: find the *first* such distance."))

@@ -18,7 +18,8 @@ from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
 from ..scaling import D_K_GRID, scaling_stats
-from ._base import Feedback, as_array, close
+from ..language import mark, tr
+from ._base import Feedback, as_array, clauses, close
 
 __all__ = [
     "SHAPE_SIZES",
@@ -35,19 +36,20 @@ _SHAPE_KEYS = ("Q", "K", "V", "scores", "weights", "output")
 
 
 def _not_yet(what: str) -> Feedback:
-    return Feedback(False, f"Replace None with {what}.")
+    """"Replace None with ..."; ``what`` in the learner's language."""
+    return Feedback(False, tr("Replace None with {what}.", what=what))
 
 
 def check_shapes(answer: Any) -> Feedback:
     """Exercise 1: ``answer`` = dict name -> shape tuple for Q, K, V, scores, weights, output
     when X is (n, d_model) with the sizes of ``SHAPE_SIZES``."""
     if answer is None:
-        return _not_yet(f"a dict with keys {list(_SHAPE_KEYS)} and shape tuples as values")
+        return _not_yet(tr("a dict with keys {keys} and shape tuples as values", keys=list(_SHAPE_KEYS)))
     if not isinstance(answer, dict):
-        return Feedback(False, f"answer should be a dict, got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be a dict, got {kind}.", kind=type(answer).__name__))
     missing = [k for k in _SHAPE_KEYS if k not in answer]
     if missing:
-        return Feedback(False, f"Missing keys: {missing}.")
+        return Feedback(False, tr("Missing keys: {missing}.", missing=missing))
     s = SHAPE_SIZES
     n, d_k, d_v = s["n"], s["d_k"], s["d_v"]
     expected = {"Q": (n, d_k), "K": (n, d_k), "V": (n, d_v), "scores": (n, n),
@@ -61,17 +63,18 @@ def check_shapes(answer: Any) -> Feedback:
         if got != expected[key]:
             wrong.append(key)
     if not wrong:
-        return Feedback(True, "d_model disappears after the projections; scores and weights are "
-                              "n x n; the output has the values' size.")
+        return Feedback(True, tr("d_model disappears after the projections; scores and weights are "
+                                 "n x n; the output has the values' size."))
     hints = {
-        "Q": "X (n, d_model) times W^Q (d_model, d_k)",
-        "K": "X (n, d_model) times W^K (d_model, d_k)",
-        "V": "X (n, d_model) times W^V (d_model, d_v)",
-        "scores": "one score per (query, key) pair",
-        "weights": "the softmax keeps the shape of the scores",
-        "output": "weights (n, n) times V",
+        "Q": mark("X (n, d_model) times W^Q (d_model, d_k)"),
+        "K": mark("X (n, d_model) times W^K (d_model, d_k)"),
+        "V": mark("X (n, d_model) times W^V (d_model, d_v)"),
+        "scores": mark("one score per (query, key) pair"),
+        "weights": mark("the softmax keeps the shape of the scores"),
+        "output": mark("weights (n, n) times V"),
     }
-    return Feedback(False, "Check " + "; ".join(f"{k}: {hints[k]}" for k in wrong) + ".")
+    checks = [tr("{key}: {hint}", key=k, hint=tr(hints[k])) for k in wrong]
+    return Feedback(False, tr("Check {checks}.", checks=clauses(checks)))
 
 
 def exercise_inputs() -> dict[str, Tensor]:
@@ -85,7 +88,7 @@ def exercise_inputs() -> dict[str, Tensor]:
 def check_attention_output(answer: Any) -> Feedback:
     """Exercise 2: ``answer`` = the output (4, 2) of the five steps on ``exercise_inputs()``."""
     if answer is None:
-        return _not_yet("the (4, 2) output of the five steps on exercise_inputs()")
+        return _not_yet(tr("the (4, 2) output of the five steps on exercise_inputs()"))
     arr = as_array("answer", answer, (4, 2))
     if isinstance(arr, Feedback):
         return arr
@@ -93,22 +96,22 @@ def check_attention_output(answer: Any) -> Feedback:
     q, k, v = t["X"] @ t["W_Q"], t["X"] @ t["W_K"], t["X"] @ t["W_V"]
     expected, _ = scaled_dot_product_attention(q, k, v)
     if close(arr, expected.numpy(), 1e-6):
-        return Feedback(True, "Five steps, one (4, 2) output.")
+        return Feedback(True, tr("Five steps, one (4, 2) output."))
     unscaled, _ = scaled_dot_product_attention(q, k, v, scale=1.0)
     if close(arr, unscaled.numpy(), 1e-6):
-        return Feedback(False, "Close: step 3 is missing (divide the scores by sqrt(d_k)).")
+        return Feedback(False, tr("Close: step 3 is missing (divide the scores by sqrt(d_k))."))
     scores = q @ k.T / math.sqrt(q.shape[-1])
     if close(arr, (torch.softmax(scores, dim=0) @ v).numpy(), 1e-6):
-        return Feedback(False, "The softmax went down the columns: normalise each row (dim=-1).")
-    return Feedback(False, "Project X with each W, take Q K^T, divide by sqrt(d_k), "
-                           "softmax each row, multiply by V.")
+        return Feedback(False, tr("The softmax went down the columns: normalise each row (dim=-1)."))
+    return Feedback(False, tr("Project X with each W, take Q K^T, divide by sqrt(d_k), "
+                              "softmax each row, multiply by V."))
 
 
 def check_score_variance(answer: Any) -> Feedback:
     """Exercise 3: ``answer`` = (variance of q·k, variance of q·k / sqrt(d_k)) estimated from
     many random q, k with d_k = 256 independent N(0, 1) entries."""
     if answer is None:
-        return _not_yet("a pair (variance unscaled, variance scaled) for d_k = 256")
+        return _not_yet(tr("a pair (variance unscaled, variance scaled) for d_k = 256"))
     arr = as_array("answer", answer, (2,))
     if isinstance(arr, Feedback):
         return arr
@@ -117,15 +120,15 @@ def check_score_variance(answer: Any) -> Feedback:
     raw_ok = abs(raw - d_k) <= 0.1 * d_k
     scaled_ok = abs(scaled - 1.0) <= 0.1
     if raw_ok and scaled_ok:
-        return Feedback(True, "The unscaled variance grows like d_k; dividing by sqrt(d_k) "
-                              "divides the variance by d_k.")
+        return Feedback(True, tr("The unscaled variance grows like d_k; dividing by sqrt(d_k) "
+                                 "divides the variance by d_k."))
     if not raw_ok and abs(raw - math.sqrt(d_k)) <= 0.1 * math.sqrt(d_k):
-        return Feedback(False, "The first number looks like a standard deviation: use .var().")
+        return Feedback(False, tr("The first number looks like a standard deviation: use .var()."))
     if not raw_ok:
-        return Feedback(False, "The unscaled variance is off: draw at least a few thousand pairs, "
-                               "each of 256 N(0, 1) entries, and sum q*k over the 256 dims.")
-    return Feedback(False, "The scaled variance is off: divide each score by sqrt(d_k) "
-                           "(not by d_k) before taking the variance.")
+        return Feedback(False, tr("The unscaled variance is off: draw at least a few thousand pairs, "
+                                  "each of 256 N(0, 1) entries, and sum q*k over the 256 dims."))
+    return Feedback(False, tr("The scaled variance is off: divide each score by sqrt(d_k) "
+                              "(not by d_k) before taking the variance."))
 
 
 @lru_cache(maxsize=1)
@@ -141,16 +144,16 @@ def check_half_gradient_d_k(answer: Any) -> Feedback:
     """Exercise 4: ``answer`` = the first d_k of ``D_K_GRID`` where ``scaling_stats(d_k)`` gives
     ``grad_norm_raw < 0.5 * grad_norm_scaled`` (an int)."""
     if answer is None:
-        return _not_yet("an int from D_K_GRID")
+        return _not_yet(tr("an int from D_K_GRID"))
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
-        return Feedback(False, f"answer should be an int, got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be an int, got {kind}.", kind=type(answer).__name__))
     if answer not in D_K_GRID:
-        return Feedback(False, f"answer should be one of D_K_GRID = {list(D_K_GRID)}.")
+        return Feedback(False, tr("answer should be one of D_K_GRID = {grid}.", grid=list(D_K_GRID)))
     expected = _half_gradient_d_k()
     if answer == expected:
-        return Feedback(True, "From there on, the unscaled softmax passes back less than half "
-                              "the gradient of the scaled one, and less and less as d_k grows.")
+        return Feedback(True, tr("From there on, the unscaled softmax passes back less than half "
+                                 "the gradient of the scaled one, and less and less as d_k grows."))
     if expected is not None and answer < expected:
-        return Feedback(False, "At that d_k the unscaled gradient is still at least half the "
-                               "scaled one: go further up the grid.")
-    return Feedback(False, "The gradient had already halved at a smaller d_k: find the first one.")
+        return Feedback(False, tr("At that d_k the unscaled gradient is still at least half the "
+                                  "scaled one: go further up the grid."))
+    return Feedback(False, tr("The gradient had already halved at a smaller d_k: find the first one."))

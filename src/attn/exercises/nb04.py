@@ -20,6 +20,7 @@ import torch
 
 from ..cost.counts import count_ops, count_parameters, multi_head_cost
 from ..modules import MultiHeadAttention
+from ..language import mark, tr
 from ._base import Feedback, Hints, as_whole_number
 
 __all__ = [
@@ -52,7 +53,7 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return fn(*args)
     except Exception as e:  # the learner's code: report, do not raise
-        return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
+        return Feedback(False, tr("Your function raised {error}: {message}", error=type(e).__name__, message=e))
 
 
 def check_head_queries(answer: Any) -> Feedback:
@@ -64,10 +65,10 @@ def check_head_queries(answer: Any) -> Feedback:
     ``mha.split_heads(mha.W_q(x))[:, i]``; the classic slips are recognised by running them.
     """
     if answer is None:
-        return Feedback(False, "Replace None with your function head_queries(weight, x, i, num_heads).")
+        return Feedback(False, tr("Replace None with your function head_queries(weight, x, i, num_heads)."))
     if not callable(answer):
-        return Feedback(False, f"answer should be a function head_queries(weight, x, i, num_heads), "
-                               f"got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be a function head_queries(weight, x, i, num_heads), "
+                                  "got {kind}.", kind=type(answer).__name__))
     g = torch.Generator().manual_seed(4)
     for d_model, h in HEAD_QUERY_SIZES:
         with torch.random.fork_rng():
@@ -83,31 +84,33 @@ def check_head_queries(answer: Any) -> Feedback:
             if isinstance(got, Feedback):
                 return got
             if not isinstance(got, torch.Tensor):
-                return Feedback(False, f"Return a tensor, got {type(got).__name__}.")
+                return Feedback(False, tr("Return a tensor, got {kind}.", kind=type(got).__name__))
             if tuple(got.shape) != tuple(right[:, i].shape):
-                return Feedback(False, f"For d_model = {d_model}, {h} heads and x of shape {tuple(x.shape)}, "
-                                       f"return head i's queries only, shape (B, n, d_model // num_heads) = "
-                                       f"{tuple(right[:, i].shape)}; got {tuple(got.shape)}.")
+                return Feedback(False, tr("For d_model = {d_model}, {h} heads and x of shape {x_shape}, "
+                                          "return head i's queries only, shape (B, n, d_model // num_heads) = "
+                                          "{shape}; got {got}.", d_model=d_model, h=h, x_shape=tuple(x.shape),
+                                          shape=tuple(right[:, i].shape), got=tuple(got.shape)))
             got = got.detach().to(torch.float64)
             if torch.allclose(got, right[:, i], atol=1e-10, rtol=0):
                 continue
             block = slice(i * D, (i + 1) * D)
             if torch.allclose(got, x @ weight[:, block], atol=1e-10, rtol=0):
-                return Feedback(False, "You took columns of weight. nn.Linear stores W^Q transposed "
-                                       "(out, in): head i's block of columns of W^Q is a block of rows of weight.")
+                return Feedback(False, tr("You took columns of weight. nn.Linear stores W^Q transposed "
+                                          "(out, in): head i's block of columns of W^Q is a block of rows of weight."))
             if i + 1 < h and torch.allclose(got, right[:, i + 1], atol=1e-10, rtol=0):
-                return Feedback(False, "That is the next head's block: heads are numbered from 0, "
-                                       "head i takes columns i * d_k to (i + 1) * d_k - 1.")
+                return Feedback(False, tr("That is the next head's block: heads are numbered from 0, "
+                                          "head i takes columns i * d_k to (i + 1) * d_k - 1."))
             no_transpose = (x @ weight.T).reshape(x.shape[0], h, x.shape[1], D)  # (B, n, E) -> (B, h, n, D)
             if torch.allclose(got, no_transpose[:, i], atol=1e-10, rtol=0):
-                return Feedback(False, "You reshaped Q straight to (B, h, n, d_k): that mixes positions "
-                                       "into heads. Split the last dim into (h, d_k) first, then move h forward "
-                                       "(or take head i's block of columns).")
-            return Feedback(False, f"Head {i} of a layer with d_model = {d_model} and {h} heads differs from "
-                                   "the layer's own split: Q_i = X W_i^Q, with W_i^Q the columns "
-                                   "i * d_k .. (i + 1) * d_k - 1 of W^Q = weight.T.")
-    return Feedback(True, "Every head of every layer: head i's queries are X times its own block of "
-                          "columns of W^Q, and the split is nothing more.")
+                return Feedback(False, tr("You reshaped Q straight to (B, h, n, d_k): that mixes positions "
+                                          "into heads. Split the last dim into (h, d_k) first, then move h forward "
+                                          "(or take head i's block of columns)."))
+            return Feedback(False, tr("Head {i} of a layer with d_model = {d_model} and {h} heads differs from "
+                                      "the layer's own split: Q_i = X W_i^Q, with W_i^Q the columns "
+                                      "i * d_k .. (i + 1) * d_k - 1 of W^Q = weight.T.",
+                                      i=i, d_model=d_model, h=h))
+    return Feedback(True, tr("Every head of every layer: head i's queries are X times its own block of "
+                             "columns of W^Q, and the split is nothing more."))
 
 
 #: The tiers of ``check_param_count`` (``PARAM_COUNT_HINTS.reset()`` starts again).
@@ -130,14 +133,17 @@ def check_param_count(answer: Any) -> Feedback:
     q = PARAMS_QUESTION
     E, heads = q["d_model"], q["heads"]
     if answer is None or answer is ...:
-        return Feedback(False, f"Replace None with a dict {{num_heads: parameter count}} for the heads {heads}.")
+        return Feedback(False, tr("Replace None with a dict {{num_heads: parameter count}} for the heads "
+                                  "{heads}.", heads=heads))
     if not isinstance(answer, dict):
-        return Feedback(False, f"answer should be a dict {{num_heads: parameter count}}, got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be a dict {{num_heads: parameter count}}, got {kind}.",
+                                  kind=type(answer).__name__))
     missing = [h for h in heads if h not in answer]
     if missing:
-        return Feedback(False, f"Give a count for every number of heads {heads}; missing: {missing}.")
+        return Feedback(False, tr("Give a count for every number of heads {heads}; missing: {missing}.",
+                                  heads=heads, missing=missing))
     for h in heads:
-        got = as_whole_number(f"the count for {h} heads", answer[h])
+        got = as_whole_number(tr("the count for {h} heads", h=h), answer[h])
         if isinstance(got, Feedback):
             return got
         with torch.random.fork_rng():  # counting only: leave the learner's random state alone
@@ -148,26 +154,31 @@ def check_param_count(answer: Any) -> Feedback:
             continue
         weights = sum(p.numel() for name, p in layer.named_parameters() if name.endswith("weight"))
         no_out = sum(p.numel() for name, p in layer.named_parameters() if not name.startswith("W_o"))
-        slips = [
-            ("tensors", len(tensors), f"{got} is the number of the layer's tensors, not of the numbers in "
-             "them.", "what counts the entries of one tensor"),
-            ("first_dims", sum(p.shape[0] for p in tensors), "Your count adds one dimension of each tensor: "
-             "a (d_model, d_model) matrix holds more numbers than that.", "how many entries a 2-D tensor has"),
-            ("no_bias", weights, "Your count leaves out the biases: the article's nn.Linear layers have "
-             "a bias vector each.", "the names of the layer's tensors: each projection has two"),
-            ("no_out", no_out, "Your count leaves out the output projection W^O.",
-             "the layer's tensors: four projections, not three"),
-            ("times_h", h * right, "Your count grows with the number of heads: the heads share the "
-             "projections, each using its own d_model / h of their columns.",
-             "whether the layer's tensors change shape with h"),
+        slips = [  # (mistake, the count it gives, symptom, where to look)
+            ("tensors", len(tensors), mark("{got} is the number of the layer's tensors, not of the numbers in "
+             "them."), mark("what counts the entries of one tensor")),
+            ("first_dims", sum(p.shape[0] for p in tensors), mark("Your count adds one dimension of each tensor: "
+             "a (d_model, d_model) matrix holds more numbers than that."),
+             mark("how many entries a 2-D tensor has")),
+            ("no_bias", weights, mark("Your count leaves out the biases: the article's nn.Linear layers have "
+             "a bias vector each."), mark("the names of the layer's tensors: each projection has two")),
+            ("no_out", no_out, mark("Your count leaves out the output projection W^O."),
+             mark("the layer's tensors: four projections, not three")),
+            ("times_h", h * right, mark("Your count grows with the number of heads: the heads share the "
+             "projections, each using its own d_model / h of their columns."),
+             mark("whether the layer's tensors change shape with h")),
         ]
         for mistake, wrong, symptom, where in slips:
             if got == wrong:
-                return hints.wrong(mistake, f"For {h} head{'s' * (h > 1)}: {symptom}", where=where)
-        return hints.wrong("other", f"For {h} head{'s' * (h > 1)} your count differs from the layer's.",
-                           where="every tensor of layers[h], and how many numbers each holds")
-    return Feedback(True, "The same count for every h: four (d_model x d_model) matrices and four bias "
-                          "vectors; splitting into heads reshapes the projections, it does not add any.")
+                symptom = tr(symptom, got=got)
+                text = (tr("For {h} heads: {symptom}", h=h, symptom=symptom) if h > 1
+                        else tr("For {h} head: {symptom}", h=h, symptom=symptom))
+                return hints.wrong(mistake, text, where=tr(where))
+        text = (tr("For {h} heads your count differs from the layer's.", h=h) if h > 1
+                else tr("For {h} head your count differs from the layer's.", h=h))
+        return hints.wrong("other", text, where=tr("every tensor of layers[h], and how many numbers each holds"))
+    return Feedback(True, tr("The same count for every h: four (d_model x d_model) matrices and four bias "
+                             "vectors; splitting into heads reshapes the projections, it does not add any."))
 
 
 def _counted_macs(n: int, d_model: int, h: int) -> int:
@@ -187,10 +198,10 @@ def check_layer_macs(answer: Any) -> Feedback:
     when the real layer runs; the classic slips are recognised by their formulas.
     """
     if answer is None:
-        return Feedback(False, "Replace None with your function layer_macs(n, d_model, num_heads).")
+        return Feedback(False, tr("Replace None with your function layer_macs(n, d_model, num_heads)."))
     if not callable(answer):
-        return Feedback(False, f"answer should be a function layer_macs(n, d_model, num_heads), "
-                               f"got {type(answer).__name__}.")
+        return Feedback(False, tr("answer should be a function layer_macs(n, d_model, num_heads), "
+                                  "got {kind}.", kind=type(answer).__name__))
     for n, E, h in MACS_SIZES:
         got = _call(answer, n, E, h)
         if isinstance(got, Feedback):
@@ -202,22 +213,25 @@ def check_layer_macs(answer: Any) -> Feedback:
         if got == right:
             continue
         slips = [
-            (3 * n * E * E + 2 * n * n * E, "The output projection W^O is a matrix product too: Concat(heads) W^O."),
-            (4 * n * E * E + n * n * E, "Q K^T is one product; the weights times V is another, as large."),
-            (h * 4 * n * E * E + 2 * n * n * E, "The projections run once for all heads (one d_model x d_model "
-                                                "matrix each), not once per head."),
-            (4 * n * E * E + h * 2 * n * n * E, "Each head's Q K^T and weights V use d_k = d_model / h, not "
-                                                "d_model: h heads cost what one full-size head costs."),
-            (4 * n * E * E, "Q K^T and weights V count too: they are the part that grows with n^2."),
+            (3 * n * E * E + 2 * n * n * E, mark("The output projection W^O is a matrix product too: "
+                                                 "Concat(heads) W^O.")),
+            (4 * n * E * E + n * n * E, mark("Q K^T is one product; the weights times V is another, as large.")),
+            (h * 4 * n * E * E + 2 * n * n * E, mark("The projections run once for all heads (one d_model x "
+                                                     "d_model matrix each), not once per head.")),
+            (4 * n * E * E + h * 2 * n * n * E, mark("Each head's Q K^T and weights V use d_k = d_model / h, not "
+                                                     "d_model: h heads cost what one full-size head costs.")),
+            (4 * n * E * E, mark("Q K^T and weights V count too: they are the part that grows with n^2.")),
         ]
         for wrong, hint in slips:
             if got == wrong:
-                return Feedback(False, f"At n = {n}, d_model = {E}, h = {h}: {hint}")
-        return Feedback(False, f"At n = {n}, d_model = {E}, h = {h} your count differs from the layer's. "
-                               "Add the four parts of the table of section 6: X W^Q, X W^K, X W^V; "
-                               "Q K^T; weights V; Concat(heads) W^O. An (m, k) @ (k, p) product is m k p.")
-    return Feedback(True, "At every size, the count of the real layer: 4 n d_model^2 for the four "
-                          "projections and 2 n^2 d_model for the two products, whatever h.")
+                return Feedback(False, tr("At n = {n}, d_model = {E}, h = {h}: {hint}",
+                                          n=n, E=E, h=h, hint=tr(hint)))
+        return Feedback(False, tr("At n = {n}, d_model = {E}, h = {h} your count differs from the layer's. "
+                                  "Add the four parts of the table of section 6: X W^Q, X W^K, X W^V; "
+                                  "Q K^T; weights V; Concat(heads) W^O. An (m, k) @ (k, p) product is m k p.",
+                                  n=n, E=E, h=h))
+    return Feedback(True, tr("At every size, the count of the real layer: 4 n d_model^2 for the four "
+                             "projections and 2 n^2 d_model for the two products, whatever h."))
 
 
 def check_softmax_entries(answer: Any) -> Feedback:
@@ -231,12 +245,12 @@ def check_softmax_entries(answer: Any) -> Feedback:
     """
     hints = SOFTMAX_ENTRIES_HINTS
     if answer is None or answer is ...:
-        return Feedback(False, "Replace the placeholder with two numbers: (h heads, one head).")
+        return Feedback(False, tr("Replace the placeholder with two numbers: (h heads, one head)."))
     try:
         many, one = answer
     except (TypeError, ValueError):
-        return Feedback(False, "Give two numbers: (entries with h heads, entries with one head).")
-    a, b = as_whole_number("the first number", many), as_whole_number("the second number", one)
+        return Feedback(False, tr("Give two numbers: (entries with h heads, entries with one head)."))
+    a, b = as_whole_number(tr("the first number"), many), as_whole_number(tr("the second number"), one)
     for fb in (a, b):
         if isinstance(fb, Feedback):
             return fb
@@ -245,23 +259,24 @@ def check_softmax_entries(answer: Any) -> Feedback:
     want_many = multi_head_cost(n, q["d_model"], h).softmax_entries
     want_one = multi_head_cost(n, q["d_model"], 1).softmax_entries
     if (a, b) == (want_many, want_one):
-        return Feedback(True, "Each head has its own n x n map, whatever its size d_k: h times the scores "
-                              "of one full-size head, for the same multiply-adds.")
-    slips = [
-        ("batch", (B * want_many, B * want_one), "Your numbers count both sequences of the batch; the "
-         "question asks per sequence.", "the first dim of the weights"),
-        ("rows", (h * n, n), "Your numbers count rows of the weights (one softmax each), not the scores "
-         "in them.", "the last two dims of the weights: one score per (query, key) pair"),
-        ("rows", (B * h * n, B * n), "Your numbers count rows of the weights (one softmax each), and for "
-         "the whole batch.", "the last two dims of the weights, and the first"),
-        ("swapped", (want_one, want_many), "Your pair is the other way round.",
-         "which layer returns more maps"),
+        return Feedback(True, tr("Each head has its own n x n map, whatever its size d_k: h times the scores "
+                                 "of one full-size head, for the same multiply-adds."))
+    slips = [  # (mistake, the pair it gives, symptom, where to look)
+        ("batch", (B * want_many, B * want_one), mark("Your numbers count both sequences of the batch; the "
+         "question asks per sequence."), mark("the first dim of the weights")),
+        ("rows", (h * n, n), mark("Your numbers count rows of the weights (one softmax each), not the scores "
+         "in them."), mark("the last two dims of the weights: one score per (query, key) pair")),
+        ("rows", (B * h * n, B * n), mark("Your numbers count rows of the weights (one softmax each), and for "
+         "the whole batch."), mark("the last two dims of the weights, and the first")),
+        ("swapped", (want_one, want_many), mark("Your pair is the other way round."),
+         mark("which layer returns more maps")),
     ]
     for mistake, wrong, symptom, where in slips:
         if (a, b) == wrong:
-            return hints.wrong(mistake, symptom, where=where)
+            return hints.wrong(mistake, tr(symptom), where=tr(where))
     if a == b:
-        return hints.wrong("equal", "Your two counts are equal: the multiply-adds of the two layers are, "
-                           "but the number of score maps is not.", where="the head dim of each layer's weights")
-    return hints.wrong("other", "Not the scores the softmax normalises per sequence.",
-                       where="the shape of the weights each layer returns, (B, H, n, n)")
+        return hints.wrong("equal", tr("Your two counts are equal: the multiply-adds of the two layers are, "
+                                       "but the number of score maps is not."),
+                           where=tr("the head dim of each layer's weights"))
+    return hints.wrong("other", tr("Not the scores the softmax normalises per sequence."),
+                       where=tr("the shape of the weights each layer returns, (B, H, n, n)"))

@@ -25,7 +25,8 @@ from torch import Tensor, nn
 from ..functional import masked_softmax, softmax_with_fill
 from ..masks import causal_mask, to_torch_mha_mask
 from . import _layers
-from ._base import Feedback, Hints
+from ..language import mark, tr
+from ._base import Feedback, Hints, sentences
 
 __all__ = [
     "SELF_ATTENTION_ARGS",
@@ -125,13 +126,19 @@ def _split_input() -> Tensor:
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    """fn(*args), or a message if it failed (the learner's code)."""
+    """fn(*args), or a message (in the learner's language) if it failed (the learner's code)."""
+    name = getattr(fn, "__name__", None)
     try:
         return fn(*args)
     except NotImplementedError:
-        return f"{getattr(fn, '__name__', 'it')} is not written yet."
+        if name is None:
+            return tr("it is not written yet.")
+        return tr("{name} is not written yet.", name=name)
     except Exception as err:  # the learner's code: any error becomes a hint
-        return f"{getattr(fn, '__name__', 'it')} raised {_layers.describe_error(err)}"
+        error = _layers.describe_error(err)
+        if name is None:
+            return tr("it raised {error}", error=error)
+        return tr("{name} raised {error}", name=name, error=error)
 
 
 def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
@@ -139,7 +146,8 @@ def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
     ``merge_heads(x)`` takes (B, H, L, D) back to (B, L, E), for ``SPLIT_SETUP``."""
     for name, fn in (("split_heads", split_heads), ("merge_heads", merge_heads)):
         if not callable(fn):
-            return Feedback(False, f"{name}: expected a function, got {type(fn).__name__}.")
+            return Feedback(False, tr("{name}: expected a function, got {kind}.", name=name,
+                                      kind=type(fn).__name__))
     s = SPLIT_SETUP
     B, L, E, H = s["batch"], s["length"], s["d_model"], s["n_heads"]
     D = E // H
@@ -149,26 +157,30 @@ def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
         return Feedback(False, heads)
     if not isinstance(heads, Tensor) or tuple(heads.shape) != (B, H, L, D):
         got = tuple(heads.shape) if isinstance(heads, Tensor) else type(heads).__name__
-        return Feedback(False, f"split_heads should give shape (B, H, L, D) = {(B, H, L, D)}, got {got}.")
+        return Feedback(False, tr("split_heads should give shape (B, H, L, D) = {shape}, got {got}.",
+                                  shape=(B, H, L, D), got=got))
     expected = x.view(B, L, H, D).transpose(1, 2)  # (B, L, E) -> (B, L, H, D) -> (B, H, L, D)
     if not torch.equal(heads.double(), expected):
         if torch.equal(heads.double(), x.view(B, H, L, D)):
-            return Feedback(False, "split_heads: " + _layers.BUGS["heads split without a transpose"][0])
-        return Feedback(False, "split_heads: the shape is right, not the numbers: head h of token l "
-                               "should hold D consecutive features of token l.")
+            return Feedback(False, tr("split_heads: {symptom}",
+                                      symptom=tr(_layers.BUGS["heads split without a transpose"][0])))
+        return Feedback(False, tr("split_heads: the shape is right, not the numbers: head h of token l "
+                                  "should hold D consecutive features of token l."))
     merged = _call(merge_heads, expected.contiguous())  # as attention's output: contiguous
     if isinstance(merged, str):
         return Feedback(False, merged)
     if not isinstance(merged, Tensor) or tuple(merged.shape) != (B, L, E):
         got = tuple(merged.shape) if isinstance(merged, Tensor) else type(merged).__name__
-        return Feedback(False, f"merge_heads should give shape (B, L, E) = {(B, L, E)}, got {got}.")
+        return Feedback(False, tr("merge_heads should give shape (B, L, E) = {shape}, got {got}.",
+                                  shape=(B, L, E), got=got))
     if not torch.equal(merged.double(), x):
         if torch.equal(merged.double(), expected.reshape(B, L, E)):
-            return Feedback(False, "merge_heads: " + _layers.BUGS["heads merged without a transpose"][0])
-        return Feedback(False, "merge_heads: the shape is right, not the numbers: merging the split "
-                               "should give back x exactly.")
-    return Feedback(True, "Each head gets D features of every token, and merging puts every "
-                          "token's heads side by side again: merge_heads(split_heads(x)) is x.")
+            return Feedback(False, tr("merge_heads: {symptom}",
+                                      symptom=tr(_layers.BUGS["heads merged without a transpose"][0])))
+        return Feedback(False, tr("merge_heads: the shape is right, not the numbers: merging the split "
+                                  "should give back x exactly."))
+    return Feedback(True, tr("Each head gets D features of every token, and merging puts every "
+                             "token's heads side by side again: merge_heads(split_heads(x)) is x."))
 
 
 # ---- step 6: the article's silent case ---------------------------------------------------
@@ -226,34 +238,35 @@ def check_silent_case(answer: Any) -> Feedback:
     ``ArticleAsPrinted(d_model, num_heads)`` of ``SILENT_CASE`` on x (batch, length, d_model)."""
     keys = ("head_dim", "weights", "output")
     if not isinstance(answer, dict) or set(answer) != set(keys):
-        return Feedback(False, 'Set `answer` to a dict {"head_dim": ..., "weights": (...), '
-                               '"output": (...)}: an int and two shapes.')
+        return Feedback(False, tr('Set `answer` to a dict {"head_dim": ..., "weights": (...), '
+                                  '"output": (...)}: an int and two shapes.'))
     head_dim = answer["head_dim"]
     if isinstance(head_dim, bool) or not isinstance(head_dim, int):
-        return Feedback(False, f'answer["head_dim"] should be an int, got {head_dim!r}: the '
-                               "article computes it with //.")
+        return Feedback(False, tr('answer["head_dim"] should be an int, got {value!r}: the article '
+                                  'computes it with //.', value=head_dim))
     shapes = {k: _as_shape(answer[k]) for k in ("weights", "output")}
     for k, shape in shapes.items():
         if shape is None:
-            return Feedback(False, f'answer["{k}"] should be a tuple of ints, got {answer[k]!r}: '
-                                   "the layer runs, it raises nothing.")
+            return Feedback(False, tr('answer["{key}"] should be a tuple of ints, got {value!r}: the '
+                                      'layer runs, it raises nothing.', key=k, value=answer[k]))
     expected = _silent_case_shapes()
     s = SILENT_CASE
     B, L, E, H = s["batch"], s["length"], s["d_model"], s["num_heads"]
     if head_dim != expected["head_dim"]:
-        return Feedback(False, "head_dim = d_model // num_heads: integer division rounds down.")
+        return Feedback(False, tr("head_dim = d_model // num_heads: integer division rounds down."))
     if shapes["weights"] == (B, H, L, L):
-        return Feedback(False, "That is the shape when num_heads × head_dim = d_model. Here it is "
-                               "not: count what the -1 of view(batch, -1, num_heads, head_dim) "
-                               "becomes when the tensor holds length × d_model numbers per sequence.")
+        return Feedback(False, tr("That is the shape when num_heads × head_dim = d_model. Here it is "
+                                  "not: count what the -1 of view(batch, -1, num_heads, head_dim) "
+                                  "becomes when the tensor holds length × d_model numbers per sequence."))
     if shapes["weights"] != expected["weights"]:
-        return Feedback(False, "The weights are (batch, heads, L', L'), where L' is what the -1 of "
-                               "the split's view becomes.")
+        return Feedback(False, tr("The weights are (batch, heads, L', L'), where L' is what the -1 of "
+                                  "the split's view becomes."))
     if shapes["output"] != expected["output"]:
-        return Feedback(False, "The merge's view(batch, -1, d_model) has a -1 too: what does it "
-                               "give back?")
-    return Feedback(True, "No error at this length: the two -1s absorb the mismatch, and the output "
-                          "has the right shape, yet every head attends over pieces that straddle the real tokens.")
+        return Feedback(False, tr("The merge's view(batch, -1, d_model) has a -1 too: what does it "
+                                  "give back?"))
+    return Feedback(True, tr("No error at this length: the two -1s absorb the mismatch, and the output "
+                             "has the right shape, yet every head attends over pieces that straddle the "
+                             "real tokens."))
 
 
 #: Sizes the guard is tried on, besides ``SILENT_CASE``'s: (d_model, num_heads) pairs whose
@@ -298,61 +311,67 @@ def check_head_split_guard(cls: Any) -> Feedback:
     """
     hints = HEAD_SPLIT_GUARD_HINTS
     if not isinstance(cls, type) or not issubclass(cls, nn.Module):
-        return Feedback(False, f"cls: expected the class you wrote (an nn.Module subclass), got "
-                               f"{type(cls).__name__}.")
+        return Feedback(False, tr("cls: expected the class you wrote (an nn.Module subclass), got {kind}.",
+                                  kind=type(cls).__name__))
     name = cls.__name__
     for E, good in GUARD_SIZES["even"]:
         err, _ = _build_counting(cls, E, good)
         if isinstance(err, NotImplementedError):
-            return Feedback(False, f"{name}.__init__ is not written yet.")
+            return Feedback(False, tr("{name}.__init__ is not written yet.", name=name))
         if err is not None:
-            return hints.wrong("too strict", f"{name}({E}, {good}) raised "
-                               f"{_layers.describe_error(err)} {good} heads split {E} evenly, so it "
-                               "should build.", where="the condition of your check")
+            return hints.wrong("too strict", tr("{name}({E}, {H}) raised {error} {H} heads split {E} "
+                                                "evenly, so it should build.",
+                                                name=name, E=E, H=good, error=_layers.describe_error(err)),
+                               where=tr("the condition of your check"))
     uneven = ((SILENT_CASE["d_model"], SILENT_CASE["num_heads"]),) + GUARD_SIZES["uneven"]
     for E, H in uneven:
         err, made = _build_counting(cls, E, H)
         if err is None:
             if (E, H) == uneven[0]:
                 return hints.wrong(
-                    "no check", f"{name}({E}, {H}) still builds without complaint.",
-                    where="__init__, before any weight is made: check that the heads split "
-                          "d_model evenly")
+                    "no check", tr("{name}({E}, {H}) still builds without complaint.", name=name, E=E, H=H),
+                    where=tr("__init__, before any weight is made: check that the heads split "
+                             "d_model evenly"))
             return hints.wrong(
-                "hard-coded", f"{name}({E}, {H}) builds without complaint, though {H} heads do "
-                f"not split {E} evenly: your check stops the sizes of the text, not every size "
-                "that does not fit.", where="the condition of your check: what must hold for "
-                                            "any d_model and num_heads")
+                "hard-coded", tr("{name}({E}, {H}) builds without complaint, though {H} heads do not "
+                                 "split {E} evenly: your check stops the sizes of the text, not every "
+                                 "size that does not fit.", name=name, E=E, H=H),
+                where=tr("the condition of your check: what must hold for any d_model and num_heads"))
         if isinstance(err, AssertionError):
             return hints.wrong(
-                "assert", "A bare assert says nothing about what went wrong, and `python -O` "
-                "removes it: raise a ValueError with a message instead.",
-                where="the statement that stops the construction")
+                "assert", tr("A bare assert says nothing about what went wrong, and `python -O` "
+                             "removes it: raise a ValueError with a message instead."),
+                where=tr("the statement that stops the construction"))
         if isinstance(err, NotImplementedError):
-            return Feedback(False, f"{name}.__init__ is not written yet.")
+            return Feedback(False, tr("{name}.__init__ is not written yet.", name=name))
         if not isinstance(err, ValueError):
-            return hints.wrong("not a ValueError", f"It raises {_layers.describe_error(err)} A "
-                               "value that does not fit is a ValueError.",
-                               where="the type of the exception you raise")
+            return hints.wrong("not a ValueError", tr("It raises {error} A value that does not fit is a "
+                                                      "ValueError.", error=_layers.describe_error(err)),
+                               where=tr("the type of the exception you raise"))
         if made:
+            symptom = (tr("{name}({E}, {H}) raises a ValueError, but only after {made} parameter was "
+                          "made: the check runs after the weights, and should stop the construction "
+                          "before any weight is made.", name=name, E=E, H=H, made=made) if made == 1 else
+                       tr("{name}({E}, {H}) raises a ValueError, but only after {made} parameters were "
+                          "made: the check runs after the weights, and should stop the construction "
+                          "before any weight is made.", name=name, E=E, H=H, made=made))
             return hints.wrong(
-                "after the weights", f"{name}({E}, {H}) raises a ValueError, but only after "
-                f"{made} {'parameter was' if made == 1 else 'parameters were'} made: the check runs "
-                "after the weights, and should "
-                "stop the construction before any weight is made.",
-                where="the order of the lines in __init__: where your check stands relative "
-                      "to the line that makes the projections")
+                "after the weights", symptom,
+                where=tr("the order of the lines in __init__: where your check stands relative "
+                         "to the line that makes the projections"))
         message = str(err)
         if str(E) not in message or str(H) not in message:
             return hints.wrong(
-                "message", f"{name}({E}, {H}) raises a ValueError, but its message should say "
-                "what was expected and what was given: name d_model and num_heads with their "
-                f"values. It says: {message!r}", where="the text of your ValueError")
+                "message", tr("{name}({E}, {H}) raises a ValueError, but its message should say what was "
+                              "expected and what was given: name d_model and num_heads with their "
+                              "values. It says: {message!r}", name=name, E=E, H=H, message=message),
+                where=tr("the text of your ValueError"))
     E, H = uneven[0]
     err, _ = _build_counting(cls, E, H)
-    return Feedback(True, f"{name}({E}, {H}) now stops at once, before any weight is made, and "
-                          f"says why: {err} (also tried on {len(GUARD_SIZES['uneven'])} other "
-                          f"sizes that do not split, and {len(GUARD_SIZES['even'])} that do).")
+    return Feedback(True, tr("{name}({E}, {H}) now stops at once, before any weight is made, and says "
+                             "why: {error} (also tried on {uneven} other sizes that do not split, and "
+                             "{even} that do).", name=name, E=E, H=H, error=err,
+                             uneven=len(GUARD_SIZES["uneven"]), even=len(GUARD_SIZES["even"])))
 
 
 # ---- PyTorch's own layer -----------------------------------------------------------------
@@ -374,32 +393,34 @@ def check_mha_causal_mask(answer: Any) -> Feedback:
     hints = MHA_CAUSAL_MASK_HINTS
     L = MASK_LENGTH
     if answer is None:
-        return Feedback(False, f"Set `answer` to a ({L}, {L}) bool tensor for nn.MultiheadAttention's "
-                               "attn_mask (there, True means blocked).")
+        return Feedback(False, tr("Set `answer` to a ({L}, {L}) bool tensor for nn.MultiheadAttention's "
+                                  "attn_mask (there, True means blocked).", L=L))
     if not isinstance(answer, torch.Tensor):
-        return Feedback(False, f"`answer` should be a torch.Tensor, got {type(answer).__name__}.")
+        return Feedback(False, tr("`answer` should be a torch.Tensor, got {kind}.", kind=type(answer).__name__))
     if answer.dtype != torch.bool and not answer.dtype.is_floating_point:
-        return Feedback(False, f"`answer` should have dtype torch.bool (True = blocked), got "
-                               f"{answer.dtype}. (A float mask works too: it is added to the "
-                               "scores, 0 where allowed and -inf where blocked.)")
+        return Feedback(False, tr("`answer` should have dtype torch.bool (True = blocked), got {dtype}. "
+                                  "(A float mask works too: it is added to the scores, 0 where allowed "
+                                  "and -inf where blocked.)", dtype=answer.dtype))
     if tuple(answer.shape) != (L, L):
-        return Feedback(False, f"`answer` should have shape ({L}, {L}) (queries, keys), "
-                               f"got {tuple(answer.shape)}.")
+        return Feedback(False, tr("`answer` should have shape ({L}, {L}) (queries, keys), got {got}.",
+                                  L=L, got=tuple(answer.shape)))
     is_float = answer.dtype.is_floating_point
     if is_float:
         values = set(answer.unique().tolist())
         if values <= {0.0, 1.0}:
             return hints.wrong(
-                "float 1/0", "A float attn_mask is *added* to the scores, not read as allowed or "
-                "blocked: a mask of 0s and 1s only shifts some scores by 1, and blocks nothing.",
-                where="what a float attn_mask must hold where a key is blocked (or use a bool "
-                      "mask, True = blocked)")
+                "float 1/0", tr("A float attn_mask is *added* to the scores, not read as allowed or "
+                                "blocked: a mask of 0s and 1s only shifts some scores by 1, and blocks "
+                                "nothing."),
+                where=tr("what a float attn_mask must hold where a key is blocked (or use a bool "
+                         "mask, True = blocked)"))
         if not values <= {0.0, float("-inf")}:
             return hints.wrong(
-                "float values", "A float attn_mask is *added* to the scores: it blocks a key "
-                "exactly only where it holds -inf, and leaves it alone where it holds 0. Yours "
-                f"holds other values too: {sorted(v for v in values if v not in (0.0, float('-inf')))}.",
-                where="the values of your mask: 0 for allowed, -inf for blocked")
+                "float values", tr("A float attn_mask is *added* to the scores: it blocks a key exactly "
+                                   "only where it holds -inf, and leaves it alone where it holds 0. Yours "
+                                   "holds other values too: {others}.",
+                                   others=sorted(v for v in values if v not in (0.0, float("-inf")))),
+                where=tr("the values of your mask: 0 for allowed, -inf for blocked"))
         blocked = answer == float("-inf")  # what the float mask blocks, as a bool mask
     else:
         blocked = answer
@@ -407,28 +428,28 @@ def check_mha_causal_mask(answer: Any) -> Feedback:
     expected = to_torch_mha_mask(allowed)
     if torch.equal(blocked, expected):
         if is_float:
-            return Feedback(True, "Future keys (above the diagonal) get -inf added to their "
-                                  "scores, the rest 0: every query may see itself and the past. "
-                                  "It is the mask nn.Transformer.generate_square_subsequent_mask "
-                                  "makes, and it gives the same attention as the bool one.")
-        return Feedback(True, "Future keys (above the diagonal) are True = blocked; every query may "
-                              "see itself and the past.")
+            return Feedback(True, tr("Future keys (above the diagonal) get -inf added to their "
+                                     "scores, the rest 0: every query may see itself and the past. "
+                                     "It is the mask nn.Transformer.generate_square_subsequent_mask "
+                                     "makes, and it gives the same attention as the bool one."))
+        return Feedback(True, tr("Future keys (above the diagonal) are True = blocked; every query may "
+                                 "see itself and the past."))
     if torch.equal(blocked, allowed):
         if is_float:
-            return hints.wrong("flipped", "Your -inf entries are where a query may attend: "
-                               "added to the scores, -inf blocks.",
-                               where="which keys a query must not see")
-        return hints.wrong("flipped", "This is the convention of attn and of SDPA (True = may "
-                           "attend). nn.MultiheadAttention reads True as *blocked*.",
-                           where="which of the two bool values blocks")
+            return hints.wrong("flipped", tr("Your -inf entries are where a query may attend: "
+                                             "added to the scores, -inf blocks."),
+                               where=tr("which keys a query must not see"))
+        return hints.wrong("flipped", tr("This is the convention of attn and of SDPA (True = may "
+                                         "attend). nn.MultiheadAttention reads True as *blocked*."),
+                           where=tr("which of the two bool values blocks"))
     if torch.equal(blocked, ~torch.ones(L, L, dtype=torch.bool).tril(-1)):
-        return hints.wrong("diagonal", "A query may always attend to itself: the diagonal must be "
-                           "allowed.", where="the diagonal of your mask")
+        return hints.wrong("diagonal", tr("A query may always attend to itself: the diagonal must be "
+                                          "allowed."), where=tr("the diagonal of your mask"))
     if torch.equal(blocked, torch.ones(L, L, dtype=torch.bool).tril(-1)):
-        return hints.wrong("past", "This blocks the past and lets each query see the future.",
-                           where="which side of the diagonal is blocked")
-    return hints.wrong("other", "Go row by row: query i may see keys 0..i, and must not see i+1 "
-                       "and later.", where="one row at a time, query i")
+        return hints.wrong("past", tr("This blocks the past and lets each query see the future."),
+                           where=tr("which side of the diagonal is blocked"))
+    return hints.wrong("other", tr("Go row by row: query i may see keys 0..i, and must not see i+1 "
+                                   "and later."), where=tr("one row at a time, query i"))
 
 
 def _expected_shapes() -> dict[str, tuple[int, ...]]:
@@ -456,24 +477,25 @@ def check_weight_shapes(answer: Any) -> Feedback:
     ``nn.MultiheadAttention`` returns for ``SHAPES_SETUP`` by default and with
     ``average_attn_weights=False``."""
     if not isinstance(answer, dict) or set(answer) != {"averaged", "per_head"}:
-        return Feedback(False, 'Set `answer` to a dict {"averaged": (...), "per_head": (...)} of two '
-                               "shapes (tuples of ints).")
+        return Feedback(False, tr('Set `answer` to a dict {"averaged": (...), "per_head": (...)} of two '
+                                  'shapes (tuples of ints).'))
     got = {name: _as_shape(answer[name]) for name in ("averaged", "per_head")}
     for name, shape in got.items():
         if shape is None:
-            return Feedback(False, f'answer["{name}"] should be a tuple of ints, got {answer[name]!r}.')
+            return Feedback(False, tr('answer["{key}"] should be a tuple of ints, got {value!r}.',
+                                      key=name, value=answer[name]))
     expected = _expected_shapes()
     if got == expected:
-        return Feedback(True, "By default the heads are averaged into one map per batch item; "
-                              "average_attn_weights=False keeps one map per head.")
+        return Feedback(True, tr("By default the heads are averaged into one map per batch item; "
+                                 "average_attn_weights=False keeps one map per head."))
     if got["averaged"] == expected["per_head"]:
-        return Feedback(False, "Your averaged shape still has a heads dimension: the default "
-                               "(average_attn_weights=True) takes the mean over the heads.")
+        return Feedback(False, tr("Your averaged shape still has a heads dimension: the default "
+                                  "(average_attn_weights=True) takes the mean over the heads."))
     if got["averaged"] != expected["averaged"]:
-        return Feedback(False, "The averaged weights have one (L, S) map per batch item; with "
-                               "batch_first=True the batch comes first.")
-    return Feedback(False, "The per-head weights have one (L, S) map per batch item and per head, "
-                           "heads before the two sequence dimensions.")
+        return Feedback(False, tr("The averaged weights have one (L, S) map per batch item; with "
+                                  "batch_first=True the batch comes first."))
+    return Feedback(False, tr("The per-head weights have one (L, S) map per batch item and per head, "
+                              "heads before the two sequence dimensions."))
 
 
 def _outcome(row: torch.Tensor) -> str:
@@ -491,12 +513,12 @@ def check_fully_masked_row(answer: Any) -> Feedback:
     weights of a query whose every key is blocked become under each fill."""
     fills = ("-inf", "-1e9", "package")
     if not isinstance(answer, dict) or set(answer) != set(fills):
-        return Feedback(False, 'Set `answer` to a dict with the keys "-inf", "-1e9" and "package", '
-                               f"each one of {OUTCOMES}.")
+        return Feedback(False, tr('Set `answer` to a dict with the keys "-inf", "-1e9" and "package", '
+                                  'each one of {outcomes}.', outcomes=OUTCOMES))
     for fill in fills:
         if not isinstance(answer[fill], str) or answer[fill].strip().lower() not in OUTCOMES:
-            return Feedback(False, f'answer["{fill}"] should be one of {OUTCOMES}, '
-                                   f"got {answer[fill]!r}.")
+            return Feedback(False, tr('answer["{key}"] should be one of {outcomes}, got {value!r}.',
+                                      key=fill, outcomes=OUTCOMES, value=answer[fill]))
     scores = torch.tensor([[0.3, -1.2, 2.0, 0.5]], dtype=torch.float64)  # (1, 4)
     mask = torch.zeros(1, 4, dtype=torch.bool)  # every key blocked
     expected = {
@@ -506,11 +528,12 @@ def check_fully_masked_row(answer: Any) -> Feedback:
     }
     wrong = [f for f in fills if answer[f].strip().lower() != expected[f]]
     if not wrong:
-        return Feedback(True, "Only the package's choice leaves such a row harmless: it reads nothing.")
+        return Feedback(True, tr("Only the package's choice leaves such a row harmless: it reads nothing."))
     hints = {
-        "-inf": "-inf: every entry is exp(-inf) = 0, and softmax divides by their sum.",
-        "-1e9": "-1e9: every score of the row is the same number; what does softmax do with "
-                "equal scores?",
-        "package": "package: read the docstring of attn.masked_softmax.",
+        "-inf": mark("-inf: every entry is exp(-inf) = 0, and softmax divides by their sum."),
+        "-1e9": mark("-1e9: every score of the row is the same number; what does softmax do with "
+                     "equal scores?"),
+        "package": mark("package: read the docstring of attn.masked_softmax."),
     }
-    return Feedback(False, f"{len(wrong)} of 3 not right yet. " + " ".join(hints[f] for f in wrong))
+    return Feedback(False, sentences([tr("{wrong} of 3 not right yet.", wrong=len(wrong)),
+                                      *(tr(hints[f]) for f in wrong)]))

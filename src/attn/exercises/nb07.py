@@ -12,6 +12,7 @@ from typing import Any, Iterator
 import torch
 
 from ..blockwise import OnlineSoftmax, causal_blocks
+from ..language import mark, tr
 from ._base import Feedback, Hints, as_whole_number, softmax_switched_off
 
 __all__ = [
@@ -30,21 +31,22 @@ CAUSAL_L, CAUSAL_QUERY_BLOCK, CAUSAL_KEY_BLOCK = 1024, 256, 128
 def check_weights_bytes(answer: Any) -> Feedback:
     """Exercise 1: bytes of the (B, H, L, L) float32 weights, B=WEIGHTS_B, H=WEIGHTS_H, L=WEIGHTS_L."""
     if answer is None:
-        return Feedback(False, "Replace None with a number of bytes.")
+        return Feedback(False, tr("Replace None with a number of bytes."))
     n = as_whole_number("answer", answer)
     if isinstance(n, Feedback):
         return n
     B, H, L = WEIGHTS_B, WEIGHTS_H, WEIGHTS_L
     expected = B * H * L * L * 4
     if n == expected:
-        return Feedback(True, f"That is {expected / 2**30:.1f} GiB for the weights of one layer alone.")
+        return Feedback(True, tr("That is {gib:.1f} GiB for the weights of one layer alone.",
+                                 gib=expected / 2**30))
     if n == expected // 4:
-        return Feedback(False, "That counts entries; each float32 entry takes 4 bytes.")
+        return Feedback(False, tr("That counts entries; each float32 entry takes 4 bytes."))
     if n in (L * L * 4, H * L * L * 4, B * L * L * 4, L * L):
-        return Feedback(False, "There is one L x L matrix per head and per sequence in the batch.")
+        return Feedback(False, tr("There is one L x L matrix per head and per sequence in the batch."))
     if n in (B * H * L * 4, B * H * L * L * 8, B * H * L * L * 2):
-        return Feedback(False, "Count L x L entries per matrix, at 4 bytes each (float32).")
-    return Feedback(False, "Multiply: sequences x heads x queries x keys x bytes per float32.")
+        return Feedback(False, tr("Count L x L entries per matrix, at 4 bytes each (float32)."))
+    return Feedback(False, tr("Multiply: sequences x heads x queries x keys x bytes per float32."))
 
 
 def _cases() -> list[tuple[torch.Tensor, int]]:
@@ -131,13 +133,13 @@ def _blocks(scores: torch.Tensor, block_size: int) -> list[torch.Tensor]:
 def _run(fn: Any, blocks: Any) -> Any:
     """Run the learner's function with every library softmax off; an exception becomes a Feedback."""
     try:
-        with softmax_switched_off("the online softmax builds the weights itself: no library softmax"):
+        with softmax_switched_off(tr("the online softmax builds the weights itself: no library softmax")):
             return fn(blocks)
     except NotImplementedError:
-        return Feedback(False, "Not implemented yet: write the body of online_softmax(blocks) in "
-                               "place of the `raise NotImplementedError` line.")
+        return Feedback(False, tr("Not implemented yet: write the body of online_softmax(blocks) in "
+                                  "place of the `raise NotImplementedError` line."))
     except Exception as e:  # the learner's code: report, do not raise
-        return Feedback(False, f"Your function raised {type(e).__name__}: {e}")
+        return Feedback(False, tr("Your function raised {error}: {message}", error=type(e).__name__, message=e))
 
 
 def _as_pair(got: Any) -> tuple[float, float] | Feedback:
@@ -146,8 +148,8 @@ def _as_pair(got: Any) -> tuple[float, float] | Feedback:
         m, l = got
         return float(m), float(l)
     except (TypeError, ValueError, RuntimeError):
-        return Feedback(False, "Return two numbers, (m, l): the running maximum and the running sum "
-                               f"after the last block; got {type(got).__name__}.")
+        return Feedback(False, tr("Return two numbers, (m, l): the running maximum and the running sum "
+                                  "after the last block; got {kind}.", kind=type(got).__name__))
 
 
 def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -180,9 +182,10 @@ def check_online_softmax(fn: Any) -> Feedback:
     """
     hints = ONLINE_SOFTMAX_HINTS
     if fn is None:
-        return Feedback(False, "Replace None with your function online_softmax(blocks).")
+        return Feedback(False, tr("Replace None with your function online_softmax(blocks)."))
     if not callable(fn):
-        return Feedback(False, f"answer should be a function online_softmax(blocks), got {type(fn).__name__}.")
+        return Feedback(False, tr("answer should be a function online_softmax(blocks), got {kind}.",
+                                  kind=type(fn).__name__))
     for scores, b in _cases():
         stream = BlockStream(scores, b)
         got = _run(fn, stream)
@@ -200,55 +203,59 @@ def check_online_softmax(fn: Any) -> Feedback:
             if not isinstance(again, Feedback) and not isinstance(_as_pair(again), Feedback) \
                     and _same(_as_pair(again), want):
                 return hints.wrong(
-                    "two_pass", "Right only when the blocks can be kept and read again: your function goes "
-                    "over the scores twice (a two-pass softmax: the maximum first, then the sum), and a "
-                    "stream hands out each block once, overwritten when the next one arrives.",
-                    where="what you must keep from each block so that one pass is enough: two numbers")
+                    "two_pass", tr("Right only when the blocks can be kept and read again: your function "
+                                   "goes over the scores twice (a two-pass softmax: the maximum first, then "
+                                   "the sum), and a stream hands out each block once, overwritten when the "
+                                   "next one arrives."),
+                    where=tr("what you must keep from each block so that one pass is enough: two numbers"))
         if any(math.isnan(x) for x in pair):
             return hints.wrong(
-                "nan", "Your (m, l) is NaN, even on blocks that are never overwritten: inf * 0 or "
-                "-inf - (-inf) somewhere (m starts at -inf).",
-                where="the first block, when m is still -inf and l is 0")
+                "nan", tr("Your (m, l) is NaN, even on blocks that are never overwritten: inf * 0 or "
+                          "-inf - (-inf) somewhere (m starts at -inf)."),
+                where=tr("the first block, when m is still -inf and l is 0"))
         if stream.handed_out < -(-S // b):
-            return hints.wrong("stopped", f"Your function stopped reading after {stream.handed_out} of the "
-                               f"{-(-S // b)} blocks.", where="the loop over the blocks")
+            return hints.wrong("stopped", tr("Your function stopped reading after {read} of the {blocks} "
+                                             "blocks.", read=stream.handed_out, blocks=-(-S // b)),
+                               where=tr("the loop over the blocks"))
         if any(math.isinf(x) for x in pair):
             return hints.wrong(
-                "no_shift", "Your l is inf on scores near 1000: exp(1000) overflows float64.",
-                where="what is subtracted from the scores inside exp")
+                "no_shift", tr("Your l is inf on scores near 1000: exp(1000) overflows float64."),
+                where=tr("what is subtracted from the scores inside exp"))
         if not math.isclose(pair[0], want[0], rel_tol=1e-12):
             if math.isclose(pair[0], _state(scores, b, "block_max")[0], rel_tol=1e-12):
                 return hints.wrong(
-                    "block_max", "Your m is the last block's maximum, not the row's: it goes down when a "
-                    "later block has smaller scores.",
-                    where="how the new m is made from the old m and the block")
-            return hints.wrong("m", f"For {S} scores in blocks of {b}, your m is not the largest score.",
-                               where="the value m starts from, and how each block updates it")
+                    "block_max", tr("Your m is the last block's maximum, not the row's: it goes down "
+                                    "when a later block has smaller scores."),
+                    where=tr("how the new m is made from the old m and the block"))
+            return hints.wrong("m", tr("For {S} scores in blocks of {b}, your m is not the largest score.",
+                                       S=S, b=b),
+                               where=tr("the value m starts from, and how each block updates it"))
         for rule, symptom, where in (
-            ("no_rescale", "Right while the maximum stays in the first block, wrong when a later block "
-             "raises it: your l adds up sums taken against different maxima.",
-             "what must happen to the l you have when m grows"),
-            ("flipped", "Your l grows when the maximum rises, and it should shrink: the old sum is "
-             "rescaled the wrong way.", "the sign of the exponent that rescales l"),
-            ("last_block", "Your l holds only the last block's sum: the earlier blocks are forgotten.",
-             "the line that updates l: the old l must stay in it"),
-            ("no_shift", "Your l sums exp(s), not exp(s - m): it overflows to inf for scores near "
-             "1000 (exp(1000) overflows float64).", "what is subtracted from the scores inside exp"),
+            ("no_rescale", mark("Right while the maximum stays in the first block, wrong when a later block "
+                                "raises it: your l adds up sums taken against different maxima."),
+             mark("what must happen to the l you have when m grows")),
+            ("flipped", mark("Your l grows when the maximum rises, and it should shrink: the old sum is "
+                             "rescaled the wrong way."), mark("the sign of the exponent that rescales l")),
+            ("last_block", mark("Your l holds only the last block's sum: the earlier blocks are forgotten."),
+             mark("the line that updates l: the old l must stay in it")),
+            ("no_shift", mark("Your l sums exp(s), not exp(s - m): it overflows to inf for scores near "
+                              "1000 (exp(1000) overflows float64)."),
+             mark("what is subtracted from the scores inside exp")),
         ):
             if _same(pair, _state(scores, b, rule)):
-                return hints.wrong(rule, symptom, where=where)
-        return hints.wrong("other", f"For {S} scores in blocks of {b}, your m is right but l is not the sum "
-                           "of exp(s - m) over the row.",
-                           where="the update of l, block by block: after each block, l should be the sum "
-                                 "of exp(s - m) over the scores seen so far")
-    return Feedback(True, "Your (m, l) equals OnlineSoftmax's on every row and block size: one pass, two "
-                          "numbers kept, and exp(s - m) / l is the softmax.")
+                return hints.wrong(rule, tr(symptom), where=tr(where))
+        return hints.wrong("other", tr("For {S} scores in blocks of {b}, your m is right but l is not the sum "
+                                       "of exp(s - m) over the row.", S=S, b=b),
+                           where=tr("the update of l, block by block: after each block, l should be the sum "
+                                    "of exp(s - m) over the scores seen so far"))
+    return Feedback(True, tr("Your (m, l) equals OnlineSoftmax's on every row and block size: one pass, two "
+                             "numbers kept, and exp(s - m) / l is the softmax."))
 
 
 def check_causal_pairs(answer: Any) -> Feedback:
     """Exercise 3: (query block, key block) pairs of a causal pass over L = S = CAUSAL_L."""
     if answer is None:
-        return Feedback(False, "Replace None with a number of block pairs.")
+        return Feedback(False, tr("Replace None with a number of block pairs."))
     n = as_whole_number("answer", answer)
     if isinstance(n, Feedback):
         return n
@@ -256,12 +263,12 @@ def check_causal_pairs(answer: Any) -> Feedback:
     expected = causal_blocks(L, block_size=bk, query_block_size=bq)
     full = math.ceil(L / bq) * math.ceil(L / bk)
     if n == expected:
-        return Feedback(True, f"{full - expected} of the {full} pairs lie wholly above the diagonal "
-                              "and are never computed.")
+        return Feedback(True, tr("{skipped} of the {full} pairs lie wholly above the diagonal "
+                                 "and are never computed.", skipped=full - expected, full=full))
     if n == full:
-        return Feedback(False, "That is every pair: a key block whose first key comes after the query "
-                               "block's last query is skipped.")
+        return Feedback(False, tr("That is every pair: a key block whose first key comes after the query "
+                                  "block's last query is skipped."))
     if n == full // 2:
-        return Feedback(False, "Close, but the blocks on the diagonal are computed too (partly masked).")
-    return Feedback(False, "For each query block, count the key blocks that start before its last "
-                           "query + 1, then add them up.")
+        return Feedback(False, tr("Close, but the blocks on the diagonal are computed too (partly masked)."))
+    return Feedback(False, tr("For each query block, count the key blocks that start before its last "
+                              "query + 1, then add them up."))

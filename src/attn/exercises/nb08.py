@@ -11,6 +11,7 @@ import torch
 from ..pattern_scores import pattern_mask, pattern_score
 from ..trained.tasks import TASKS, held_out_batch
 from ..trained.tiny import load_run, load_trained
+from ..language import tr
 from ._base import Feedback, as_array, close
 
 __all__ = [
@@ -33,12 +34,14 @@ MYSTERY_TASKS: tuple[str, ...] = ("phrases", "reverse", "neighbours", "cls")
 
 def _bool_matrix(name: str, answer: Any, shape: tuple[int, int]) -> np.ndarray | Feedback:
     if answer is None:
-        return Feedback(False, f"{name} is still None: build a {shape[0]} x {shape[1]} bool matrix.")
+        return Feedback(False, tr("{name} is still None: build a {rows} x {cols} bool matrix.",
+                                  name=name, rows=shape[0], cols=shape[1]))
     arr = as_array(name, answer, shape)
     if isinstance(arr, Feedback):
         return arr
     if not np.isin(arr, (0.0, 1.0)).all():
-        return Feedback(False, f"{name} should hold only True/False (or 1/0), one per (query, key) cell.")
+        return Feedback(False, tr("{name} should hold only True/False (or 1/0), one per (query, key) cell.",
+                                  name=name))
     return arr.astype(bool)
 
 
@@ -50,19 +53,19 @@ def check_previous_token_mask(answer: Any) -> Feedback:
     i = np.arange(6)
     expected = i[None, :] == i[:, None] - 1
     if (arr == expected).all():
-        return Feedback(True, "one cell per row, just left of the diagonal; row 0 has no previous token.")
+        return Feedback(True, tr("one cell per row, just left of the diagonal; row 0 has no previous token."))
     if (arr == expected.T).all():
-        return Feedback(False, "that marks j = i + 1, the next token: rows are queries i, "
-                               "columns keys j.")
+        return Feedback(False, tr("that marks j = i + 1, the next token: rows are queries i, "
+                                  "columns keys j."))
     if arr.diagonal().any():
-        return Feedback(False, "some diagonal cells (j = i) are True: the previous token is one "
-                               "column to the left.")
+        return Feedback(False, tr("some diagonal cells (j = i) are True: the previous token is one "
+                                  "column to the left."))
     if arr[0].any():
-        return Feedback(False, "row 0 is the first token: it has no previous token, so its row stays False.")
+        return Feedback(False, tr("row 0 is the first token: it has no previous token, so its row stays False."))
     if arr.sum() != 5:
-        return Feedback(False, f"{int(arr.sum())} cells are True; a previous-token head has one per "
-                               "row, except row 0.")
-    return Feedback(False, "rows are queries i, columns keys j: mark (i, j) where j = i - 1.")
+        return Feedback(False, tr("{cells} cells are True; a previous-token head has one per "
+                                  "row, except row 0.", cells=int(arr.sum())))
+    return Feedback(False, tr("rows are queries i, columns keys j: mark (i, j) where j = i - 1."))
 
 
 def check_block_mask(answer: Any) -> Feedback:
@@ -73,13 +76,13 @@ def check_block_mask(answer: Any) -> Feedback:
         return arr
     expected = pattern_mask("block", L, segments=torch.tensor(EXERCISE_SEGMENTS)).numpy()
     if (arr == expected).all():
-        return Feedback(True, "four square blocks on the diagonal, one per phrase.")
+        return Feedback(True, tr("four square blocks on the diagonal, one per phrase."))
     if not (arr == arr.T).all():
-        return Feedback(False, "sharing a phrase is symmetric: your matrix is not equal to its transpose.")
+        return Feedback(False, tr("sharing a phrase is symmetric: your matrix is not equal to its transpose."))
     if not arr.diagonal().all():
-        return Feedback(False, "every token is in its own phrase: the diagonal should be all True.")
-    return Feedback(False, "a cell (i, j) is True exactly when tokens i and j have the same phrase "
-                           "number; broadcasting a column of numbers against a row gives all pairs.")
+        return Feedback(False, tr("every token is in its own phrase: the diagonal should be all True."))
+    return Feedback(False, tr("a cell (i, j) is True exactly when tokens i and j have the same phrase "
+                              "number; broadcasting a column of numbers against a row gives all pairs."))
 
 
 @lru_cache(maxsize=1)
@@ -101,19 +104,19 @@ def check_vertical_score(answer: Any) -> Feedback:
     w = _exercise_weights()
     H = w.shape[1]
     if answer is None:
-        return Feedback(False, f"answer is still None: compute one score per head, shape ({H},).")
+        return Feedback(False, tr("answer is still None: compute one score per head, shape ({H},).", H=H))
     arr = as_array("answer", answer, (H,))
     if isinstance(arr, Feedback):
         return arr
     expected = pattern_score(w, pattern_mask("vertical", w.shape[-1])).mean(0).numpy()  # (B, H) -> (H,)
     if close(arr, expected, atol=1e-4):
-        return Feedback(True, "the share of each head's attention that lands on the first token.")
+        return Feedback(True, tr("the share of each head's attention that lands on the first token."))
     if close(arr, w[..., 0].sum(-1).mean(0).numpy(), atol=1e-4):
-        return Feedback(False, "that is a sum over the rows: average over rows (and examples) instead.")
+        return Feedback(False, tr("that is a sum over the rows: average over rows (and examples) instead."))
     if (arr > 1 + 1e-6).any() or (arr < -1e-6).any():
-        return Feedback(False, "a score is a share of attention, between 0 and 1.")
-    return Feedback(False, "the vertical cells are column 0 of each map; average the weight there "
-                           "over examples and query rows, one number per head.")
+        return Feedback(False, tr("a score is a share of attention, between 0 and 1."))
+    return Feedback(False, tr("the vertical cells are column 0 of each map; average the weight there "
+                              "over examples and query rows, one number per head."))
 
 
 @lru_cache(maxsize=1)
@@ -140,16 +143,17 @@ def check_pattern_names(answer: Any) -> Feedback:
     'diagonal', 'anti-diagonal', 'vertical', 'block'."""
     allowed = ("diagonal", "anti-diagonal", "vertical", "block")
     if answer is None:
-        return Feedback(False, f"answer is still None: give four names from {list(allowed)}.")
+        return Feedback(False, tr("answer is still None: give four names from {names}.", names=list(allowed)))
     if isinstance(answer, str) or not hasattr(answer, "__len__") or len(answer) != 4:
-        return Feedback(False, "answer should be a list of four names, one per head A, B, C, D.")
+        return Feedback(False, tr("answer should be a list of four names, one per head A, B, C, D."))
     names = [str(a).strip().lower() for a in answer]
     unknown = [n for n in names if n not in allowed]
     if unknown:
-        return Feedback(False, f"{unknown} not among the pattern names {list(allowed)}.")
+        return Feedback(False, tr("{unknown} not among the pattern names {names}.",
+                                  unknown=unknown, names=list(allowed)))
     truth = _mystery()[1]
     right = sum(n == t for n, t in zip(names, truth))
     if right == 4:
-        return Feedback(True, "all four heads named.")
-    return Feedback(False, f"{right} of 4 right. Look for a line of cells from top-left down, one from "
-                           "top-right down, one bright column, or squares along the diagonal.")
+        return Feedback(True, tr("all four heads named."))
+    return Feedback(False, tr("{right} of 4 right. Look for a line of cells from top-left down, one from "
+                              "top-right down, one bright column, or squares along the diagonal.", right=right))

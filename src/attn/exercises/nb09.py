@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from ..positions import apply_rope, frequencies, sinusoidal
+from ..language import mark, tr
 from ._base import Feedback
 
 __all__ = ["check_sinusoidal", "check_rope"]
@@ -26,11 +27,12 @@ def _call(fn: Callable[..., Any], *args: Any) -> Tensor | Feedback:
     try:
         out = fn(*args)
     except NotImplementedError:
-        return Feedback(False, "Not implemented yet: replace the `raise NotImplementedError` line.")
+        return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
     except Exception as err:  # the learner's code raised: say what, not where
-        return Feedback(False, f"Your function raised {type(err).__name__}: {err}")
+        return Feedback(False, tr("Your function raised {error}: {message}",
+                                  error=type(err).__name__, message=err))
     if not isinstance(out, Tensor):
-        return Feedback(False, f"Return a torch.Tensor, got {type(out).__name__}.")
+        return Feedback(False, tr("Return a torch.Tensor, got {kind}.", kind=type(out).__name__))
     return out
 
 
@@ -47,15 +49,17 @@ def _sinusoidal_mistakes(length: int, d: int) -> dict[str, Tensor]:
         return torch.stack([even, odd], dim=-1).reshape(length, d)  # (L, d/2, 2) -> (L, d)
 
     return {
-        "sin and cos are swapped: the even features (2i) hold the sine, the odd ones (2i+1) the cosine":
+        mark("sin and cos are swapped: the even features (2i) hold the sine, the odd ones (2i+1) the "
+             "cosine"):
             interleave(torch.cos(right), torch.sin(right)),
-        "the exponent uses i where the formula has 2i: w_i = 10000^(-2i/d), with i counting pairs":
+        mark("the exponent uses i where the formula has 2i: w_i = 10000^(-2i/d), with i counting pairs"):
             interleave(torch.sin(p / 10000 ** (i / d)), torch.cos(p / 10000 ** (i / d))),
-        "the sines and cosines sit in two halves; the formula interleaves them (sin at 2i, cos at 2i+1)":
+        mark("the sines and cosines sit in two halves; the formula interleaves them (sin at 2i, cos at "
+             "2i+1)"):
             torch.cat([torch.sin(right), torch.cos(right)], dim=-1),
-        "positions start at 1; the first position is p = 0":
+        mark("positions start at 1; the first position is p = 0"):
             interleave(torch.sin((p + 1) / 10000 ** (2 * i / d)), torch.cos((p + 1) / 10000 ** (2 * i / d))),
-        "the angle is multiplied by the frequency's inverse: p / 10000^(2i/d) divides p by it":
+        mark("the angle is multiplied by the frequency's inverse: p / 10000^(2i/d) divides p by it"):
             interleave(torch.sin(p * 10000 ** (2 * i / d)), torch.cos(p * 10000 ** (2 * i / d))),
     }
 
@@ -63,22 +67,24 @@ def _sinusoidal_mistakes(length: int, d: int) -> dict[str, Tensor]:
 def check_sinusoidal(fn: Callable[[int, int], Tensor]) -> Feedback:
     """Exercise 1: ``fn(length, d_model)`` must equal ``attn.positions.sinusoidal``."""
     if not callable(fn):
-        return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
+        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
     for length, d in _SIZES:
         got = _call(fn, length, d)
         if isinstance(got, Feedback):
             return got
         if got.shape != (length, d):
-            return Feedback(False, f"For length={length}, d_model={d} the table should have shape "
-                                   f"({length}, {d}): one row per position; got {tuple(got.shape)}.")
+            return Feedback(False, tr("For length={length}, d_model={d} the table should have shape "
+                                      "({length}, {d}): one row per position; got {got}.",
+                                      length=length, d=d, got=tuple(got.shape)))
         if _same(got, sinusoidal(length, d)):
             continue
         for hint, wrong in _sinusoidal_mistakes(length, d).items():
             if _same(got, wrong):
-                return Feedback(False, f"Close: {hint}.")
-        return Feedback(False, f"For length={length}, d_model={d} some entries differ from "
-                               "sin(p / 10000^(2i/d)) at feature 2i and cos(...) at 2i+1.")
-    return Feedback(True, "Your codes match the Transformer's, at every size tried.")
+                return Feedback(False, tr("Close: {hint}.", hint=tr(hint)))
+        return Feedback(False, tr("For length={length}, d_model={d} some entries differ from "
+                                  "sin(p / 10000^(2i/d)) at feature 2i and cos(...) at 2i+1.",
+                                  length=length, d=d))
+    return Feedback(True, tr("Your codes match the Transformer's, at every size tried."))
 
 
 def _rope_mistakes(x: Tensor) -> dict[str, Tensor]:
@@ -97,20 +103,20 @@ def _rope_mistakes(x: Tensor) -> dict[str, Tensor]:
     wrong_freq = torch.stack([a * torch.cos(angle_w) - b * torch.sin(angle_w),
                               a * torch.sin(angle_w) + b * torch.cos(angle_w)], dim=-1).flatten(-2)
     return {
-        "each pair turns the wrong way: (a, b) rotated by t is (a cos t - b sin t, a sin t + b cos t)":
+        mark("each pair turns the wrong way: (a, b) rotated by t is (a cos t - b sin t, a sin t + b cos t)"):
             backwards,
-        "you paired feature i with feature i + E/2 (the 'two halves' layout of some libraries); this "
-        "course pairs neighbours (2i, 2i+1)": rot_halves,
-        "positions start at 1; the first row is position 0 and is not rotated":
+        mark("you paired feature i with feature i + E/2 (the 'two halves' layout of some libraries); this "
+             "course pairs neighbours (2i, 2i+1)"): rot_halves,
+        mark("positions start at 1; the first row is position 0 and is not rotated"):
             apply_rope(x, torch.arange(1, L + 1)),
-        "the frequencies use i where the formula has 2i: w_i = base^(-2i/E)": wrong_freq,
+        mark("the frequencies use i where the formula has 2i: w_i = base^(-2i/E)"): wrong_freq,
     }
 
 
 def check_rope(fn: Callable[[Tensor], Tensor]) -> Feedback:
     """Exercise 2: ``fn(x)`` for x of shape (L, E) must equal ``attn.positions.apply_rope(x)``."""
     if not callable(fn):
-        return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
+        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
     g = torch.Generator().manual_seed(9)
     for L, E in ((5, 4), (9, 8)):
         x = torch.randn(L, E, dtype=torch.float64, generator=g)
@@ -119,18 +125,18 @@ def check_rope(fn: Callable[[Tensor], Tensor]) -> Feedback:
         if isinstance(got, Feedback):
             return got
         if not torch.equal(x, x_before):
-            return Feedback(False, "Your function changed its input x in place; build a new tensor.")
+            return Feedback(False, tr("Your function changed its input x in place; build a new tensor."))
         if got.shape != x.shape:
-            return Feedback(False, f"The output should have the input's shape {tuple(x.shape)}, "
-                                   f"got {tuple(got.shape)}.")
+            return Feedback(False, tr("The output should have the input's shape {shape}, got {got}.",
+                                      shape=tuple(x.shape), got=tuple(got.shape)))
         if _same(got, apply_rope(x)):
             continue
         for hint, wrong in _rope_mistakes(x).items():
             if _same(got, wrong):
-                return Feedback(False, f"Close: {hint}.")
+                return Feedback(False, tr("Close: {hint}.", hint=tr(hint)))
         if torch.allclose(got.pow(2).sum(-1), x.pow(2).sum(-1), atol=1e-9):
-            return Feedback(False, "Every row keeps its length, as a rotation should, but the angles "
-                                   "differ from p * base^(-2i/E) for pair i at position p.")
-        return Feedback(False, "A rotation keeps the length of every pair; yours changes it. Check "
-                               "the cos and sin terms of both new coordinates.")
-    return Feedback(True, "Your rotation matches attn.positions.apply_rope.")
+            return Feedback(False, tr("Every row keeps its length, as a rotation should, but the angles "
+                                      "differ from p * base^(-2i/E) for pair i at position p."))
+        return Feedback(False, tr("A rotation keeps the length of every pair; yours changes it. Check "
+                                  "the cos and sin terms of both new coordinates."))
+    return Feedback(True, tr("Your rotation matches attn.positions.apply_rope."))

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask
+from ..language import mark, tr
 from ._base import Feedback, Hints, as_whole_number
 
 __all__ = [
@@ -27,21 +28,22 @@ LAYERS, D_MODEL, BATCH, TOKENS = 32, 4096, 8, 4096
 
 def check_cache_bytes(answer: Any) -> Feedback:
     """Exercise 1: 2 (key and value) x layers x sequences x tokens x d_model x 2 bytes."""
-    answer = as_whole_number("a number of bytes", answer)
+    answer = as_whole_number(tr("a number of bytes"), answer)
     if isinstance(answer, Feedback):
         return answer
     numbers = 2 * LAYERS * BATCH * TOKENS * D_MODEL  # a key and a value per layer, sequence, token
     if answer == 2 * numbers:
-        return Feedback(True, f"That is {2 * numbers / 2**30:.0f} GiB: more than the weights of many models.")
+        return Feedback(True, tr("That is {gib:.0f} GiB: more than the weights of many models.",
+                                 gib=2 * numbers / 2**30))
     if answer == numbers:
-        return Feedback(False, "That is half: either it counts numbers (each float16 takes 2 bytes) or only "
-                               "the keys (the cache holds a value for every position too).")
+        return Feedback(False, tr("That is half: either it counts numbers (each float16 takes 2 bytes) or only "
+                                  "the keys (the cache holds a value for every position too)."))
     if answer in (2 * 2 * LAYERS * TOKENS * D_MODEL, 2 * 2 * BATCH * TOKENS * D_MODEL,
                   2 * 2 * LAYERS * BATCH * D_MODEL):
-        return Feedback(False, "Multiply over every layer, every sequence and every token.")
+        return Feedback(False, tr("Multiply over every layer, every sequence and every token."))
     if answer == 4 * numbers:
-        return Feedback(False, "float16 takes 2 bytes a number, not 4.")
-    return Feedback(False, "Count: (key and value) x layers x sequences x tokens x d_model, then bytes.")
+        return Feedback(False, tr("float16 takes 2 bytes a number, not 4."))
+    return Feedback(False, tr("Count: (key and value) x layers x sequences x tokens x d_model, then bytes."))
 
 
 def _reference(x: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) -> Tensor:
@@ -59,19 +61,22 @@ def _steps(fn: Callable[..., Any], x: Tensor, W: tuple[Tensor, Tensor, Tensor]) 
         try:
             got = fn(x[t : t + 1].clone(), keys, values, *W)
         except NotImplementedError:
-            return Feedback(False, "Not implemented yet: replace the `raise NotImplementedError` line.")
+            return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
         except Exception as err:  # the learner's code raised: say what, not where
-            return Feedback(False, f"At step {t}, your function raised {type(err).__name__}: {err}")
+            return Feedback(False, tr("At step {t}, your function raised {error}: {message}",
+                                      t=t, error=type(err).__name__, message=err))
         if not (isinstance(got, tuple) and len(got) == 3):
-            return Feedback(False, "Return three things: (output, keys, values).")
+            return Feedback(False, tr("Return three things: (output, keys, values)."))
         out, keys, values = got
         if not all(isinstance(t_, Tensor) for t_ in got):
-            return Feedback(False, "output, keys and values should all be tensors.")
+            return Feedback(False, tr("output, keys and values should all be tensors."))
         if out.shape != (1, E):
-            return Feedback(False, f"The output of one step is (1, E) = (1, {E}), got {tuple(out.shape)}.")
+            return Feedback(False, tr("The output of one step is (1, E) = (1, {E}), got {got}.",
+                                      E=E, got=tuple(out.shape)))
         if keys.shape != (t + 1, E) or values.shape != (t + 1, E):
-            return Feedback(False, f"After step {t} the caches should hold {t + 1} positions: (T + 1, E) = "
-                                   f"({t + 1}, {E}); got keys {tuple(keys.shape)}, values {tuple(values.shape)}.")
+            return Feedback(False, tr("After step {t} the caches should hold {held} positions: (T + 1, E) = "
+                                      "({held}, {E}); got keys {keys}, values {values}.", t=t, held=t + 1,
+                                      E=E, keys=tuple(keys.shape), values=tuple(values.shape)))
         rows.append(out)
     return torch.cat(rows)
 
@@ -92,7 +97,7 @@ def check_cached_step(fn: Callable[..., Any]) -> Feedback:
     """
     hints = CACHED_STEP_HINTS
     if not callable(fn):
-        return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
+        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
     g = torch.Generator().manual_seed(10)
     T, E = 8, 4
     x = torch.randn(T, E, dtype=torch.float64, generator=g)
@@ -102,30 +107,31 @@ def check_cached_step(fn: Callable[..., Any]) -> Feedback:
         return got
     want = _reference(x, *W)
     if torch.allclose(got, want, atol=1e-9):
-        return Feedback(True, "Your 8 cached steps equal the full causal pass.")
+        return Feedback(True, tr("Your 8 cached steps equal the full causal pass."))
     q, k, v = x @ W[0], x @ W[1], x @ W[2]  # (T, E) each
 
     def attend(t: int, upto: int, divide: float, over: Tensor) -> Tensor:
         """Query t against keys 0..upto-1, scores divided by ``divide``, summing ``over``."""
         return torch.softmax(q[t:t + 1] @ k[:upto].T / divide, -1) @ over[:upto]  # (1, E)
 
-    slips = [
+    slips = [  # (mistake, the outputs it gives, symptom, where to look)
         ("before", torch.cat([attend(t, t, math.sqrt(E), v) for t in range(T)]),
-         "Your first step returns zeros, and at every step the new position's output leaves out the "
-         "new position itself: it is the output of the positions before it only.",
-         "what the cache holds at the moment the new query is compared with it"),
+         mark("Your first step returns zeros, and at every step the new position's output leaves out the "
+              "new position itself: it is the output of the positions before it only."),
+         mark("what the cache holds at the moment the new query is compared with it")),
         ("unscaled", torch.cat([attend(t, t + 1, 1.0, v) for t in range(T)]),
-         "Your weights are sharper than the full pass's: your steps equal a pass whose scores are "
-         "sqrt(d_k) times too large.", "what the scores are divided by"),
+         mark("Your weights are sharper than the full pass's: your steps equal a pass whose scores are "
+              "sqrt(d_k) times too large."), mark("what the scores are divided by")),
         ("by_dk", torch.cat([attend(t, t + 1, E, v) for t in range(T)]),
-         "Your weights are flatter than the full pass's: your steps equal a pass whose scores are "
-         "sqrt(d_k) times too small.", "what the scores are divided by"),
+         mark("Your weights are flatter than the full pass's: your steps equal a pass whose scores are "
+              "sqrt(d_k) times too small."), mark("what the scores are divided by")),
         ("keys_as_values", torch.cat([attend(t, t + 1, math.sqrt(E), k) for t in range(T)]),
-         "Your outputs are weighted sums of the keys.", "which cache the weights multiply"),
+         mark("Your outputs are weighted sums of the keys."), mark("which cache the weights multiply")),
     ]
     for mistake, wrong, symptom, where in slips:
         if torch.allclose(got, wrong, atol=1e-9):
-            return hints.wrong(mistake, symptom, where=where)
-    return hints.wrong("other", "The steps differ from the full causal pass, and not by one of the "
-                       "usual slips.", where="step t against row t of the full pass: the query of "
-                       "the new position, its scores against every cached key, the softmax, the values")
+            return hints.wrong(mistake, tr(symptom), where=tr(where))
+    return hints.wrong("other", tr("The steps differ from the full causal pass, and not by one of the "
+                                   "usual slips."),
+                       where=tr("step t against row t of the full pass: the query of the new position, "
+                                "its scores against every cached key, the softmax, the values"))

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
+from ..language import mark, tr
 from ._base import Feedback, Hints, as_whole_number
 
 __all__ = [
@@ -30,9 +31,10 @@ def _run(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return fn(*args)
     except NotImplementedError:
-        return Feedback(False, "Not implemented yet: replace the `raise NotImplementedError` line.")
+        return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
     except Exception as err:  # the learner's code raised: say what, not where
-        return Feedback(False, f"Your function raised {type(err).__name__}: {err}")
+        return Feedback(False, tr("Your function raised {error}: {message}",
+                                  error=type(err).__name__, message=err))
 
 
 def _close(a: object, b: Tensor) -> bool:
@@ -55,7 +57,7 @@ def check_softmax_backward(fn: Callable[[Tensor, Tensor], Tensor]) -> Feedback:
     """
     hints = SOFTMAX_BACKWARD_HINTS
     if not callable(fn):
-        return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
+        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
     g = torch.Generator().manual_seed(11)
     s = torch.randn(4, 6, dtype=torch.float64, generator=g, requires_grad=True)
     w = torch.softmax(s, dim=-1)
@@ -66,38 +68,39 @@ def check_softmax_backward(fn: Callable[[Tensor, Tensor], Tensor]) -> Feedback:
     if isinstance(got, Feedback):
         return got
     if not isinstance(got, Tensor):
-        return Feedback(False, f"Return a torch.Tensor, got {type(got).__name__}.")
+        return Feedback(False, tr("Return a torch.Tensor, got {kind}.", kind=type(got).__name__))
     if got.shape != w.shape:
-        return Feedback(False, f"The gradient has the shape of the scores {tuple(w.shape)}, got {tuple(got.shape)}.")
+        return Feedback(False, tr("The gradient has the shape of the scores {shape}, got {got}.",
+                                  shape=tuple(w.shape), got=tuple(got.shape)))
     if _close(got, want):
-        return Feedback(True, "Your softmax backward equals autograd's on every row, and each row of it "
-                              "sums to 0.")
+        return Feedback(True, tr("Your softmax backward equals autograd's on every row, and each row of it "
+                                 "sums to 0."))
     row_sum = (dw * w).sum(-1, keepdim=True)
-    mistakes = [
+    mistakes = [  # (mistake, the gradient it gives, symptom, where to look)
         ("second_term", w * dw,
-         "Your rows do not sum to 0, though every row of the true gradient does (adding one number to "
-         "all the scores of a row leaves its softmax unchanged). Yours would be right if each weight "
-         "depended on its own score alone.",
-         "the product rule: through the normalising sum, one score moves every weight of its row"),
+         mark("Your rows do not sum to 0, though every row of the true gradient does (adding one number to "
+              "all the scores of a row leaves its softmax unchanged). Yours would be right if each weight "
+              "depended on its own score alone."),
+         mark("the product rule: through the normalising sum, one score moves every weight of its row")),
         ("wrong_dim", w * (dw - (dw * w).sum(0, keepdim=True)),
-         "Your gradient for one row depends on the other rows' dw, though each row is its own softmax.",
-         "the dim your sum runs over"),
+         mark("Your gradient for one row depends on the other rows' dw, though each row is its own softmax."),
+         mark("the dim your sum runs over")),
         ("no_w", dw - row_sum,
-         "Your gradient is not proportional to the weights: a key with a weight near 0 gets as large a "
-         "gradient as any other, though a weight near 0 hardly moves.",
-         "what multiplies the whole bracket"),
+         mark("Your gradient is not proportional to the weights: a key with a weight near 0 gets as large a "
+              "gradient as any other, though a weight near 0 hardly moves."),
+         mark("what multiplies the whole bracket")),
         ("dw_only", w * (dw - dw.sum(-1, keepdim=True)),
-         "Your subtracted term does not change when the weights change and dw stays the same.",
-         "what is summed along each row"),
-        ("sign", -want, "Your gradient is exactly the negative of the right one.",
-         "the order of the two terms in the bracket"),
+         mark("Your subtracted term does not change when the weights change and dw stays the same."),
+         mark("what is summed along each row")),
+        ("sign", -want, mark("Your gradient is exactly the negative of the right one."),
+         mark("the order of the two terms in the bracket")),
     ]
     for mistake, wrong, symptom, where in mistakes:
         if _close(got, wrong):
-            return hints.wrong(mistake, symptom, where=where)
-    return hints.wrong("other", "Some entries differ from autograd's, and not by one of the usual slips.",
-                       where="dS_k = sum_j dw_j * dw_j/ds_k, with dw_j/ds_k = w_j (1[j = k] - w_k): "
-                             "write the terms j = k and j != k apart")
+            return hints.wrong(mistake, tr(symptom), where=tr(where))
+    return hints.wrong("other", tr("Some entries differ from autograd's, and not by one of the usual slips."),
+                       where=tr("dS_k = sum_j dw_j * dw_j/ds_k, with dw_j/ds_k = w_j (1[j = k] - w_k): "
+                                "write the terms j = k and j != k apart"))
 
 
 def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Tensor, Tensor]]) -> Feedback:
@@ -108,7 +111,7 @@ def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Ten
     """
     hints = SCORE_BACKWARD_HINTS
     if not callable(fn):
-        return Feedback(False, f"Pass your function itself, got {type(fn).__name__}.")
+        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
     g = torch.Generator().manual_seed(12)
     L, S, E, scale = 3, 5, 4, 0.5
     Q = torch.randn(L, E, dtype=torch.float64, generator=g, requires_grad=True)
@@ -120,39 +123,40 @@ def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Ten
     if isinstance(got, Feedback):
         return got
     if not (isinstance(got, tuple) and len(got) == 2):
-        return Feedback(False, "Return a pair (dQ, dK).")
+        return Feedback(False, tr("Return a pair (dQ, dK)."))
     dq, dk = got
     if _close(dq, want_q) and _close(dk, want_k):
-        return Feedback(True, "dQ and dK equal autograd's.")
+        return Feedback(True, tr("dQ and dK equal autograd's."))
     if _close(dq, want_q / scale) or _close(dk, want_k / scale):
-        return hints.wrong("scale", f"Close: your gradients are 1/scale = {1 / scale:g} times the right ones.",
-                           where="what the factor scale in S = scale * Q K^T does to each derivative")
+        return hints.wrong("scale", tr("Close: your gradients are 1/scale = {factor:g} times the right ones.",
+                                       factor=1 / scale),
+                           where=tr("what the factor scale in S = scale * Q K^T does to each derivative"))
     if _close(dq, want_k) and _close(dk, want_q):
-        return hints.wrong("swapped", "Close: your dQ holds dK's numbers and your dK holds dQ's.",
-                           where="which of Q and K each gradient must have the shape of")
+        return hints.wrong("swapped", tr("Close: your dQ holds dK's numbers and your dK holds dQ's."),
+                           where=tr("which of Q and K each gradient must have the shape of"))
     if _close(dq, want_q):
-        return hints.wrong("dk", "dQ is right; dK is not.",
-                           where="how K enters the scores: through K^T")
+        return hints.wrong("dk", tr("dQ is right; dK is not."),
+                           where=tr("how K enters the scores: through K^T"))
     if _close(dk, want_k):
-        return hints.wrong("dq", "dK is right; dQ is not.",
-                           where="which scores one row of Q takes part in: a row of S, one entry per key")
-    return hints.wrong("both", "Both differ from autograd's.",
-                       where="write S_ij = scale * sum_e Q_ie K_je and differentiate with respect to "
-                             "Q_ie, then K_je")
+        return hints.wrong("dq", tr("dK is right; dQ is not."),
+                           where=tr("which scores one row of Q takes part in: a row of S, one entry per key"))
+    return hints.wrong("both", tr("Both differ from autograd's."),
+                       where=tr("write S_ij = scale * sum_e Q_ie K_je and differentiate with respect to "
+                                "Q_ie, then K_je"))
 
 
 def check_saved_bytes(answer: Any) -> Feedback:
     """Exercise 3: bytes of the weights the naive backward keeps, one head, float32."""
-    answer = as_whole_number("a number of bytes", answer)
+    answer = as_whole_number(tr("a number of bytes"), answer)
     if isinstance(answer, Feedback):
         return answer
     L, E = SAVED_L, SAVED_E
     if answer == L * L * 4:
-        return Feedback(True, f"{L * L * 4 / 2**20:.0f} MiB for one head, against "
-                              f"{3 * L * E * 4 / 2**20:.1f} MiB for Q, K and V together.")
+        return Feedback(True, tr("{weights:.0f} MiB for one head, against {qkv:.1f} MiB for Q, K and V "
+                                 "together.", weights=L * L * 4 / 2**20, qkv=3 * L * E * 4 / 2**20))
     if answer == L * L:
-        return Feedback(False, "That counts entries; each float32 takes 4 bytes.")
+        return Feedback(False, tr("That counts entries; each float32 takes 4 bytes."))
     if answer in (L * E * 4, 3 * L * E * 4, L * 4):
-        return Feedback(False, "That is the size of vectors per position; the weights are one number per "
-                               "(query, key) pair.")
-    return Feedback(False, "The weights W are an L x L matrix of float32.")
+        return Feedback(False, tr("That is the size of vectors per position; the weights are one number per "
+                                  "(query, key) pair."))
+    return Feedback(False, tr("The weights W are an L x L matrix of float32."))

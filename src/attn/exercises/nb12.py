@@ -25,7 +25,8 @@ from torch import Tensor, nn
 
 from ..masks import causal_mask, padding_mask, to_torch_mha_mask
 from . import _layers
-from ._base import Feedback, Hints
+from ..language import mark, tr
+from ._base import Feedback, Hints, sentences
 
 __all__ = ["BLOCK_ARGS", "DROPOUT", "BUGS", "check_transformer_block", "variant", "reset_hints"]
 
@@ -46,61 +47,61 @@ _ACTIVATIONS = ("relu", "gelu")
 #: Each classic bug: (its symptom, where to look). Neither gives the code of the fix.
 BUGS: dict[str, tuple[str, str]] = {
     "norm over the batch": (
-        "your LayerNorm normalises over the batch: each feature is centred and scaled across "
-        "the sequences of the batch, so that one sequence changes another's output. A "
-        "LayerNorm normalises the d_model features of each token on its own.",
-        "the dimension your norm takes the mean and the variance over"),
+        mark("your LayerNorm normalises over the batch: each feature is centred and scaled across "
+             "the sequences of the batch, so that one sequence changes another's output. A "
+             "LayerNorm normalises the d_model features of each token on its own."),
+        mark("the dimension your norm takes the mean and the variance over")),
     "norm over the sequence": (
-        "your LayerNorm normalises over the sequence: each feature is centred and scaled across "
-        "the tokens of a sequence. A LayerNorm normalises the d_model features of each token "
-        "on its own.",
-        "the dimension your norm takes the mean and the variance over"),
+        mark("your LayerNorm normalises over the sequence: each feature is centred and scaled across "
+             "the tokens of a sequence. A LayerNorm normalises the d_model features of each token "
+             "on its own."),
+        mark("the dimension your norm takes the mean and the variance over")),
     "unbiased variance": (
-        "your LayerNorm uses another variance than nn.LayerNorm's: the unbiased one (dividing "
-        "by d_model - 1, as .std() and .var() do by default), or eps added outside the square "
-        "root. nn.LayerNorm divides by sqrt(var + eps), var over d_model numbers.",
-        "the variance and the eps in your norm"),
+        mark("your LayerNorm uses another variance than nn.LayerNorm's: the unbiased one (dividing "
+             "by d_model - 1, as .std() and .var() do by default), or eps added outside the square "
+             "root. nn.LayerNorm divides by sqrt(var + eps), var over d_model numbers."),
+        mark("the variance and the eps in your norm")),
     "norm placement swapped": (
-        "your block computes the other placement of the norms: asked for norm_first={nf}, it "
-        "gives {other}.",
-        "which branch of forward runs for each value of norm_first, and what it stores"),
+        mark("your block computes the other placement of the norms: asked for norm_first={nf}, it "
+             "gives {other}."),
+        mark("which branch of forward runs for each value of norm_first, and what it stores")),
     "residual after the norm": (
-        "in pre-LN your residual connection adds the sub-layer's output to the normalised x, "
-        "not to x itself: the residual stream gets normalised at every block.",
-        "what the residual connection adds the sub-layer's output to"),
+        mark("in pre-LN your residual connection adds the sub-layer's output to the normalised x, "
+             "not to x itself: the residual stream gets normalised at every block."),
+        mark("what the residual connection adds the sub-layer's output to")),
     "no residual around the attention": (
-        "your attention sub-layer has no residual connection: its output replaces x instead of "
-        "being added to it.",
-        "the line that applies the attention sub-layer"),
+        mark("your attention sub-layer has no residual connection: its output replaces x instead of "
+             "being added to it."),
+        mark("the line that applies the attention sub-layer")),
     "no residual around the feed-forward": (
-        "your feed-forward sub-layer has no residual connection: its output replaces x instead "
-        "of being added to it.",
-        "the line that applies the feed-forward sub-layer"),
+        mark("your feed-forward sub-layer has no residual connection: its output replaces x instead "
+             "of being added to it."),
+        mark("the line that applies the feed-forward sub-layer")),
     "norm1 used twice": (
-        "your feed-forward sub-layer uses the first LayerNorm again: each sub-layer has its own.",
-        "which norm the second sub-layer uses"),
+        mark("your feed-forward sub-layer uses the first LayerNorm again: each sub-layer has its own."),
+        mark("which norm the second sub-layer uses")),
     "no activation": (
-        "your feed-forward has no non-linearity between its two Linears: two Linears in a row "
-        "are one linear map, and the block loses what the feed-forward adds.",
-        "the step between the feed-forward's two Linears"),
+        mark("your feed-forward has no non-linearity between its two Linears: two Linears in a row "
+             "are one linear map, and the block loses what the feed-forward adds."),
+        mark("the step between the feed-forward's two Linears")),
     "activation after the second Linear": (
-        "your activation comes after the feed-forward's second Linear: it belongs between the "
-        "two, on the d_ff hidden units.",
-        "the order of the steps in the feed-forward"),
+        mark("your activation comes after the feed-forward's second Linear: it belongs between the "
+             "two, on the d_ff hidden units."),
+        mark("the order of the steps in the feed-forward")),
     "mask not passed": (
-        "your block's output is the one without the mask: forward does not pass `mask` on to "
-        "the attention.",
-        "the call to the attention layer inside forward"),
+        mark("your block's output is the one without the mask: forward does not pass `mask` on to "
+             "the attention."),
+        mark("the call to the attention layer inside forward")),
 }
 #: Not variants: what is seen by calling the block twice.
 RANDOM_IN_EVAL = (
-    "Your block gives a different output each time it is called on the same input in eval "
-    "mode: a dropout still runs when the block is not training.",
-    "each dropout in your block, and how it learns whether the block is training")
+    mark("Your block gives a different output each time it is called on the same input in eval "
+         "mode: a dropout still runs when the block is not training."),
+    mark("each dropout in your block, and how it learns whether the block is training"))
 NO_DROPOUT_IN_TRAINING = (
-    "Your block takes dropout={p}, but in training mode it gives the same output twice: its "
-    "dropout never runs.",
-    "where forward calls the dropout layers made in __init__")
+    mark("Your block takes dropout={p}, but in training mode it gives the same output twice: its "
+         "dropout never runs."),
+    mark("where forward calls the dropout layers made in __init__"))
 
 #: One ``Hints`` for the checker: a second try with the same mistake hears where to look too.
 _HINTS = Hints()
@@ -248,11 +249,11 @@ def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool] | F
     name = getattr(cls, "__name__", type(cls).__name__)
     args = ", ".join(map(str, BLOCK_ARGS.values()))
     if isinstance(cls, nn.Module):
-        return Feedback(False, f"Pass the class itself, `{type(cls).__name__}`, not an instance of "
-                               "it: the checker builds it with its own sizes.")
+        return Feedback(False, tr("Pass the class itself, `{cls}`, not an instance of it: the checker "
+                                  "builds it with its own sizes.", cls=type(cls).__name__))
     if not inspect.isclass(cls) or not issubclass(cls, nn.Module):
-        return Feedback(False, f"cls: expected the class you wrote (an nn.Module subclass), got "
-                               f"{type(cls).__name__}.")
+        return Feedback(False, tr("cls: expected the class you wrote (an nn.Module subclass), got {kind}.",
+                                  kind=type(cls).__name__))
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
@@ -262,10 +263,10 @@ def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool] | F
     if "norm_first" in params or takes_any:
         kwargs["norm_first"] = norm_first
     elif both:
-        return Feedback(False, f"{name} takes no `norm_first`: the checker builds {name}({args}, "
-                               "norm_first=False) and norm_first=True. Give __init__ a keyword "
-                               f"argument norm_first, or check one placement: "
-                               f"check_transformer_block({name}, norm_first=False).")
+        return Feedback(False, tr("{name} takes no `norm_first`: the checker builds {name}({args}, "
+                                  "norm_first=False) and norm_first=True. Give __init__ a keyword "
+                                  "argument norm_first, or check one placement: "
+                                  "check_transformer_block({name}, norm_first=False).", name=name, args=args))
     took_dropout = "dropout" in params
     if took_dropout:
         kwargs["dropout"] = DROPOUT
@@ -273,10 +274,11 @@ def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool] | F
     try:
         block = cls(*BLOCK_ARGS.values(), **kwargs)
     except NotImplementedError:
-        return Feedback(False, f"{name}.__init__ is not written yet.")
+        return Feedback(False, tr("{name}.__init__ is not written yet.", name=name))
     except Exception as err:  # the learner's code: any error becomes a hint
-        return Feedback(False, f"{call} raised {_layers.describe_error(err)} The checker builds "
-                               f"{name}(d_model, num_heads, d_ff, norm_first=...).")
+        return Feedback(False, tr("{call} raised {error} The checker builds {name}(d_model, num_heads, "
+                                  "d_ff, norm_first=...).", call=call, error=_layers.describe_error(err),
+                                  name=name))
     return block.double().eval(), took_dropout
 
 
@@ -291,12 +293,12 @@ def _find_attention(block: nn.Module) -> tuple[str, _layers.Learner] | Feedback:
             return path, found
     torch_mha = next((p for p, m in block.named_modules() if isinstance(m, nn.MultiheadAttention)), None)
     if torch_mha is not None:
-        return Feedback(False, f"{name}.{torch_mha} is PyTorch's nn.MultiheadAttention: build the "
-                               "block around your own attention layer from 05 (or "
-                               "attn.MultiHeadAttention), so that it is your layer that runs.")
-    return Feedback(False, f"{name} has no attention layer the checker can find: make one "
-                           f"submodule your MultiHeadAttention from 05 (or attn.MultiHeadAttention), "
-                           f"built with d_model and num_heads, e.g. self.self_attn = ...")
+        return Feedback(False, tr("{name}.{path} is PyTorch's nn.MultiheadAttention: build the block "
+                                  "around your own attention layer from 05 (or attn.MultiHeadAttention), "
+                                  "so that it is your layer that runs.", name=name, path=torch_mha))
+    return Feedback(False, tr("{name} has no attention layer the checker can find: make one submodule "
+                              "your MultiHeadAttention from 05 (or attn.MultiHeadAttention), built with "
+                              "d_model and num_heads, e.g. self.self_attn = ...", name=name))
 
 
 def _find_parts(block: nn.Module) -> _Parts | Feedback:
@@ -313,17 +315,18 @@ def _find_parts(block: nn.Module) -> _Parts | Feedback:
             continue
         if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d)):
             return _HINTS.wrong(
-                "batch norm", f"{name}.{path} is a BatchNorm: it normalises each feature across "
-                "the batch, so that one sequence changes another's output (and in eval mode it "
-                "uses averages kept from training). A LayerNorm normalises the d_model features "
-                "of each token on its own.", where="the kind of norm your block makes in __init__")
+                "batch norm", tr("{name}.{path} is a BatchNorm: it normalises each feature across the "
+                                 "batch, so that one sequence changes another's output (and in eval mode "
+                                 "it uses averages kept from training). A LayerNorm normalises the "
+                                 "d_model features of each token on its own.", name=name, path=path),
+                where=tr("the kind of norm your block makes in __init__"))
         if isinstance(sub, nn.LayerNorm):
             if tuple(sub.normalized_shape) != (_E,):
-                return Feedback(False, f"{name}.{path} is nn.LayerNorm({tuple(sub.normalized_shape)}): "
-                                       "it normalises over the last "
-                                       f"{len(sub.normalized_shape)} dims together. A Transformer "
-                                       "block normalises the d_model features of each token on its "
-                                       "own: the norm's shape is d_model alone.")
+                return Feedback(False, tr("{name}.{path} is nn.LayerNorm({shape}): it normalises over the "
+                                          "last {dims} dims together. A Transformer block normalises the "
+                                          "d_model features of each token on its own: the norm's shape is "
+                                          "d_model alone.", name=name, path=path,
+                                          shape=tuple(sub.normalized_shape), dims=len(sub.normalized_shape)))
             norms.append(_Norm(path, sub.weight, sub.bias, float(sub.eps)))
         elif isinstance(sub, nn.Linear):
             linears.append((path, sub))
@@ -333,19 +336,25 @@ def _find_parts(block: nn.Module) -> _Parts | Feedback:
                 gain, bias = _gain_and_bias(sub)
                 norms.append(_Norm(path, gain, bias, float(getattr(sub, "eps", 1e-5))))
     if len(norms) != 2:
-        got = ", ".join(n.path for n in norms) or "none"
-        return Feedback(False, f"{name} should have two LayerNorms of d_model={_E} features (one per "
-                               f"sub-layer: nn.LayerNorm(d_model), or your own module with a gain "
-                               f"and a bias of d_model numbers each); found {len(norms)}: {got}.")
+        got = ", ".join(n.path for n in norms) or tr("none")
+        return Feedback(False, tr("{name} should have two LayerNorms of d_model={E} features (one per "
+                                  "sub-layer: nn.LayerNorm(d_model), or your own module with a gain and a "
+                                  "bias of d_model numbers each); found {count}: {got}.",
+                                  name=name, E=_E, count=len(norms), got=got))
     by_shape = {tuple(lin.weight.shape): (path, lin) for path, lin in linears}
-    missing = [f"{what} ({i} -> {o})" for what, (o, i) in (("the first Linear", (_F, _E)),
-                                                           ("the second Linear", (_E, _F)))
-               if (o, i) not in by_shape]
-    if missing:
-        got = ", ".join(f"{p} ({lin.in_features} -> {lin.out_features})" for p, lin in linears) or "none"
-        return Feedback(False, f"{name}'s feed-forward should be nn.Linear(d_model, d_ff), then "
-                               f"nn.Linear(d_ff, d_model); built with d_ff={_F}, it lacks "
-                               f"{' and '.join(missing)}. Linears found outside the attention: {got}.")
+    first, second = (_F, _E) in by_shape, (_E, _F) in by_shape  # (out, in) of each Linear
+    if not (first and second):
+        got = ", ".join(f"{p} ({lin.in_features} -> {lin.out_features})" for p, lin in linears) or tr("none")
+        if not first and not second:
+            lacks = tr("the first Linear ({E} -> {F}) and the second Linear ({F} -> {E})", E=_E, F=_F)
+        elif not first:
+            lacks = tr("the first Linear ({E} -> {F})", E=_E, F=_F)
+        else:
+            lacks = tr("the second Linear ({F} -> {E})", E=_E, F=_F)
+        return Feedback(False, tr("{name}'s feed-forward should be nn.Linear(d_model, d_ff), then "
+                                  "nn.Linear(d_ff, d_model); built with d_ff={F}, it lacks {lacks}. "
+                                  "Linears found outside the attention: {got}.",
+                                  name=name, F=_F, lacks=lacks, got=got))
     return _Parts(learner, att_path, norms, by_shape[(_F, _E)][1], by_shape[(_E, _F)][1])
 
 
@@ -396,9 +405,9 @@ def cases() -> list[tuple[str, Tensor | None, dict[str, Tensor]]]:
     """(name, the package's mask, torch's keyword arguments): no query is left without a key."""
     pad = padding_mask([LENGTH, LENGTH - 2], max_len=LENGTH)  # (B, 1, 1, L)
     causal = causal_mask(LENGTH)  # (L, L)
-    return [("no mask", None, {}),
-            ("a causal mask", causal, {"src_mask": to_torch_mha_mask(causal)}),
-            ("a padding mask", pad, {"src_key_padding_mask": to_torch_mha_mask(pad[:, 0, 0])})]  # (B, L)
+    return [(mark("no mask"), None, {}),
+            (mark("a causal mask"), causal, {"src_mask": to_torch_mha_mask(causal)}),
+            (mark("a padding mask"), pad, {"src_key_padding_mask": to_torch_mha_mask(pad[:, 0, 0])})]  # (B, L)
 
 
 def _runner(block: nn.Module) -> _layers.Learner:
@@ -414,14 +423,15 @@ def _runner(block: nn.Module) -> _layers.Learner:
 
 
 def _attention_problem(learner: _layers.Learner, x: Tensor) -> str | None:
-    """What is wrong with the attention layer alone, case by case, or None if nothing is."""
+    """What is wrong with the attention layer alone, case by case (in the learner's language),
+    or None if nothing is."""
     for case, mask, _ in cases():
         result = _layers.run(learner, x, mask)
         if isinstance(result, str):
-            return f"with {case}: {result}"
+            return tr("with {case}: {problem}", case=tr(case), problem=result)
         expected = _layers.reference(x, learner.params, mask, _SPEC)[0]  # the package's layer
         if not _layers.same(result[0], expected, _layers.ROUND_OFF):
-            return f"with {case}: its output is not the chapter's multi-head attention."
+            return tr("with {case}: its output is not the chapter's multi-head attention.", case=tr(case))
     return None
 
 
@@ -437,9 +447,10 @@ def _check_attention(parts: _Parts, block_name: str, x: Tensor) -> Feedback | No
         _layers.inspect_layer(learner.module, _SPEC)  # back to x @ W, the course's reading
     if problem is None:
         return None
-    return Feedback(False, f"{block_name}.{parts.attention_path} ({type(learner.module).__name__}), "
-                           f"your attention layer, alone {problem} Check it with "
-                           "attn.exercises.nb05.check_multi_head_attention first.")
+    return Feedback(False, tr("{block}.{path} ({kind}), your attention layer, alone {problem} Check it "
+                              "with attn.exercises.nb05.check_multi_head_attention first.",
+                              block=block_name, path=parts.attention_path,
+                              kind=type(learner.module).__name__, problem=problem))
 
 
 # ---- the checker ---------------------------------------------------------------------------
@@ -496,19 +507,20 @@ def _check(cls: Any, only: bool | None) -> Feedback:
             return wrong_attention
         params = _write_weights(parts)
         runner = _runner(block)
-        label = f"norm_first={nf}"
         for case, mask, torch_kwargs in cases():
             result = _layers.run(runner, x, mask)
             if isinstance(result, str):
-                return Feedback(False, f"With {label} and {case}: {result}")
+                return Feedback(False, tr("With norm_first={nf} and {case}: {problem}",
+                                          nf=nf, case=tr(case), problem=result))
             out = result[0]
             if tuple(out.shape) != (BATCH, LENGTH, _E):
-                return Feedback(False, f"With {label} and {case}: the output should have shape "
-                                       f"{(BATCH, LENGTH, _E)} (B, L, d_model), the shape of x, got "
-                                       f"{tuple(out.shape)}.")
+                return Feedback(False, tr("With norm_first={nf} and {case}: the output should have shape "
+                                          "{shape} (B, L, d_model), the shape of x, got {got}.",
+                                          nf=nf, case=tr(case), shape=(BATCH, LENGTH, _E),
+                                          got=tuple(out.shape)))
             again = _layers.run(runner, x, mask)
             if isinstance(again, str) or not _layers.same(again[0], out.double()):
-                return _HINTS.wrong("random in eval", RANDOM_IN_EVAL[0], where=RANDOM_IN_EVAL[1])
+                return _HINTS.wrong("random in eval", tr(RANDOM_IN_EVAL[0]), where=tr(RANDOM_IN_EVAL[1]))
             configs = [config] if config is not None else [
                 (act, swap) for act in _ACTIVATIONS for swap in (False, True)]
             match = None
@@ -525,18 +537,20 @@ def _check(cls: Any, only: bool | None) -> Feedback:
         if took_dropout and dropout_seen is None:
             dropout_seen = _dropout_runs_in_training(block, runner, x)
             if not dropout_seen:
-                symptom = NO_DROPOUT_IN_TRAINING[0].format(p=DROPOUT)
+                symptom = tr(NO_DROPOUT_IN_TRAINING[0], p=DROPOUT)
                 return _HINTS.wrong("no dropout in training", symptom,
-                                    where=NO_DROPOUT_IN_TRAINING[1])
+                                    where=tr(NO_DROPOUT_IN_TRAINING[1]))
     act = {"relu": "ReLU", "gelu": "GELU"}[config[0]]
-    which = "norm_first=False and True" if only is None else f"norm_first={only}"
+    which = tr("norm_first=False and True") if only is None else f"norm_first={only}"
     bound = f"{_layers.ROUND_OFF:.0e}".replace("e-0", "e-")
-    precision = "in float64" if exact else f"to float32 round-off (below {bound})"
-    dropout = (" Its dropout is off in eval mode and on in training." if dropout_seen
-               else " Called twice in eval mode, it gives the same output.")
-    return Feedback(True, f"{name} ({act}) matches nn.TransformerEncoderLayer with the same weights "
-                          f"{precision}, with {which}, with no mask, a causal mask and a padding "
-                          f"mask.{dropout}")
+    precision = tr("in float64") if exact else tr("to float32 round-off (below {bound})", bound=bound)
+    dropout = (tr("Its dropout is off in eval mode and on in training.") if dropout_seen
+               else tr("Called twice in eval mode, it gives the same output."))
+    return Feedback(True, sentences([
+        tr("{name} ({act}) matches nn.TransformerEncoderLayer with the same weights {precision}, with "
+           "{which}, with no mask, a causal mask and a padding mask.",
+           name=name, act=act, precision=precision, which=which),
+        dropout]))
 
 
 def _dropout_runs_in_training(block: nn.Module, runner: _layers.Learner, x: Tensor) -> bool:
@@ -553,7 +567,6 @@ def _dropout_runs_in_training(block: nn.Module, runner: _layers.Learner, x: Tens
 def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, nf: bool,
               case: str, configs: list[tuple[str, bool]]) -> Feedback:
     """Name the classic bug that gives ``out``, or say that none does."""
-    label = f"With norm_first={nf} and {case}"
     for bug in bugs_for(nf, mask is not None):
         forms = (None, 0, 1) if bug == "unbiased variance" else (None,)
         for (act, swap), form in ((c, f) for c in configs for f in forms):
@@ -561,16 +574,20 @@ def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, 
             got = variant(x, p, mask, norm_first=nf, activation=act, bug=bug, std_form=form)
             if _layers.same(out, got, _layers.ROUND_OFF):
                 symptom, where = BUGS[bug]
-                other = "pre-LN, x + sa(norm1(x))" if not nf else "post-LN, norm1(x + sa(x))"
-                symptom = symptom.format(nf=nf, other=other)
-                return _HINTS.wrong(bug, f"{label}: {symptom}", where=where)
-    nan = " It contains NaN." if bool(out.isnan().any()) else ""
+                other = tr("pre-LN, x + sa(norm1(x))") if not nf else tr("post-LN, norm1(x + sa(x))")
+                return _HINTS.wrong(bug, tr("With norm_first={nf} and {case}: {problem}", nf=nf,
+                                            case=tr(case), problem=tr(symptom, nf=nf, other=other)),
+                                    where=tr(where))
+    nan = [tr("It contains NaN.")] if bool(out.isnan().any()) else []
     if mask is not None:
         return _HINTS.wrong(
-            "unknown mask", f"{label}: without a mask your block is right, with one it is not.{nan}",
-            where="how forward hands the mask to the attention, unchanged")
+            "unknown mask", sentences([tr("With norm_first={nf} and {case}: without a mask your block is "
+                                          "right, with one it is not.", nf=nf, case=tr(case)), *nan]),
+            where=tr("how forward hands the mask to the attention, unchanged"))
     return _HINTS.wrong(
-        "unknown", f"{label}: your block's output differs from nn.TransformerEncoderLayer's, and "
-        f"not by one of the classic bugs this checker knows.{nan} More than one step may be wrong.",
-        where="each step on its own against the formulas: the norms, the attention sub-layer with "
-              "its residual, the feed-forward with its residual")
+        "unknown", sentences([tr("With norm_first={nf} and {case}: your block's output differs from "
+                                 "nn.TransformerEncoderLayer's, and not by one of the classic bugs this "
+                                 "checker knows.", nf=nf, case=tr(case)), *nan,
+                              tr("More than one step may be wrong.")]),
+        where=tr("each step on its own against the formulas: the norms, the attention sub-layer with "
+                 "its residual, the feed-forward with its residual"))

@@ -34,6 +34,7 @@ from torch import Tensor
 from .._checks import check_bool, check_choice, check_int, check_number, check_positive_int, check_tensor
 from ..examples import TWO_SENTENCE_PHRASES, TWO_SENTENCE_SEGMENTS, TWO_SENTENCE_TOKENS
 from ..functional import scaled_dot_product_attention
+from ..language import mark
 from ..pattern_scores import check_segments
 
 __all__ = [
@@ -233,7 +234,9 @@ class HeadSpec:
 
     Attributes:
         kind: "diagonal", "vertical", "block" or "random".
-        name: a short label (the title of its map).
+        name: a short label (the title of its map), in English and marked for the catalogue:
+            show it as ``attn.language.tr(spec.name)``, but for an empty name and a "random"
+            head's "random {seed}" (``tr("random {seed}", seed=spec.seed)``).
         offset, width: for "diagonal".
         key: for "vertical" (negative counts from the end; taken modulo n).
         segments: for "block": "phrases", "sentences" or a chunk size (int).
@@ -255,25 +258,25 @@ _D = HeadSpec
 #: Eight variants per pattern (the explorer's heads); "mixed" mixes all kinds.
 HEAD_VARIANTS: dict[str, tuple[HeadSpec, ...]] = {
     "diagonal": (
-        _D("diagonal", "itself"), _D("diagonal", "previous", offset=-1),
-        _D("diagonal", "next", offset=1), _D("diagonal", "self + neighbours", width=1.0),
-        _D("diagonal", "2 back", offset=-2), _D("diagonal", "2 ahead", offset=2),
-        _D("diagonal", "wide", width=2.0), _D("diagonal", "prev + neighbours", offset=-1, width=1.0),
+        _D("diagonal", mark("itself")), _D("diagonal", mark("previous"), offset=-1),
+        _D("diagonal", mark("next"), offset=1), _D("diagonal", mark("self + neighbours"), width=1.0),
+        _D("diagonal", mark("2 back"), offset=-2), _D("diagonal", mark("2 ahead"), offset=2),
+        _D("diagonal", mark("wide"), width=2.0), _D("diagonal", mark("prev + neighbours"), offset=-1, width=1.0),
     ),
     "vertical": tuple(_D("vertical", "", key=key) for key in (0, -1, 5, 3, 1, 6, 2, 4)),
     "block": (
-        _D("block", "phrases"), _D("block", "sentences", segments="sentences"),
-        _D("block", "pairs", segments=2), _D("block", "triples", segments=3),
-        _D("block", "phrases, weak", gain=0.5),
-        _D("block", "sentences, weak", segments="sentences", gain=0.5),
-        _D("block", "fours", segments=4), _D("block", "sixes", segments=6),
+        _D("block", mark("phrases")), _D("block", mark("sentences"), segments="sentences"),
+        _D("block", mark("pairs"), segments=2), _D("block", mark("triples"), segments=3),
+        _D("block", mark("phrases, weak"), gain=0.5),
+        _D("block", mark("sentences, weak"), segments="sentences", gain=0.5),
+        _D("block", mark("fours"), segments=4), _D("block", mark("sixes"), segments=6),
     ),
     "random": tuple(_D("random", f"random {s}", seed=s) for s in range(8)),
     "mixed": (
-        _D("diagonal", "itself"), _D("vertical", "", key=0), _D("block", "phrases"),
-        _D("diagonal", "previous", offset=-1), _D("vertical", "", key=-1),
-        _D("block", "sentences", segments="sentences"), _D("random", "random 0"),
-        _D("diagonal", "self + neighbours", width=1.0),
+        _D("diagonal", mark("itself")), _D("vertical", "", key=0), _D("block", mark("phrases")),
+        _D("diagonal", mark("previous"), offset=-1), _D("vertical", "", key=-1),
+        _D("block", mark("sentences"), segments="sentences"), _D("random", "random 0"),
+        _D("diagonal", mark("self + neighbours"), width=1.0),
     ),
 }
 

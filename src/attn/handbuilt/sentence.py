@@ -20,6 +20,7 @@ from torch import Tensor
 
 from .._checks import check_float, check_number, check_rank, shape_str
 from ..functional import attention_from_scores
+from ..language import mark
 
 __all__ = [
     "TOY_FEATURES",
@@ -30,12 +31,13 @@ __all__ = [
     "toy_attention",
 ]
 
-#: What each coordinate of a word's vector means (d_model = 6).
-TOY_FEATURES: tuple[str, ...] = ("person", "place", "institution", "action", "field of study",
-                                 "function word")
+#: What each coordinate of a word's vector means (d_model = 6), in English and marked for the
+#: catalogue: show one as ``attn.language.tr(feature)``.
+TOY_FEATURES: tuple[str, ...] = (mark("person"), mark("place"), mark("institution"), mark("action"),
+                                 mark("field of study"), mark("function word"))
 
-#: What each coordinate of a query or key means (d_k = 4).
-TOY_ROLES: tuple[str, ...] = ("agent", "action", "object", "location")
+#: What each coordinate of a query or key means (d_k = 4), marked likewise.
+TOY_ROLES: tuple[str, ...] = (mark("agent"), mark("action"), mark("object"), mark("location"))
 
 # One row per word of SENTENCE, one column per feature.
 _EMBEDDINGS = (

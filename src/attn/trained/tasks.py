@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._checks import check_choice, check_int, check_positive_int, check_rank, check_tensor
+from ..language import mark, tr
 
 __all__ = [
     "TaskSpec",
@@ -52,26 +53,35 @@ IGNORE = -100
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """What a task needs: vocabulary size, number of classes, its pattern, default steps."""
+    """What a task needs: vocabulary size, number of classes, its pattern, default steps.
+
+    ``english`` says what the task asks, in English; ``description`` says it in the current
+    language (``attn.language``).
+    """
 
     name: str
     pattern: str
     vocab_size: int
     num_classes: int
     steps: int
-    description: str
+    english: str
+
+    @property
+    def description(self) -> str:
+        """What the task asks for at each position, in the current language."""
+        return tr(self.english)
 
 
 #: The four tasks, by name.
 TASKS: dict[str, TaskSpec] = {
     "neighbours": TaskSpec("neighbours", "diagonal", 2, 4, 200,
-                           "count the 1s among a bit and its two neighbours"),
+                           mark("count the 1s among a bit and its two neighbours")),
     "reverse": TaskSpec("reverse", "anti-diagonal", 8, 8, 200,
-                        "output the sequence backwards"),
+                        mark("output the sequence backwards")),
     "cls": TaskSpec("cls", "vertical", 4, 4, 200,
-                    "repeat, at every position, the label held by the first ([CLS]-like) token"),
+                    mark("repeat, at every position, the label held by the first ([CLS]-like) token")),
     "phrases": TaskSpec("phrases", "block", 10, 2, 200,
-                        "output the majority bit of the token's phrase (ties count as 1)"),
+                        mark("output the majority bit of the token's phrase (ties count as 1)")),
 }
 #: The pattern of each task, in the order of ``TASKS`` (names of ``attn.pattern_scores``).
 TASK_PATTERNS: tuple[str, ...] = tuple(spec.pattern for spec in TASKS.values())

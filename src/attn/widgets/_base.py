@@ -19,6 +19,11 @@ is announced), and the arrow keys move a drop-down instead of JupyterLab's cell 
 8.1 has no public way to set ARIA attributes, so each explorer carries a hidden ``Output`` that
 holds a short script (``A11Y_SCRIPT``) run by the front end's own JavaScript renderer: it writes
 those attributes into the explorer's controls and readout (see ``Explorer.value_text``).
+
+In the learner's language (``attn.language``): an explorer speaks the language that was current
+when it was built, on every later move too (``Explorer.language``); its words are translated
+with ``tr`` when it is built or redrawn, never at import, and an option's label is translated
+while its value stays the English one (``options``).
 """
 from __future__ import annotations
 
@@ -34,9 +39,12 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from PIL import Image
 
+from ..examples import SENTENCE, SENTENCE_GLOSS
 from ..figures import Picture
+from ..language import get_language, language, mark, tr
 
-__all__ = ["Explorer", "freeze_layout", "canvas_png", "html_to_text", "A11Y_SCRIPT"]
+__all__ = ["Explorer", "freeze_layout", "canvas_png", "html_to_text", "options", "glossed", "listing",
+           "sentences", "A11Y_SCRIPT"]
 
 
 def freeze_layout(fig: Figure) -> None:
@@ -171,6 +179,46 @@ A11Y_SCRIPT = r"""
 """ % {"explorer": EXPLORER_CLASS, "controls": CONTROLS_CLASS, "readout": READOUT_CLASS}
 
 
+def options(values: Iterable[str]) -> list[tuple[str, str]]:
+    """A drop-down's or toggle buttons' options: (label in the current language, value).
+
+    Args:
+        values: the options' values, English words marked for the catalogue where they are
+            written (``mark("causal")``); each is also the English label.
+    """
+    return [(tr(value), value) for value in values]
+
+
+def glossed(word: str) -> str:
+    """A word of the chapter's sentence (``attn.examples.SENTENCE``) with its English gloss,
+    "小明 (Xiaoming)", for an English reader; the word alone for a Chinese one."""
+    gloss = SENTENCE_GLOSS[SENTENCE.index(word)]
+    return f"{word} ({gloss})" if get_language() == "en" else word
+
+
+def listing(items: Iterable[str]) -> str:
+    """The items of a list in a sentence: "a, b, c" (Chinese: "a，b，c")."""
+    return ("，" if get_language() == "zh" else ", ").join(items)
+
+
+#: Punctuation that ends a Chinese sentence or clause: no space after it.
+_FULL_WIDTH_ENDS = ("。", "！", "？", "；", "：", "）")
+
+
+def sentences(parts: Iterable[str]) -> str:
+    """Sentences one after the other: a space between two, but none after a Chinese full stop
+    (English: ``" ".join``)."""
+    out = ""
+    for part in parts:
+        if out and part and not out.endswith(_FULL_WIDTH_ENDS):
+            out += " "
+        out += part
+    return out
+
+
+#: What a check box's value reads as (English: Python's own words).
+_BOOLEANS = {True: mark("True"), False: mark("False")}
+
 _SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.FloatLogSlider, widgets.SelectionSlider)
 
 
@@ -197,7 +245,7 @@ class Explorer(widgets.VBox):
     Attributes:
         controls, fig, image (``ipywidgets.Image``), readout (``ipywidgets.HTML``, a live
         region in the browser), state (the last result of ``update``), full_redraws (how many
-        moves needed one), title.
+        moves needed one), title, language (the one it was built in: every redraw speaks it).
 
     Raises:
         ValueError: a control without a ``description`` (it would have no accessible name), or
@@ -221,6 +269,7 @@ class Explorer(widgets.VBox):
                                  f"value it announces), got readout=False")
         self.fig = fig
         self.title = title
+        self.language = get_language()
         self.image = Picture(format="png", layout=widgets.Layout(max_width="100%"))
         self.readout = widgets.HTML()
         self.readout.add_class(READOUT_CLASS)
@@ -249,7 +298,8 @@ class Explorer(widgets.VBox):
 
     def redraw(self, change: object = None, *, full: bool = False) -> None:
         """Recompute from the controls' values, update the artists, refresh the picture."""
-        result = self._update(**self.values())
+        with language(self.language):  # the words of the language it was built in
+            result = self._update(**self.values())
         self.state, html = result[0], result[1]
         full = full or (len(result) > 2 and bool(result[2])) or self._background is None
         self.readout.value = html
@@ -287,6 +337,8 @@ class Explorer(widgets.VBox):
             shown = format(control.value, control.readout_format)
         elif hasattr(control, "options"):  # drop-down, toggle buttons: the option's label
             shown = control.label
+        elif isinstance(control.value, bool):  # a check box
+            shown = tr(_BOOLEANS[control.value])
         else:
             shown = str(control.value)
         return f"{label} = {shown}"
@@ -294,8 +346,13 @@ class Explorer(widgets.VBox):
     def alt_text(self) -> str:
         """What the picture shows, in words: the explorer's title, then its readout as text."""
         title = self.title.strip()
-        heading = f"Picture: {title}" if title else "Picture of the explorer"
-        heading += "" if heading.endswith((".", "?", "!")) else "."
+        with language(self.language):
+            if not title:
+                heading = tr("Picture of the explorer.")
+            elif title.endswith((".", "?", "!", "。", "？", "！")):
+                heading = tr("Picture: {title}", title=title)
+            else:
+                heading = tr("Picture: {title}.", title=title)
         return f"{heading}\n{html_to_text(self.readout.value)}".strip()
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict[str, object]:

@@ -62,7 +62,8 @@ def text_bitmap(text: str, *, size: float = 8.0, color: str = "black",
         size: font size in points, > 0.
         color: any matplotlib colour.
         font: a font file, a ``FontProperties`` (e.g. ``attn.plotting.token_font()`` for the
-            course's Chinese tokens) or None for matplotlib's default font.
+            course's Chinese tokens, ``attn.plotting.text_font()`` for words in the current
+            language) or None for matplotlib's default font.
         rotation: 0 or 90 (degrees, counter-clockwise: read from bottom to top).
         dpi: pixels per inch of the figure it goes into.
 
@@ -249,6 +250,16 @@ class BitmapText(Artist):
         self._texts, self._colors = texts, rgb
         self.stale = True
 
+    @property
+    def font_file(self) -> str:
+        """The font file the strings are drawn with."""
+        return self._font
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The strings drawn now."""
+        return self._texts
+
     def _anchors(self) -> np.ndarray:
         """(N, 2) display pixels, one anchor per string."""
         raise NotImplementedError
@@ -397,6 +408,10 @@ class TickLabels(Artist):
             self._y.set_tokens(y_tokens)
             self.y_strings = list(y_tokens)
         self.stale = True
+
+    def parts(self) -> list[BitmapText]:
+        """The key labels' and the query labels' artists (those it writes)."""
+        return [part for part in (self._x, self._y) if part is not None]
 
     def draw(self, renderer) -> None:  # noqa: ANN001
         if not self.get_visible():

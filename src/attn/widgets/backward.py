@@ -32,7 +32,8 @@ from matplotlib.patches import FancyArrowPatch
 
 from .._checks import check_bool, check_choice, check_int
 from ..functional import attention_backward_steps, scaled_dot_product_attention
-from ..plotting import new_figure
+from ..language import mark, tr
+from ..plotting import new_figure, text_font
 from ._base import Explorer
 from ._mapview import MapView
 
@@ -139,16 +140,20 @@ def _signed(x: float) -> str:
 def _readout(c: CellGradient) -> str:
     i, j = c.row, c.key
     scale = f"1/√{c.d_k}" if c.scaled else "1"
-    return (f"<p>Forward: S[{i}, {j}] = {scale} · Q<sub>{i}</sub>·K<sub>{j}</sub> = {c.S[i, j]:.3f}, "
-            f"W[{i}, {j}] = {c.W[i, j]:.3f} (row {i}'s largest weight {c.row_max_weight:.3f}).<br>"
-            f"Backward: dW[{i}, {j}] = dO<sub>{i}</sub>·V<sub>{j}</sub> = {c.dW[i, j]:.3f}; "
-            f"<b>dS[{i}, {j}]</b> = W[{i}, {j}] × (dW[{i}, {j}] − Σ<sub>k</sub> dW[{i}, k] W[{i}, k]) = "
-            f"{c.W[i, j]:.3f} × ({c.dW[i, j]:.3f} − {_signed(c.row_term)}) = <b>{c.value:.4f}</b>; "
-            f"it sends {scale} · dS[{i}, {j}] · K<sub>{j}</sub> into dQ<sub>{i}</sub> and "
-            f"{scale} · dS[{i}, {j}] · Q<sub>{i}</sub> into dK<sub>{j}</sub>.<br>"
-            f"What arrives: |dQ<sub>{i}</sub>| = {c.dq_norm:.3f}, |dK<sub>{j}</sub>| = {c.dk_norm:.3f}, "
-            f"|dV<sub>{j}</sub>| = {c.dv_norm:.3f}; row {i}: Σ|dS| = {c.row_size:.3f} "
-            f"(d_k = {c.d_k}, {'scaled by 1/√d_k' if c.scaled else 'not scaled'}).</p>")
+    forward = tr("Forward: S[{i}, {j}] = {scale} · Q<sub>{i}</sub>·K<sub>{j}</sub> = {score:.3f}, "
+                 "W[{i}, {j}] = {weight:.3f} (row {i}'s largest weight {top:.3f}).", i=i, j=j,
+                 scale=scale, score=c.S[i, j], weight=c.W[i, j], top=c.row_max_weight)
+    backward = tr("Backward: dW[{i}, {j}] = dO<sub>{i}</sub>·V<sub>{j}</sub> = {dw:.3f}; "
+                  "<b>dS[{i}, {j}]</b> = W[{i}, {j}] × (dW[{i}, {j}] − Σ<sub>k</sub> dW[{i}, k] W[{i}, k]) = "
+                  "{weight:.3f} × ({dw:.3f} − {row_term}) = <b>{value:.4f}</b>; it sends {scale} · "
+                  "dS[{i}, {j}] · K<sub>{j}</sub> into dQ<sub>{i}</sub> and {scale} · dS[{i}, {j}] · "
+                  "Q<sub>{i}</sub> into dK<sub>{j}</sub>.", i=i, j=j, dw=c.dW[i, j], weight=c.W[i, j],
+                  row_term=_signed(c.row_term), value=c.value, scale=scale)
+    arrives = tr("What arrives: |dQ<sub>{i}</sub>| = {dq:.3f}, |dK<sub>{j}</sub>| = {dk:.3f}, "
+                 "|dV<sub>{j}</sub>| = {dv:.3f}; row {i}: Σ|dS| = {size:.3f} (d_k = {d_k}, {scaling}).",
+                 i=i, j=j, dq=c.dq_norm, dk=c.dk_norm, dv=c.dv_norm, size=c.row_size, d_k=c.d_k,
+                 scaling=tr("scaled by 1/√d_k") if c.scaled else tr("not scaled"))
+    return f"<p>{forward}<br>{backward}<br>{arrives}</p>"
 
 
 #: name -> (grid position (row, column), title, colour map, clim, numbers format or None, what it
@@ -161,15 +166,15 @@ def _no_leading_zero(value: float) -> str:
 
 #: Each backward map sits under its forward map (dS under S, dW under W, dO under O).
 _PANELS = {
-    "V": ((0, 1), "values V (row j)", "PuOr", (-2.5, 2.5), None, "key"),
-    "S": ((0, 2), "scores S = scale·Q Kᵀ", "PuOr", (-3.0, 3.0), None, "cell"),
-    "W": ((0, 3), "weights W = softmax(S)", "Blues", (0.0, 1.0), "{:.2f}", "cell"),
-    "O": ((0, 4), "output O = W V (row i)", "PuOr", (-2.5, 2.5), None, "row"),
-    "dO": ((1, 4), "dO, given (row i)", "PuOr", (-2.5, 2.5), None, "row"),
-    "dW": ((1, 3), "dW = dO Vᵀ", "PuOr", (-4.0, 4.0), "{:+.1f}", "cell"),
-    "dS": ((1, 2), "dS = W ⊙ (dW − rowsum(dW ⊙ W))", "PuOr", (-0.5, 0.5), _no_leading_zero, "cell+key"),
-    "dQ": ((1, 1), "dQ = scale·dS K (row i)", "PuOr", (-0.3, 0.3), None, "row"),
-    "dK": ((1, 0), "dK = scale·dSᵀ Q (row j)", "PuOr", (-0.3, 0.3), None, "key"),
+    "V": ((0, 1), mark("values V (row j)"), "PuOr", (-2.5, 2.5), None, "key"),
+    "S": ((0, 2), mark("scores S = scale·Q Kᵀ"), "PuOr", (-3.0, 3.0), None, "cell"),
+    "W": ((0, 3), mark("weights W = softmax(S)"), "Blues", (0.0, 1.0), "{:.2f}", "cell"),
+    "O": ((0, 4), mark("output O = W V (row i)"), "PuOr", (-2.5, 2.5), None, "row"),
+    "dO": ((1, 4), mark("dO, given (row i)"), "PuOr", (-2.5, 2.5), None, "row"),
+    "dW": ((1, 3), mark("dW = dO Vᵀ"), "PuOr", (-4.0, 4.0), "{:+.1f}", "cell"),
+    "dS": ((1, 2), mark("dS = W ⊙ (dW − rowsum(dW ⊙ W))"), "PuOr", (-0.5, 0.5), _no_leading_zero, "cell+key"),
+    "dQ": ((1, 1), mark("dQ = scale·dS K (row i)"), "PuOr", (-0.3, 0.3), None, "row"),
+    "dK": ((1, 0), mark("dK = scale·dSᵀ Q (row j)"), "PuOr", (-0.3, 0.3), None, "key"),
 }
 
 
@@ -190,12 +195,14 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
     for name, ((r, col), _title, cmap, clim, fmt, _frames) in _PANELS.items():
         ax = fig.add_axes((left + col * (width + gap), bottom[r], width, height))
         maps[name] = MapView(ax, cmap=cmap, clim=clim, numbers=fmt is not None, number_size=7,
-                             fmt=fmt or "{:.2f}", box_color="tab:orange" if r == 0 else "tab:green")
-    fig.text(0.005, 0.9, "forward", rotation=90, fontsize=10, va="top")
-    fig.text(0.005, 0.42, "backward", rotation=90, fontsize=10, va="top")
-    key_text = ("i = the query row, j = the key\n\nframed: what the gradient of\nentry (i, j) passes "
-                "through;\ndot: the entry (i, j)\n\ntop: forward, left to right\nbottom: backward, right to left")
-    fig.text(0.04, 0.78, key_text, fontsize=8, va="top", color="0.2")
+                             fmt=fmt or "{:.2f}", box_color="tab:orange" if r == 0 else "tab:green",
+                             title_font=text_font(9))
+    fig.text(0.005, 0.9, tr("forward"), rotation=90, fontproperties=text_font(10), va="top")
+    fig.text(0.005, 0.42, tr("backward"), rotation=90, fontproperties=text_font(10), va="top")
+    key_text = tr("i = the query row, j = the key\n\nframed: what the gradient of\nentry (i, j) passes "
+                  "through;\ndot: the entry (i, j)\n\ntop: forward, left to right\nbottom: backward, "
+                  "right to left")
+    fig.text(0.04, 0.78, key_text, fontproperties=text_font(8), va="top", color="0.2")
     x = [left + col * (width + gap) for col in range(5)]  # each column's left edge
     for col in (2, 3):  # S -> W -> O
         fig.patches.append(_arrow(fig, (x[col] + width + 0.005, 0.72), (x[col + 1] - 0.005, 0.72)))
@@ -209,7 +216,8 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
         i, j = c.row, c.key
         cell = np.zeros((N, N), dtype=bool)
         cell[i, j] = True
-        for name, (_pos, title, _cmap, _clim, _fmt, frames) in _PANELS.items():
+        for name, (_pos, english, _cmap, _clim, _fmt, frames) in _PANELS.items():
+            title = tr(english)
             full = getattr(c, name)  # (N, N), (N, D_V) or (N, d_k)
             values = full[:, :SHOWN_COLUMNS]  # dQ, dK: their first columns
             cols = values.shape[1]
@@ -222,7 +230,8 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
                 boxes = [(i, i + 1, 0, cols)]
             else:  # "key"
                 boxes = [(j, j + 1, 0, cols)]
-            shown = title if cols == full.shape[1] else f"{title}, first {cols} of {full.shape[1]}"
+            shown = (title if cols == full.shape[1] else
+                     tr("{title}, first {shown} of {total}", title=title, shown=cols, total=full.shape[1]))
             maps[name].set(values, x_tokens=[str(t) for t in range(cols)], y_tokens=labels, marks=marks,
                            boxes=boxes, title=shown)
         return c, _readout(c)
@@ -231,13 +240,13 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
         return [a for m in maps.values() for a in m.artists()]
 
     controls = {
-        "row": widgets.IntSlider(value=first.row, min=0, max=N - 1, description="query row"),
-        "key": widgets.IntSlider(value=first.key, min=0, max=N - 1, description="key"),
+        "row": widgets.IntSlider(value=first.row, min=0, max=N - 1, description=tr("query row")),
+        "key": widgets.IntSlider(value=first.key, min=0, max=N - 1, description=tr("key")),
         "d_k": widgets.Dropdown(options=D_K_CHOICES, value=first.d_k, description="d_k"),
-        "scaled": widgets.Checkbox(value=first.scaled, description="divide by √d_k"),
+        "scaled": widgets.Checkbox(value=first.scaled, description=tr("divide by √d_k")),
     }
     explorer = Explorer(controls, fig, update, live,
-                        title="The softmax's backward pass: one entry's gradient, from dO to dQ and dK")
+                        title=tr("The softmax's backward pass: one entry's gradient, from dO to dQ and dK"))
     explorer.maps = maps
     return explorer
 

@@ -27,14 +27,15 @@ import torch
 
 from .._checks import check_choice, check_int
 from ..decoding import Decoder, step_cost
-from ..plotting import new_figure
-from ._base import Explorer
+from ..language import mark, tr
+from ..plotting import new_figure, text_font
+from ._base import Explorer, options
 from ._mapview import MapView
 
 __all__ = ["POSITIONS", "MODES", "DecodeView", "decode_view", "decoding_explorer"]
 
 POSITIONS = 12
-MODES = ("with cache", "without cache")
+MODES = (mark("with cache"), mark("without cache"))
 _E, _H, _N = 16, 2, 1
 _COST_COLORS = {"with cache": "tab:green", "without cache": "tab:red"}
 
@@ -112,15 +113,25 @@ def decode_view(step: int = 5, mode: str = "with cache") -> DecodeView:
 
 
 def _readout(v: DecodeView) -> str:
-    other = "without" if v.mode == "with cache" else "with"
-    memory = (f"The cache now holds {v.cache_numbers} numbers (2 x layers x positions x E)."
-              if v.mode == "with cache" else "Nothing is kept between steps.")
-    return (f"<p><b>Step {v.step}</b> ({v.mode}): computes {v.computed_rows} row(s) of queries, keys "
-            f"and values; {v.macs:,} multiply-adds ({other} the cache: {v.macs_other:,}). {memory}</p>"
-            f"<p>Multiply-adds per step, step 0 to {v.step}: with the cache {v.with_cache[0]:,} to "
-            f"{v.with_cache[-1]:,} (almost flat), without it {v.without_cache[0]:,} to "
-            f"{v.without_cache[-1]:,} (climbing). All {v.step + 1} steps: {v.total_with:,} with the "
-            f"cache, {v.total_without:,} without.</p>")
+    if v.mode == "with cache":
+        other = tr("without the cache: {macs:,}", macs=v.macs_other)
+        memory = tr("The cache now holds {numbers} numbers (2 x layers x positions x E).",
+                    numbers=v.cache_numbers)
+    else:
+        other = tr("with the cache: {macs:,}", macs=v.macs_other)
+        memory = tr("Nothing is kept between steps.")
+    return ("<p>" + tr("<b>Step {step}</b> ({mode}): computes {rows} row(s) of queries, keys and "
+                       "values; {macs:,} multiply-adds ({other}). {memory}", step=v.step,
+                       mode=tr(v.mode), rows=v.computed_rows, macs=v.macs, other=other,
+                       memory=memory) + "</p>"
+            "<p>" + tr("Multiply-adds per step, step 0 to {step}: with the cache {with_first:,} to "
+                       "{with_last:,} (almost flat), without it {without_first:,} to "
+                       "{without_last:,} (climbing). All {steps} steps: {total_with:,} with the "
+                       "cache, {total_without:,} without.", step=v.step,
+                       with_first=v.with_cache[0], with_last=v.with_cache[-1],
+                       without_first=v.without_cache[0], without_last=v.without_cache[-1],
+                       steps=v.step + 1, total_with=v.total_with,
+                       total_without=v.total_without) + "</p>")
 
 
 def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
@@ -135,9 +146,11 @@ def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
     first = decode_view(step, mode)
     fig = new_figure(13, 4.2, dpi=72)
     keys = MapView(fig.add_axes((0.05, 0.1, 0.26, 0.78)), cmap="PuOr", clim=(-2.0, 2.0), x_labels=False,
-                   box_color="tab:green")
-    weights = MapView(fig.add_axes((0.35, 0.1, 0.26, 0.78)), cmap="Blues", box_color="tab:orange")
-    weights.colorbar(fig.add_axes((0.625, 0.1, 0.01, 0.78)), label="weight")
+                   box_color="tab:green", title_font=text_font(9))
+    weights = MapView(fig.add_axes((0.35, 0.1, 0.26, 0.78)), cmap="Blues", box_color="tab:orange",
+                      title_font=text_font(9))
+    weights.colorbar(fig.add_axes((0.625, 0.1, 0.01, 0.78))).set_label(tr("weight"),
+                                                                       fontproperties=text_font(10))
     positions = [str(t) for t in range(POSITIONS)]
     # The cost panel: static axes and two live lines, one point per step from 0 to the chosen one.
     ax_cost = fig.add_axes((0.75, 0.16, 0.235, 0.68))
@@ -145,17 +158,17 @@ def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
     ax_cost.set_xlim(-0.5, POSITIONS - 0.5)
     ax_cost.set_ylim(0, every.without_cache[-1] * 1.08)
     ax_cost.set_xticks(range(0, POSITIONS, 2))
-    ax_cost.set_xlabel("step", fontsize=9)
-    ax_cost.set_ylabel("multiply-adds of the step", fontsize=9)
-    ax_cost.set_title("work per step", fontsize=10)
+    ax_cost.set_xlabel(tr("step"), fontproperties=text_font(9))
+    ax_cost.set_ylabel(tr("multiply-adds of the step"), fontproperties=text_font(9))
+    ax_cost.set_title(tr("work per step"), fontproperties=text_font(10))
     ax_cost.tick_params(labelsize=8)
     lines = {
         "with cache": ax_cost.plot([], [], "o-", color=_COST_COLORS["with cache"], ms=3,
-                                   label="with the cache")[0],
+                                   label=tr("with the cache"))[0],
         "without cache": ax_cost.plot([], [], "s--", color=_COST_COLORS["without cache"], ms=3,
-                                      label="without: the whole prefix again")[0],
+                                      label=tr("without: the whole prefix again"))[0],
     }
-    ax_cost.legend(fontsize=8, loc="upper left")
+    ax_cost.legend(prop=text_font(8), loc="upper left")
 
     def update(step: int, mode: str) -> tuple[DecodeView, str]:
         v = decode_view(step, mode)
@@ -164,12 +177,12 @@ def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
         later[v.step + 1:] = True
         keys.set(v.keys, y_tokens=positions, blocked=np.broadcast_to(later, v.keys.shape),
                  boxes=[(first_row, v.step + 1, 0, _E)],
-                 title=f"keys in the cache after step {v.step}" if v.mode == "with cache"
-                 else f"keys recomputed at step {v.step}")
+                 title=tr("keys in the cache after step {step}", step=v.step) if v.mode == "with cache"
+                 else tr("keys recomputed at step {step}", step=v.step))
         future = np.triu(np.ones((POSITIONS, POSITIONS), dtype=bool), 1) | later  # not seen, or not yet
         weights.set(v.weights, x_tokens=positions, y_tokens=positions, blocked=future,
                     boxes=[(first_row, v.step + 1, 0, v.step + 1)],
-                    title=f"attention weights (head 1): {v.computed_rows} row(s) computed now")
+                    title=tr("attention weights (head 1): {rows} row(s) computed now", rows=v.computed_rows))
         steps = list(range(v.step + 1))
         for name, line in lines.items():
             line.set_data(steps, v.with_cache if name == "with cache" else v.without_cache)
@@ -180,11 +193,11 @@ def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
         return [*keys.artists(), *weights.artists(), *lines.values()]
 
     controls = {
-        "step": widgets.IntSlider(value=first.step, min=0, max=POSITIONS - 1, description="step",
+        "step": widgets.IntSlider(value=first.step, min=0, max=POSITIONS - 1, description=tr("step"),
                                   continuous_update=True),
-        "mode": widgets.ToggleButtons(options=MODES, value=first.mode, description="cache"),
+        "mode": widgets.ToggleButtons(options=options(MODES), value=first.mode, description=tr("cache")),
     }
-    explorer = Explorer(controls, fig, update, live, title="Generating one position at a time")
+    explorer = Explorer(controls, fig, update, live, title=tr("Generating one position at a time"))
     explorer.maps = {"keys": keys, "weights": weights}
     explorer.cost_lines, explorer.cost_axes = lines, ax_cost
     return explorer

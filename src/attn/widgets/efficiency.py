@@ -28,7 +28,8 @@ from matplotlib.patches import Rectangle
 from .._checks import check_positive_int
 from ..cost.counts import AttentionCost, attention_cost
 from ..cost.measure import STYLE, fit_slope, format_bytes, loglog_curves, memory_curve, time_curve
-from ..plotting import new_figure
+from ..language import tr
+from ..plotting import new_figure, text_font
 from ._base import Explorer
 
 __all__ = ["LENGTHS", "BLOCK_SIZES", "BlockMeasurements", "measure_block_sizes", "EfficiencyView",
@@ -133,20 +134,23 @@ def efficiency_view(
 
 
 def _readout(v: EfficiencyView) -> str:
-    label = {**{m: STYLE[m][0] for m in _METHODS}, "blockwise": f"blockwise, b = {v.block_size}"}
+    label = {**{m: tr(STYLE[m][0]) for m in _METHODS},
+             "blockwise": tr("blockwise, b = {b}", b=v.block_size)}
     rows = "".join(
         f"<tr><td>{label[m]}</td><td>{v.seconds[m] * 1e3:.2f} ms</td>"
         f"<td>{v.seconds[m] / v.seconds['sdpa']:.1f}×</td><td>{format_bytes(v.peak_bytes[m])}</td></tr>"
         for m in _METHODS
     )
     return (
-        f"<p>n = {v.n}: Q Kᵀ and weights·V take {v.cost.macs_attention:,} multiply-adds; "
-        f"the n×n float32 weights take {format_bytes(v.cost.score_bytes)}. "
-        f"Blockwise with b = {v.block_size}: {v.blocks} block(s) of {format_bytes(v.block_bytes)} "
-        f"each, one at a time.</p>"
-        "<table><tr><th>method</th><th>time (measured)</th><th>vs SDPA</th><th>peak tensor memory</th></tr>"
-        f"{rows}</table>"
-        f"<p>Fitted slopes on log-log axes (naive): time {v.time_slope:.2f}, memory {v.memory_slope:.2f}.</p>"
+        "<p>" + tr("n = {n}: Q Kᵀ and weights·V take {macs:,} multiply-adds; the n×n float32 weights "
+                   "take {weight_bytes}. Blockwise with b = {b}: {blocks} block(s) of {block_bytes} "
+                   "each, one at a time.", n=v.n, macs=v.cost.macs_attention,
+                   weight_bytes=format_bytes(v.cost.score_bytes), b=v.block_size, blocks=v.blocks,
+                   block_bytes=format_bytes(v.block_bytes)) + "</p>"
+        f"<table><tr><th>{tr('method')}</th><th>{tr('time (measured)')}</th><th>{tr('vs SDPA')}</th>"
+        f"<th>{tr('peak tensor memory')}</th></tr>{rows}</table>"
+        "<p>" + tr("Fitted slopes on log-log axes (naive): time {time:.2f}, memory {memory:.2f}.",
+                   time=v.time_slope, memory=v.memory_slope) + "</p>"
     )
 
 
@@ -191,32 +195,32 @@ def efficiency_explorer(
     ax_t, ax_m, ax_b = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 0.8]})
     panels = []  # (blockwise per b, unit, the blockwise line, its marker at n)
     for ax, curves, per_b, unit, title in (
-            (ax_t, seconds, blocks.seconds, 1e3, "time per call (ms)"),
-            (ax_m, peak_bytes, blocks.peak_bytes, 2.0**-20, "peak tensor memory (MiB)")):
+            (ax_t, seconds, blocks.seconds, 1e3, tr("time per call (ms)")),
+            (ax_m, peak_bytes, blocks.peak_bytes, 2.0**-20, tr("peak tensor memory (MiB)"))):
         lines = loglog_curves(ax, lengths, {m: curves[m] for m in _WHOLE}, unit=unit, title=title)
         for line, m in zip(lines, _WHOLE):
             line.set_marker(_LINES[m][0])
             line.set_linestyle(_LINES[m][1:])
             ax.plot([n], [curves[m][i] * unit], _LINES[m][0], ms=9, mfc="none", color=STYLE[m][1])  # static
         (live_line,) = ax.plot(lengths, [y * unit for y in per_b[block_size]], _LINES["blockwise"],
-                               ms=3, color=STYLE["blockwise"][1], label="blockwise, chosen b")
+                               ms=3, color=STYLE["blockwise"][1], label=tr("blockwise, chosen b"))
         every = [y * unit for m in _WHOLE for y in curves[m]] + [y * unit for ys in per_b.values() for y in ys]
         ax.set_ylim(min(every) / 1.5, max(every) * 1.5)  # every b's curve stays in view
         (marker,) = ax.plot([n], [per_b[block_size][i] * unit], _LINES["blockwise"][0], ms=9, mfc="none",
                             color=STYLE["blockwise"][1])
         ax.axvline(n, color="0.6", lw=0.8, ls=":", zorder=0)  # the n of the readout and the block
         panels.append((per_b, unit, live_line, marker))
-    ax_t.legend(fontsize=7, loc="upper left")
+    ax_t.legend(prop=text_font(7), loc="upper left")
     ax_b.set_xlim(0, 1)
     ax_b.set_ylim(1, 0)
     ax_b.set_aspect("equal")
     ax_b.set_xticks([])
     ax_b.set_yticks([])
-    ax_b.set_xlabel(f"keys → (n = {n})")
-    ax_b.set_ylabel("← queries")
+    ax_b.set_xlabel(tr("keys → (n = {n})", n=n), fontproperties=text_font(10))
+    ax_b.set_ylabel(tr("← queries"), fontproperties=text_font(10))
     ax_b.add_patch(Rectangle((0, 0), 1, 1, color="0.85"))
     strip = ax_b.add_patch(Rectangle((0, 0), 1, 1, color="tab:blue"))
-    ax_b.set_title("held at once: n×n weights (grey)\nor one n×b block (blue)", fontsize=10)
+    ax_b.set_title(tr("held at once: n×n weights (grey)\nor one n×b block (blue)"), fontproperties=text_font(10))
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.86, wspace=0.28)  # fixed: quick
 
     def update(block_size: int) -> tuple[EfficiencyView, str]:
@@ -237,8 +241,9 @@ def efficiency_explorer(
 
     b_slider = widgets.SelectionSlider(options=list(BLOCK_SIZES),
                                        value=block_size if block_size in BLOCK_SIZES else 128,
-                                       description="block b", continuous_update=True)
+                                       description=tr("block b"), continuous_update=True)
     explorer = Explorer({"block_size": b_slider}, fig, update, live,
-                        title=f"Attention cost: time and memory against n, and the block size b (at n = {n})")
+                        title=tr("Attention cost: time and memory against n, and the block size b "
+                                 "(at n = {n})", n=n))
     explorer.live_artists = live_artists
     return explorer

@@ -31,12 +31,13 @@ import torch
 
 from .._checks import check_positive_int
 from ..cost.counts import multi_head_cost, trace_multi_head, valid_num_heads
-from ..examples import SENTENCE, SENTENCE_GLOSS
+from ..examples import SENTENCE
 from ..handbuilt.heads import diagonal_qk, vertical_qk
+from ..language import mark, tr
 from ..modules import MultiHeadAttention
-from ..plotting import new_figure, token_font
+from ..plotting import new_figure, text_font, token_font
 from ..two_sources import error_left, two_source_target
-from ._base import Explorer
+from ._base import Explorer, glossed, listing
 from ._bitmaps import AxesTitle
 from ._mapview import MapView
 
@@ -50,6 +51,8 @@ D_MODELS: tuple[int, ...] = (6, 8, 12, 16, 24, 32, 64, 128, 512)
 MAX_HEADS: int = 8
 #: The choices of W^Q and W^K (see the module docstring).
 INPUTS: tuple[str, ...] = ("two sources", "random")
+_INPUT_LABELS = {"two sources": mark("two sources (W^Q, W^K set by hand)"),
+                 "random": mark("random (untrained)")}
 #: The scaled score of a word and its source when each pattern has a head of its own.
 SOURCE_SCORE: float = 4.0
 _SUBJECT = 0  # 小明, the second source of every word
@@ -57,18 +60,20 @@ _SUBJECT = 0  # 小明, the second source of every word
 HEAD_SLOTS: tuple[int, ...] = tuple(sorted({h for d in D_MODELS for h in valid_num_heads(d, max_heads=MAX_HEADS)}))
 _BAR, _BAR_CHOSEN = "#c6dbef", "#08519c"  # light and dark blue (Blues), told apart by lightness
 
+#: The steps of ``attn.cost.counts.trace_multi_head`` (their names, marked here for the
+#: catalogue) -> the chapter's notation of each.
 _NOTATION = {
-    "X": "X (n, d_model)",
-    "Q = X W^Q": "Q = [Q_1 … Q_h] (n, h·d_k)",
-    "K = X W^K": "K (n, h·d_k)",
-    "V = X W^V": "V (n, h·d_v)",
-    "Q split into heads": "Q_i (n, d_k) for each i",
-    "K split into heads": "K_i (n, d_k)",
-    "V split into heads": "V_i (n, d_v)",
-    "weights per head": "softmax(Q_i K_iᵀ/√d_k) (n, n)",
-    "head outputs": "head_i (n, d_v)",
-    "concat(heads)": "Concat(head_1..head_h) (n, h·d_v)",
-    "concat W^O": "MultiHead (n, d_model)",
+    mark("X"): mark("X (n, d_model)"),
+    mark("Q = X W^Q"): mark("Q = [Q_1 … Q_h] (n, h·d_k)"),
+    mark("K = X W^K"): mark("K (n, h·d_k)"),
+    mark("V = X W^V"): mark("V (n, h·d_v)"),
+    mark("Q split into heads"): mark("Q_i (n, d_k) for each i"),
+    mark("K split into heads"): mark("K_i (n, d_k)"),
+    mark("V split into heads"): mark("V_i (n, d_v)"),
+    mark("weights per head"): mark("softmax(Q_i K_iᵀ/√d_k) (n, n)"),
+    mark("head outputs"): mark("head_i (n, d_v)"),
+    mark("concat(heads)"): mark("Concat(head_1..head_h) (n, h·d_v)"),
+    mark("concat W^O"): mark("MultiHead (n, d_model)"),
 }
 
 
@@ -225,32 +230,45 @@ def _cached_state(d_model: int, num_heads: int, inputs: str, seed: int) -> Heads
                                    for h in valid_num_heads(d_model, max_heads=MAX_HEADS)))
 
 
+def _heads(h: int) -> str:
+    """How many heads, in words: "1 head", "2 heads"."""
+    return tr("1 head") if h == 1 else tr("{heads} heads", heads=h)
+
+
 def _readout(s: HeadsState) -> str:
     n = len(s.tokens)
-    heads = "1 head" if s.num_heads == 1 else f"{s.num_heads} heads"
-    out = [f"<p>d_model = {s.d_model}, {heads} of d_k = d_v = {s.d_model} / {s.num_heads} = "
-           f"{s.head_dim}; n = {n} tokens, batch B = 1.</p>"]
+    heads = _heads(s.num_heads)
+    out = ["<p>" + tr("d_model = {d_model}, {heads} of d_k = d_v = {d_model} / {h} = {d_k}; n = {n} "
+                      "tokens, batch B = 1.", d_model=s.d_model, heads=heads, h=s.num_heads,
+                      d_k=s.head_dim, n=n) + "</p>"]
     if s.source_weights is not None:
-        rows = "".join(f"<tr><td>head {h + 1}</td><td>{a:.2f}</td><td>{b:.2f}</td></tr>"
+        rows = "".join(f"<tr><td>{tr('head {h}', h=h + 1)}</td><td>{a:.2f}</td><td>{b:.2f}</td></tr>"
                        for h, (a, b) in enumerate(s.source_weights))
         out.append(
-            f"<p>Each word needs two sources (dots): the word before it and {s.tokens[_SUBJECT]} "
-            f"({SENTENCE_GLOSS[_SUBJECT]}). Mean weight on each, over {s.tokens[2]} … "
-            f"{s.tokens[-1]}:</p><table><tr><th></th><th>previous word</th>"
+            "<p>" + tr("Each word needs two sources (dots): the word before it and {subject}. Mean "
+                       "weight on each, over {first} … {last}:", subject=glossed(s.tokens[_SUBJECT]),
+                       first=s.tokens[2], last=s.tokens[-1])
+            + f"</p><table><tr><th></th><th>{tr('previous word')}</th>"
             f"<th>{s.tokens[_SUBJECT]}</th></tr>{rows}</table>")
-    others = ", ".join(f"{h} head{'s' if h > 1 else ''}: {e:.2f}" for h, e in s.errors if h != s.num_heads)
-    task = ("hand-set heads, W^V = W^O = identity" if s.inputs == "two sources"
-            else "random weights, never trained for it")
+    others = listing(tr("{heads}: {error:.2f}", heads=_heads(h), error=e)
+                     for h, e in s.errors if h != s.num_heads)
+    task = (tr("hand-set heads, W^V = W^O = identity") if s.inputs == "two sources"
+            else tr("random weights, never trained for it"))
     out.append(
-        f"<p>The task of section 3 (each word from {s.tokens[1]} on: the first half of the word before "
-        f"it, the second half of {s.tokens[_SUBJECT]}), {task}: error left "
-        f"<b>{s.error:.2f}</b> of the target's variance with {heads} (the bars; {others}).</p>")
-    steps = "".join(f"<tr><td>{name}</td><td>{_NOTATION[name]}</td><td><code>{shape}</code></td></tr>"
+        "<p>" + tr("The task of section 3 (each word from {second} on: the first half of the word "
+                   "before it, the second half of {subject}), {task}: error left <b>{error:.2f}</b> "
+                   "of the target's variance with {heads} (the bars; {others}).",
+                   second=s.tokens[1], subject=s.tokens[_SUBJECT], task=task, error=s.error,
+                   heads=heads, others=others) + "</p>")
+    steps = "".join(f"<tr><td>{tr(name)}</td><td>{tr(_NOTATION[name])}</td><td><code>{shape}</code></td></tr>"
                     for name, shape in s.shapes)
+    notation = tr("the chapter's notation")
     out.append(
-        f"<table><tr><th>step</th><th>the chapter's notation</th><th>shape (B, …)</th></tr>{steps}</table>"
-        f"<p>parameters 4·d_model² = {s.params:,} (the same for every h); multiply-adds "
-        f"{s.macs:,} (the same for every h); softmax entries h·n² = {s.softmax_entries:,}.</p>")
+        f"<table><tr><th>{tr('step')}</th><th>{notation}</th><th>{tr('shape (B, …)')}</th></tr>"
+        f"{steps}</table>"
+        "<p>" + tr("parameters 4·d_model² = {params:,} (the same for every h); multiply-adds "
+                   "{macs:,} (the same for every h); softmax entries h·n² = {entries:,}.",
+                   params=s.params, macs=s.macs, entries=s.softmax_entries) + "</p>")
     return "".join(out)
 
 
@@ -274,12 +292,11 @@ def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two 
     valid = valid_num_heads(d_model, max_heads=MAX_HEADS)
     if num_heads not in valid:
         raise ValueError(f"num_heads: expected one of {valid} for d_model={d_model}, got {num_heads!r}")
-    in_box = widgets.Dropdown(options=[("two sources (W^Q, W^K set by hand)", "two sources"),
-                                       ("random (untrained)", "random")],
-                              value=inputs, description="input", layout=widgets.Layout(width="320px"))
+    in_box = widgets.Dropdown(options=[(tr(_INPUT_LABELS[i]), i) for i in INPUTS],
+                              value=inputs, description=tr("input"), layout=widgets.Layout(width="320px"))
     d_box = widgets.Dropdown(options=D_MODELS, value=d_model, description="d_model",
                              layout=widgets.Layout(width="180px"))
-    h_box = widgets.Dropdown(options=valid, value=num_heads, description="heads",
+    h_box = widgets.Dropdown(options=valid, value=num_heads, description=tr("heads"),
                              layout=widgets.Layout(width="160px"))
     holder: dict[str, Explorer] = {}
 
@@ -301,43 +318,47 @@ def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two 
     d_box.observe(retarget, names="value")
 
     fig = new_figure(13, 5, dpi=72)
-    fig.suptitle("Attention weights per head (rows: queries, columns: keys), and the error left", fontsize=11)
+    fig.suptitle(tr("Attention weights per head (rows: queries, columns: keys), and the error left"),
+                 fontproperties=text_font(11))
     # Fixed margins: room for the stood-up Chinese labels under each map and the colour bar.
     fig.subplots_adjust(left=0.055, right=0.7, bottom=0.13, top=0.88, wspace=0.45, hspace=0.6)
-    maps = [MapView(ax, font=token_font(8), rotate=True, title_size=10) for ax in fig.subplots(2, 4).ravel()]
+    maps = [MapView(ax, font=token_font(8), rotate=True, title_size=10, title_font=text_font(10))
+            for ax in fig.subplots(2, 4).ravel()]
     # The error panel: one bar per head count (HEAD_SLOTS), the chosen one dark; static axes.
     ax_err = fig.add_axes((0.83, 0.2, 0.155, 0.6))
     slots = range(len(HEAD_SLOTS))
     bars = list(ax_err.bar(slots, [0.0] * len(HEAD_SLOTS), width=0.7, color=_BAR))
     ax_err.set_xticks(list(slots), [str(h) for h in HEAD_SLOTS], fontsize=8)
-    ax_err.set_xlabel("heads", fontsize=9)
-    ax_err.set_ylabel("share of the target's variance", fontsize=8)
+    ax_err.set_xlabel(tr("heads"), fontproperties=text_font(9))
+    ax_err.set_ylabel(tr("share of the target's variance"), fontproperties=text_font(8))
     ax_err.set_ylim(0, 1.5)  # a random layer's bars run off the top: far more than the variance
     ax_err.axhline(1.0, color="0.5", lw=0.8, ls=":")  # no better than the target's mean
     ax_err.tick_params(labelsize=8)
     (pointer,) = ax_err.plot([0], [0.1], "v", color=_BAR_CHOSEN, ms=8)  # above the chosen bar
-    err_title = AxesTitle(ax_err, size=10)
-    maps[0].colorbar(fig.add_axes((0.72, 0.13, 0.012, 0.75)), label="weight")
+    err_title = AxesTitle(ax_err, size=10, font=text_font(10))
+    maps[0].colorbar(fig.add_axes((0.72, 0.13, 0.012, 0.75))).set_label(tr("weight"),
+                                                                        fontproperties=text_font(10))
     shown = {"heads": num_heads}
 
     def update(inputs: str, d_model: int, num_heads: int) -> tuple[HeadsState, str]:
         s = heads_state(d_model, num_heads, inputs=inputs, seed=seed)
         for h in range(s.num_heads):
-            maps[h].set(s.weights[h], x_tokens=s.tokens, marks=s.sources, title=f"head {h + 1} (d_k = {s.head_dim})")
+            maps[h].set(s.weights[h], x_tokens=s.tokens, marks=s.sources,
+                        title=tr("head {h} (d_k = {d_k})", h=h + 1, d_k=s.head_dim))
         shown["heads"] = s.num_heads
         errors = dict(s.errors)
         for h, bar in zip(HEAD_SLOTS, bars):
             bar.set_height(min(errors.get(h, 0.0), 1.5))  # no bar: not a divisor of d_model
             bar.set_color(_BAR_CHOSEN if h == s.num_heads else _BAR)
         pointer.set_data([HEAD_SLOTS.index(s.num_heads)], [min(s.error, 1.5) + 0.08])
-        err_title.set_text(f"error left: {s.error:.2f} with {s.num_heads} head{'s' if s.num_heads > 1 else ''}")
+        err_title.set_text(tr("error left: {error:.2f} with {heads}", error=s.error, heads=_heads(s.num_heads)))
         return s, _readout(s)
 
     def live() -> list:
         return [a for m in maps[:shown["heads"]] for a in m.artists()] + bars + [pointer, err_title]
 
     explorer = Explorer({"inputs": in_box, "d_model": d_box, "num_heads": h_box}, fig, update, live,
-                        title="Multi-head attention: one head or several, shapes and maps")
+                        title=tr("Multi-head attention: one head or several, shapes and maps"))
     explorer.maps = maps
     explorer.error_bars, explorer.error_axes = bars, ax_err
     holder["explorer"] = explorer

@@ -19,17 +19,18 @@ import torch
 
 from .._checks import check_positive_int
 from ..functional import masked_softmax, softmax_with_fill
+from ..language import mark, tr
 from ..masks import causal_mask, padding_mask
-from ..plotting import new_figure
-from ._base import Explorer
+from ..plotting import new_figure, text_font
+from ._base import Explorer, options
 from ._mapview import MapView
 
 __all__ = ["MASK_KINDS", "FILLS", "MAX_LEN", "MaskedMap", "mask_and_tokens", "masked_map",
            "mask_explorer"]
 
-MASK_KINDS: tuple[str, ...] = ("none", "causal", "padding", "causal + left padding")
+MASK_KINDS: tuple[str, ...] = (mark("none"), mark("causal"), mark("padding"), mark("causal + left padding"))
 #: Fill choices: the chapter's, the article's, the package's.
-FILLS: tuple[str, ...] = ("-inf", "-1e9", "package")
+FILLS: tuple[str, ...] = (mark("-inf"), mark("-1e9"), mark("package"))
 MAX_LEN = 12
 _BLOCKED_TEXT = {"-inf": "-inf", "-1e9": "-1e9", "package": "×"}
 
@@ -147,31 +148,33 @@ def masked_map(kind: str = "causal", length: int = 6, fill: str = "package", *,
 
 def _readout(m: MaskedMap) -> str:
     L = m.length
-    lines = [f"{m.kind}, L = {L}: {m.n_blocked} of {L * L} (query, key) cells blocked."]
+    lines = [tr("{kind}, L = {L}: {blocked} of {cells} (query, key) cells blocked.", kind=tr(m.kind),
+                L=L, blocked=m.n_blocked, cells=L * L)]
     if not m.blocked_rows:
-        lines.append("Every query has at least one key it may see: the three fills give the same "
-                     f"weights (largest difference {m.fills_agree:.1e}).")
+        lines.append(tr("Every query has at least one key it may see: the three fills give the same "
+                        "weights (largest difference {difference:.1e}).", difference=m.fills_agree))
     else:
         rows = ", ".join(str(i) for i in m.blocked_rows)
-        lines.append(f"Row(s) {rows}: every key blocked.")
+        lines.append(tr("Row(s) {rows}: every key blocked.", rows=rows))
         if m.fill == "-inf":
-            lines.append("Fill -inf: softmax of a row of -inf is 0/0 = <b>NaN</b>. The NaN flows "
-                         "into the output (weights @ V) and into the loss and its gradients.")
+            lines.append(tr("Fill -inf: softmax of a row of -inf is 0/0 = <b>NaN</b>. The NaN flows "
+                            "into the output (weights @ V) and into the loss and its gradients."))
         elif m.fill == "-1e9":
-            lines.append(f"Fill -1e9: every score of the row is -1e9, so the row is "
-                         f"<b>uniform</b>, 1/{L} = {1 / L:.3f} per key: the query reads the "
-                         "padding as if it were text.")
+            lines.append(tr("Fill -1e9: every score of the row is -1e9, so the row is <b>uniform</b>, "
+                            "1/{L} = {share:.3f} per key: the query reads the padding as if it were "
+                            "text.", L=L, share=1 / L))
         else:
-            lines.append("Package (masked_softmax): the row is <b>zeros</b>: the query reads "
-                         "nothing and its attention output is zero.")
+            lines.append(tr("Package (masked_softmax): the row is <b>zeros</b>: the query reads "
+                            "nothing and its attention output is zero."))
         if m.fills_agree == 0.0:
-            lines.append("The other rows are identical under all three fills.")
+            lines.append(tr("The other rows are identical under all three fills."))
         else:
-            lines.append(f"The other rows differ across fills by at most {m.fills_agree:.1e}.")
+            lines.append(tr("The other rows differ across fills by at most {difference:.1e}.",
+                            difference=m.fills_agree))
     sums = ", ".join("NaN" if math.isnan(s) else f"{s:.2f}" for s in m.row_sums)
-    lines.append(f"Row sums: {sums}.")
-    lines.append("Left: scores, blocked cells show what is written there "
-                 "(× = skipped by masked_softmax). Right: weights.")
+    lines.append(tr("Row sums: {sums}.", sums=sums))
+    lines.append(tr("Left: scores, blocked cells show what is written there "
+                    "(× = skipped by masked_softmax). Right: weights."))
     return "<br>".join(lines)
 
 
@@ -197,11 +200,11 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
     if length < 2:
         raise ValueError(f"length: expected 2..{MAX_LEN} for the explorer, got {length}")
     controls = {
-        "kind": widgets.Dropdown(options=MASK_KINDS, value=kind, description="mask",
+        "kind": widgets.Dropdown(options=options(MASK_KINDS), value=kind, description=tr("mask"),
                                  layout=widgets.Layout(width="260px")),
-        "length": widgets.IntSlider(value=length, min=2, max=MAX_LEN, description="length",
+        "length": widgets.IntSlider(value=length, min=2, max=MAX_LEN, description=tr("length"),
                                     continuous_update=True),
-        "fill": widgets.ToggleButtons(options=FILLS, value=fill, description="fill"),
+        "fill": widgets.ToggleButtons(options=options(FILLS), value=fill, description=tr("fill")),
     }
     fig = new_figure(10, 4.6, dpi=72)
     # A fixed layout with room for 12 rotated labels: no layout engine to run per redraw.
@@ -209,9 +212,10 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
     ax_s, ax_w = fig.subplots(1, 2)
     # Scores: a diverging map (blue below 0, red above), blocked cells grey with the fill
     # written in them. Weights: light to dark blue; NaN is pink and says "NaN".
-    map_s = MapView(ax_s, cmap="RdBu_r", clim=(-3.0, 3.0), numbers=True, label_size=9, title_size=12)
+    map_s = MapView(ax_s, cmap="RdBu_r", clim=(-3.0, 3.0), numbers=True, label_size=9, title_size=12,
+                    title_font=text_font(12))
     map_w = MapView(ax_w, cmap=matplotlib.colormaps["Blues"].with_extremes(bad="#f4a3a3"),
-                    numbers=True, label_size=9, title_size=12)
+                    numbers=True, label_size=9, title_size=12, title_font=text_font(12))
 
     def update(kind: str, length: int, fill: str) -> tuple[MaskedMap, str]:
         m = masked_map(kind, length, fill)
@@ -220,14 +224,14 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
                   for brow, srow in zip(blocked.tolist(), m.scores.tolist())]
         rotate = m.length > 8
         map_s.set(m.scores, blocked=blocked, strings=scores, x_tokens=m.tokens, rotate=rotate,
-                  title="scores (query ↓, key →; blocked: the fill)")
-        how = "attn.masked_softmax" if fill == "package" else f"fill {fill}"
-        map_w.set(m.weights, x_tokens=m.tokens, rotate=rotate, title=f"weights, {how}")
+                  title=tr("scores (query ↓, key →; blocked: the fill)"))
+        how = "attn.masked_softmax" if fill == "package" else tr("fill {fill}", fill=fill)
+        map_w.set(m.weights, x_tokens=m.tokens, rotate=rotate, title=tr("weights, {how}", how=how))
         return m, _readout(m)
 
     def live() -> list:
         return [*map_s.artists(), *map_w.artists()]
 
-    explorer = Explorer(controls, fig, update, live, title="Masks and what a blocked row becomes")
+    explorer = Explorer(controls, fig, update, live, title=tr("Masks and what a blocked row becomes"))
     explorer.maps = {"scores": map_s, "weights": map_w}
     return explorer

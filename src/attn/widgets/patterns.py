@@ -29,9 +29,10 @@ from ..handbuilt.heads import (
     head_weights,
     segments_for,
 )
+from ..language import get_language, mark, tr
 from ..pattern_scores import PatternProfile, pattern_profile
 from ..plotting import new_figure, token_font
-from ._base import Explorer
+from ._base import Explorer, listing, options
 from ._mapview import MapView
 
 __all__ = [
@@ -43,8 +44,9 @@ __all__ = [
     "pattern_explorer",
 ]
 
-PATTERN_CHOICES: tuple[str, ...] = ("diagonal", "vertical", "block", "mixed", "random")
-PATTERN_MASKS: tuple[str, ...] = ("none", "causal", "padding")
+PATTERN_CHOICES: tuple[str, ...] = (mark("diagonal"), mark("vertical"), mark("block"), mark("mixed"),
+                                    mark("random"))
+PATTERN_MASKS: tuple[str, ...] = (mark("none"), mark("causal"), mark("padding"))
 D_K_CHOICES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 MAX_HEADS = 8
 MIN_TOKENS, MAX_TOKENS = 3, len(TOKENS)
@@ -94,10 +96,16 @@ def _mask(kind: str, n: int) -> tuple[torch.Tensor, tuple[str, ...], int]:
     return keys[None, :].expand(n, n).clone(), tuple(tokens), n_pad  # (1, n) -> (n, n)
 
 
+def _name(spec: HeadSpec) -> str:
+    """A head's name (``HeadSpec.name``, marked where it is written) in the current language;
+    a random head's is "random {seed}"."""
+    return tr("random {seed}", seed=spec.seed) if spec.kind == "random" else tr(spec.name)
+
+
 def _title(spec: HeadSpec, tokens: tuple[str, ...], h: int) -> str:
     if spec.kind == "vertical":
-        return f"{h + 1}: all → {tokens[spec.key % len(tokens)]}"
-    return f"{h + 1}: {spec.name}"
+        return tr("{h}: all → {token}", h=h + 1, token=tokens[spec.key % len(tokens)])
+    return tr("{h}: {name}", h=h + 1, name=_name(spec))
 
 
 def _notes(specs: tuple[HeadSpec, ...], n: int, d_k: int, strength: float,
@@ -105,39 +113,41 @@ def _notes(specs: tuple[HeadSpec, ...], n: int, d_k: int, strength: float,
     notes = []
     kinds = {s.kind for s in specs}
     if strength == 0:
-        notes.append("strength 0: every q and k is the zero vector, so every score is 0 and "
-                     "each row spreads evenly over the keys it may see.")
+        notes.append(tr("strength 0: every q and k is the zero vector, so every score is 0 and "
+                        "each row spreads evenly over the keys it may see."))
     if d_k == 1 and kinds & {"diagonal", "block"}:
-        notes.append("d_k = 1: one coordinate gives every position and every segment the same "
-                     "direction, so diagonal and block heads are flat.")
+        notes.append(tr("d_k = 1: one coordinate gives every position and every segment the same "
+                        "direction, so diagonal and block heads are flat."))
     elif "diagonal" in kinds and 2 * d_k <= n + 2:
-        notes.append(f"d_k = {d_k}: the positional codes repeat every {2 * d_k} positions, so a "
-                     f"key {2 * d_k} places away looks the same as the aimed-at one.")
+        notes.append(tr("d_k = {d_k}: the positional codes repeat every {period} positions, so a "
+                        "key {period} places away looks the same as the aimed-at one.",
+                        d_k=d_k, period=2 * d_k))
     if "block" in kinds:
         most = max(len(set(segments_for(s, n))) for s in specs if s.kind == "block")
         if most > d_k:
-            notes.append(f"d_k = {d_k} directions for up to {most} segments: some segments share "
-                         f"a direction and attend to each other.")
+            notes.append(tr("d_k = {d_k} directions for up to {most} segments: some segments share "
+                            "a direction and attend to each other.", d_k=d_k, most=most))
     flat = []  # block heads with every token but [CLS] in one segment: nothing to tell apart
     for h, spec in enumerate(specs):
         if spec.kind == "block":
             segments = segments_for(spec, n)
             if len({seg for tok, seg in zip(TOKENS[:n], segments) if tok != "[CLS]"}) == 1:
-                flat.append(f"{h + 1} ({spec.name})")
+                flat.append(tr("{h} ({name})", h=h + 1, name=_name(spec)))
     if flat:
-        which = ("head " if len(flat) == 1 else "heads ") + ", ".join(flat)
-        notes.append(f"{which}: with {n} tokens every token after [CLS] falls in one segment, so "
-                     f"the map is one flat block; more tokens start the next segment.")
+        which = (tr("head {h}", h=flat[0]) if len(flat) == 1
+                 else tr("heads {heads}", heads=listing(flat)))
+        notes.append(tr("{which}: with {n} tokens every token after [CLS] falls in one segment, so "
+                        "the map is one flat block; more tokens start the next segment.",
+                        which=which, n=n))
     if mask_kind == "causal":
-        notes.append("causal: a query sees only keys at or before it, so a head aiming ahead "
-                     "(or at a later key) finds nothing there and spreads over what it may see.")
+        notes.append(tr("causal: a query sees only keys at or before it, so a head aiming ahead "
+                        "(or at a later key) finds nothing there and spreads over what it may see."))
     if mask_kind == "padding":
-        notes.append(f"padding: the last {n_pad} key(s) are [PAD] and get weight 0; "
-                     f"the [PAD] queries still attend to the real tokens.")
+        notes.append(tr("padding: the last {n_pad} key(s) are [PAD] and get weight 0; the [PAD] "
+                        "queries still attend to the real tokens.", n_pad=n_pad))
     return tuple(notes)
 
 
-@lru_cache(maxsize=256)
 def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8, d_k: int = 16,
                   strength: float = 1.0, scaled: bool = True, mask: str = "none") -> PatternHeads:
     """Build the hand-built heads of one pattern and their attention maps.
@@ -152,8 +162,16 @@ def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8
         mask: one of ``PATTERN_MASKS``; the mask is bool (n, n), True = may attend.
 
     Returns:
-        A ``PatternHeads`` (weights (H, n, n), read-only).
+        A ``PatternHeads`` (weights (H, n, n), read-only); its titles and notes are in the
+        current language.
     """
+    return _pattern_heads(pattern, n_heads, n_tokens, d_k, strength, scaled, mask, get_language())
+
+
+@lru_cache(maxsize=256)
+def _pattern_heads(pattern: str, n_heads: int, n_tokens: int, d_k: int, strength: float,
+                   scaled: bool, mask: str, language: str) -> PatternHeads:
+    """``pattern_heads``, cached per language (the titles and notes are words)."""
     if pattern not in PATTERN_CHOICES:
         raise ValueError(f"pattern: expected one of {PATTERN_CHOICES}, got {pattern!r}")
     if mask not in PATTERN_MASKS:
@@ -185,18 +203,19 @@ def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8
 
 
 def _readout(s: PatternHeads) -> str:
-    how = "strength · √d_k" if s.scaled else "strength · d_k (not scaled)"
+    how = tr("strength · √d_k") if s.scaled else tr("strength · d_k (not scaled)")
     root = f"{math.sqrt(s.d_k):.2f}" if s.scaled else f"{s.d_k}"
-    head = (f"<p>Score of an aligned pair (cosine 1) = {how} = {s.strength:.2f} · {root} = "
-            f"<b>{s.aligned_score:.2f}</b>; an orthogonal pair scores 0. "
-            f"A gap of g in score is a factor e<sup>g</sup> in weight.</p>")
+    head = ("<p>" + tr("Score of an aligned pair (cosine 1) = {how} = {strength:.2f} · {root} = "
+                       "<b>{score:.2f}</b>; an orthogonal pair scores 0. A gap of g in score is a "
+                       "factor e<sup>g</sup> in weight.", how=how, strength=s.strength, root=root,
+                       score=s.aligned_score) + "</p>")
     rows = "".join(
         f"<tr><td>{t}</td><td>{p.self_weight:.2f}</td><td>{p.top_key_label(s.tokens)} "
         f"({p.top_key_weight:.2f})</td><td>{p.segment_weight:.2f}</td><td>{p.max_weight:.2f}</td></tr>"
         for t, p in zip(s.titles, s.profiles))
-    table = ("<table><tr><th>head</th><th>weight on itself</th><th>most-attended key (mean)</th>"
-             "<th>weight inside own phrase</th><th>largest weight per row</th></tr>"
-             f"{rows}</table>")
+    table = (f"<table><tr><th>{tr('head')}</th><th>{tr('weight on itself')}</th>"
+             f"<th>{tr('most-attended key (mean)')}</th><th>{tr('weight inside own phrase')}</th>"
+             f"<th>{tr('largest weight per row')}</th></tr>{rows}</table>")
     notes = "".join(f"<li>{n}</li>" for n in s.notes)
     return head + table + (f"<ul>{notes}</ul>" if notes else "")
 
@@ -219,19 +238,19 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
     if d_k not in D_K_CHOICES:
         raise ValueError(f"d_k: expected one of {D_K_CHOICES}, got {d_k}")
     controls = {
-        "pattern": widgets.Dropdown(options=PATTERN_CHOICES, value=pattern, description="pattern",
-                                    layout=widgets.Layout(width="200px")),
-        "n_heads": widgets.IntSlider(value=n_heads, min=1, max=MAX_HEADS, description="heads",
+        "pattern": widgets.Dropdown(options=options(PATTERN_CHOICES), value=pattern,
+                                    description=tr("pattern"), layout=widgets.Layout(width="200px")),
+        "n_heads": widgets.IntSlider(value=n_heads, min=1, max=MAX_HEADS, description=tr("heads"),
                                      continuous_update=True),
-        "mask": widgets.Dropdown(options=PATTERN_MASKS, value=mask, description="mask",
+        "mask": widgets.Dropdown(options=options(PATTERN_MASKS), value=mask, description=tr("mask"),
                                  layout=widgets.Layout(width="180px")),
         "d_k": widgets.SelectionSlider(options=D_K_CHOICES, value=d_k, description="d_k",
                                        continuous_update=True),
         "strength": widgets.FloatSlider(value=strength, min=0.0, max=2.0, step=0.05,
-                                        description="strength", continuous_update=True),
-        "scaled": widgets.Checkbox(value=scaled, description="divide by √d_k"),
+                                        description=tr("strength"), continuous_update=True),
+        "scaled": widgets.Checkbox(value=scaled, description=tr("divide by √d_k")),
         "n_tokens": widgets.IntSlider(value=n_tokens, min=MIN_TOKENS, max=MAX_TOKENS,
-                                      description="tokens", continuous_update=True),
+                                      description=tr("tokens"), continuous_update=True),
     }
     fig = new_figure(10, 5.3, dpi=72)
     # A fixed layout with room for 12 rotated labels: no layout engine to run.
@@ -254,6 +273,6 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
         return [a for m in maps[:shown["heads"]] for a in m.artists()]
 
     explorer = Explorer(controls, fig, update, live,
-                        title="Attention patterns from hand-built queries and keys")
+                        title=tr("Attention patterns from hand-built queries and keys"))
     explorer.maps = maps
     return explorer

@@ -22,15 +22,16 @@ import torch
 
 from .._checks import check_choice, check_int
 from ..examples import SENTENCE
+from ..language import mark, tr
 from ..positions import apply_rope, sinusoidal
-from ..plotting import new_figure, token_font
-from ._base import Explorer
+from ..plotting import new_figure, text_font, token_font
+from ._base import Explorer, options
 from ._mapview import MapView
 
 __all__ = ["ENCODINGS", "ORDERS", "MAX_SHIFT", "ShiftView", "shift_view", "positions_explorer"]
 
-ENCODINGS = ("none", "sinusoidal, added", "RoPE")
-ORDERS = ("as written", "reversed")
+ENCODINGS = (mark("none"), mark("sinusoidal, added"), mark("RoPE"))
+ORDERS = (mark("as written"), mark("reversed"))
 MAX_SHIFT = 60
 _D = 16
 
@@ -94,19 +95,22 @@ def shift_view(encoding: str = "RoPE", shift: int = 0, order: str = "as written"
 
 def _readout(v: ShiftView) -> str:
     if v.largest < 1e-12:
-        verdict = "the map has not changed at all"
+        verdict = tr("the map has not changed at all")
     else:
-        verdict = f"the map changed: the largest weight moved by {v.largest:.3f}"
-    why = {
-        "none": "With no positions the words carry no place at all: sliding and reversing change "
-                "nothing, so this model cannot tell 小明 学习 from 学习 小明.",
-        "sinusoidal, added": "Added codes tell each word where it is: sliding the sentence or "
-                             "reversing it changes every score.",
-        "RoPE": "RoPE scores depend on the distance between two words only: sliding the whole "
-                "sentence keeps every distance, reversing the words does not.",
-    }[v.encoding]
-    return (f"<p><b>{v.encoding}</b>, sentence at positions {v.shift}..{v.shift + 5}, {v.order}: "
-            f"{verdict} (largest |difference| = {v.largest:.2e}).<br>{why}</p>")
+        verdict = tr("the map changed: the largest weight moved by {largest:.3f}", largest=v.largest)
+    if v.encoding == "none":
+        why = tr("With no positions the words carry no place at all: sliding and reversing change "
+                 "nothing, so this model cannot tell 小明 学习 from 学习 小明.")
+    elif v.encoding == "sinusoidal, added":
+        why = tr("Added codes tell each word where it is: sliding the sentence or reversing it "
+                 "changes every score.")
+    else:
+        why = tr("RoPE scores depend on the distance between two words only: sliding the whole "
+                 "sentence keeps every distance, reversing the words does not.")
+    return ("<p>" + tr("<b>{encoding}</b>, sentence at positions {start}..{end}, {order}: {verdict} "
+                       "(largest |difference| = {largest:.2e}).", encoding=tr(v.encoding),
+                       start=v.shift, end=v.shift + 5, order=tr(v.order), verdict=verdict,
+                       largest=v.largest) + f"<br>{why}</p>")
 
 
 def positions_explorer(encoding: str = "RoPE", shift: int = 0, order: str = "as written") -> Explorer:
@@ -120,29 +124,36 @@ def positions_explorer(encoding: str = "RoPE", shift: int = 0, order: str = "as 
     fig = new_figure(10, 3.6, dpi=72)
     font = token_font(8)
     boxes = ((0.06, 0.2, 0.22, 0.64), (0.36, 0.2, 0.22, 0.64), (0.66, 0.2, 0.22, 0.64))
-    reference = MapView(fig.add_axes(boxes[0]), font=font, numbers=True, number_size=7, rotate=True)
-    now = MapView(fig.add_axes(boxes[1]), font=font, numbers=True, number_size=7, rotate=True)
+    title_font = text_font(9)
+    reference = MapView(fig.add_axes(boxes[0]), font=font, numbers=True, number_size=7, rotate=True,
+                        title_font=title_font)
+    now = MapView(fig.add_axes(boxes[1]), font=font, numbers=True, number_size=7, rotate=True,
+                  title_font=title_font)
     difference = MapView(fig.add_axes(boxes[2]), cmap="PuOr", clim=(-0.3, 0.3), font=font, numbers=True,
-                         number_size=7, fmt="{:+.2f}", rotate=True)
-    difference.colorbar(fig.add_axes((0.9, 0.2, 0.012, 0.64)), label="difference")
+                         number_size=7, fmt="{:+.2f}", rotate=True, title_font=title_font)
+    difference.colorbar(fig.add_axes((0.9, 0.2, 0.012, 0.64))).set_label(tr("difference"),
+                                                                         fontproperties=text_font(10))
 
     def update(encoding: str, shift: int, order: str) -> tuple[ShiftView, str]:
         v = shift_view(encoding, shift, order)
-        reference.set(v.reference, x_tokens=SENTENCE, title="at positions 0..5, as written")
-        now.set(v.now, x_tokens=SENTENCE, title=f"at {v.shift}..{v.shift + 5}, {v.order}")
-        difference.set(v.difference, x_tokens=SENTENCE, title=f"now - before: max {v.largest:.2f}")
+        reference.set(v.reference, x_tokens=SENTENCE, title=tr("at positions 0..5, as written"))
+        now.set(v.now, x_tokens=SENTENCE, title=tr("at {start}..{end}, {order}", start=v.shift,
+                                                   end=v.shift + 5, order=tr(v.order)))
+        difference.set(v.difference, x_tokens=SENTENCE,
+                       title=tr("now - before: max {largest:.2f}", largest=v.largest))
         return v, _readout(v)
 
     def live() -> list:
         return [*reference.artists(), *now.artists(), *difference.artists()]
 
     controls = {
-        "encoding": widgets.Dropdown(options=ENCODINGS, value=first.encoding, description="positions"),
-        "shift": widgets.IntSlider(value=first.shift, min=0, max=MAX_SHIFT, description="start at",
+        "encoding": widgets.Dropdown(options=options(ENCODINGS), value=first.encoding,
+                                     description=tr("positions")),
+        "shift": widgets.IntSlider(value=first.shift, min=0, max=MAX_SHIFT, description=tr("start at"),
                                    continuous_update=True),
-        "order": widgets.ToggleButtons(options=ORDERS, value=first.order, description="order"),
+        "order": widgets.ToggleButtons(options=options(ORDERS), value=first.order, description=tr("order")),
     }
     explorer = Explorer(controls, fig, update, live,
-                        title="Slide the sentence along: does the attention map notice?")
+                        title=tr("Slide the sentence along: does the attention map notice?"))
     explorer.maps = {"reference": reference, "now": now, "difference": difference}
     return explorer

@@ -18,9 +18,10 @@ import numpy as np
 import torch
 
 from ..functional import masked_softmax
-from ..plotting import new_figure
+from ..language import tr
+from ..plotting import new_figure, text_font
 from ..scaling import D_K_GRID, ScalingStats, scaling_stats, softmax_jacobian_norm
-from ._base import Explorer
+from ._base import Explorer, sentences
 from ._mapview import MapView
 
 __all__ = ["ScalingView", "scaling_view", "scaling_explorer"]
@@ -95,25 +96,28 @@ def _readout(v: ScalingView) -> str:
     s = v.stats
     notes = []
     if s.d_k == 1:
-        notes.append("At d_k = 1, √d_k = 1: scaling changes nothing, both sides are equal.")
+        notes.append(tr("At d_k = 1, √d_k = 1: scaling changes nothing, both sides are equal."))
     else:
-        notes.append(
-            f"Unscaled, the variance of the scores is {s.score_var_raw / s.score_var_scaled:.1f} times "
-            f"the scaled one (d_k = {s.d_k}); the largest weight averages {s.max_weight_raw:.2f} "
-            f"against {s.max_weight_scaled:.2f}, and the gradient through the softmax is "
-            f"{s.grad_norm_raw / s.grad_norm_scaled:.2f} times the scaled one."
-        )
+        notes.append(tr(
+            "Unscaled, the variance of the scores is {ratio:.1f} times the scaled one (d_k = {d_k}); "
+            "the largest weight averages {top_raw:.2f} against {top_scaled:.2f}, and the gradient "
+            "through the softmax is {grad_ratio:.2f} times the scaled one.",
+            ratio=s.score_var_raw / s.score_var_scaled, d_k=s.d_k, top_raw=s.max_weight_raw,
+            top_scaled=s.max_weight_scaled, grad_ratio=s.grad_norm_raw / s.grad_norm_scaled))
     outside = 1 - v.hist_raw.sum()
     if outside > 0:
-        notes.append(f"{outside:.1%} of the unscaled scores fall outside the histogram's ±64.")
+        notes.append(tr("{share:.1%} of the unscaled scores fall outside the histogram's ±64.",
+                        share=outside))
     return (
-        "<p>The maps: one row per query, its softmax weights over 16 keys (dark = close to 1). "
-        "The bars: ‖J‖ of each row, how much its weights can still move when its scores move.</p>"
-        f"<table><tr><th>d_k = {s.d_k}, 1000 queries</th><th>unscaled q·k</th><th>q·k / √d_k</th></tr>"
-        f"<tr><td>variance of scores</td><td>{s.score_var_raw:.2f}</td><td>{s.score_var_scaled:.2f}</td></tr>"
-        f"<tr><td>mean largest weight</td><td>{s.max_weight_raw:.3f}</td><td>{s.max_weight_scaled:.3f}</td></tr>"
-        f"<tr><td>softmax gradient size ‖J‖</td><td>{s.grad_norm_raw:.4f}</td><td>{s.grad_norm_scaled:.4f}</td></tr>"
-        "</table><p>" + " ".join(notes) + "</p>"
+        "<p>" + tr("The maps: one row per query, its softmax weights over 16 keys (dark = close to 1). "
+                   "The bars: ‖J‖ of each row, how much its weights can still move when its scores "
+                   "move.") + "</p>"
+        f"<table><tr><th>{tr('d_k = {d_k}, 1000 queries', d_k=s.d_k)}</th><th>{tr('unscaled q·k')}</th>"
+        "<th>q·k / √d_k</th></tr>"
+        f"<tr><td>{tr('variance of scores')}</td><td>{s.score_var_raw:.2f}</td><td>{s.score_var_scaled:.2f}</td></tr>"
+        f"<tr><td>{tr('mean largest weight')}</td><td>{s.max_weight_raw:.3f}</td><td>{s.max_weight_scaled:.3f}</td></tr>"
+        f"<tr><td>{tr('softmax gradient size ‖J‖')}</td><td>{s.grad_norm_raw:.4f}</td><td>{s.grad_norm_scaled:.4f}</td></tr>"
+        "</table><p>" + sentences(notes) + "</p>"
     )
 
 
@@ -136,14 +140,14 @@ def scaling_explorer(d_k: int = 64) -> Explorer:
                               title_size=10)}
     ax_j = fig.add_axes((0.84, 0.17, 0.15, 0.7))
     zeros = np.zeros(len(first.bins) - 1)
-    h_raw = ax_h.stairs(zeros, first.bins, fill=True, color="tab:orange", alpha=0.7, label="unscaled q·k")
+    h_raw = ax_h.stairs(zeros, first.bins, fill=True, color="tab:orange", alpha=0.7, label=tr("unscaled q·k"))
     h_scaled = ax_h.stairs(zeros, first.bins, color="tab:blue", lw=2, label="q·k / √d_k")
     ax_h.set_xlim(first.bins[0], first.bins[-1])
     ax_h.set_ylim(0, 0.55)
-    ax_h.set_xlabel("score", labelpad=1)
-    ax_h.set_ylabel("share of scores", labelpad=1)
-    ax_h.set_title("1024 scores q·k", fontsize=10)
-    ax_h.legend(fontsize=8, loc="upper left", frameon=False)
+    ax_h.set_xlabel(tr("score"), fontproperties=text_font(10), labelpad=1)
+    ax_h.set_ylabel(tr("share of scores"), fontproperties=text_font(10), labelpad=1)
+    ax_h.set_title(tr("1024 scores q·k"), fontproperties=text_font(10))
+    ax_h.legend(prop=text_font(8), loc="upper left", frameon=False)
     rows = np.arange(MAP_QUERIES)
     # Bars as two line collections (one artist each): far cheaper to redraw than 16 rectangles.
     j_raw = ax_j.hlines(rows - 0.17, 0, np.zeros(MAP_QUERIES), colors="tab:orange", lw=4)
@@ -152,8 +156,8 @@ def scaling_explorer(d_k: int = 64) -> Explorer:
     ax_j.set_xlim(0, 0.5)  # ‖J‖ <= 0.5 (two keys sharing the weight)
     ax_j.set_yticks([])
     ax_j.set_xticks([0, 0.25, 0.5], ["0", "0.25", "0.5"])
-    ax_j.set_xlabel("‖J‖ of each row", labelpad=1)
-    ax_j.set_title("gradient through softmax", fontsize=10)
+    ax_j.set_xlabel(tr("‖J‖ of each row"), fontproperties=text_font(10), labelpad=1)
+    ax_j.set_title(tr("gradient through softmax"), fontproperties=text_font(10))
 
     def update(d_k: int) -> tuple[ScalingView, str]:
         v = scaling_view(d_k)
@@ -170,6 +174,6 @@ def scaling_explorer(d_k: int = 64) -> Explorer:
 
     slider = widgets.SelectionSlider(options=D_K_GRID, value=d_k, description="d_k",
                                      continuous_update=True)
-    explorer = Explorer({"d_k": slider}, fig, update, live, title="Scaled vs unscaled dot products")
+    explorer = Explorer({"d_k": slider}, fig, update, live, title=tr("Scaled vs unscaled dot products"))
     explorer.maps = maps
     return explorer

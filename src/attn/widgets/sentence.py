@@ -19,16 +19,19 @@ import torch
 from .._checks import check_number
 from ..examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
 from ..handbuilt.sentence import TOY_FEATURES, toy_attention, toy_embeddings, toy_projections, toy_scores
-from ..plotting import new_figure, token_font
-from ._base import Explorer
+from ..language import mark, tr
+from ..plotting import new_figure, text_font, token_font
+from ._base import Explorer, glossed
 from ._mapview import MapView
 
 __all__ = ["SentenceRow", "sentence_row", "sentence_explorer", "STEP_NAMES"]
 
 _CHAPTER_WORD = "学习"
 _SCALE_MIN, _SCALE_MAX, _SCALE_STEP = 0.0, 3.0, 0.25  # the score-scale slider
-#: The rows of the computation panel, top to bottom.
-STEP_NAMES: tuple[str, ...] = ("score", "exp(score)", "weight", "chapter")
+#: The rows of the computation panel, top to bottom (English; drawn in the current language).
+STEP_NAMES: tuple[str, ...] = (mark("score"), mark("exp(score)"), mark("weight"), mark("chapter"))
+#: The picture's narrow columns shorten two of the toy's features (``TOY_FEATURES``).
+_SHORT_NAMES = {"field of study": mark("field"), "function word": mark("function")}
 
 
 @dataclass(frozen=True)
@@ -112,28 +115,30 @@ def _row(i: int, score_scale: float) -> SentenceRow:
 
 
 def _readout(r: SentenceRow) -> str:
-    head = "<tr><th>word</th><th>score</th><th>exp(score)</th><th>toy weight</th>" + (
-        "<th>chapter (illustrative)</th>" if r.chapter else "") + "</tr>"
+    head = (f"<tr><th>{tr('word')}</th><th>{tr('score')}</th><th>{tr('exp(score)')}</th>"
+            f"<th>{tr('toy weight')}</th>"
+            + (f"<th>{tr('chapter (illustrative)')}</th>" if r.chapter else "") + "</tr>")
     rows = []
-    for j, (tok, gloss) in enumerate(zip(SENTENCE, SENTENCE_GLOSS)):
+    for j, tok in enumerate(SENTENCE):
         cell = f"<b>{r.weights[j]:.3f}</b>" if tok == r.top_word else f"{r.weights[j]:.3f}"
         extra = f"<td>{r.chapter[j]:.2f}</td>" if r.chapter else ""
-        rows.append(f"<tr><td>{tok} ({gloss})</td><td>{r.scores[j]:.3f}</td>"
+        rows.append(f"<tr><td>{glossed(tok)}</td><td>{r.scores[j]:.3f}</td>"
                     f"<td>{r.exps[j]:.3f}</td><td>{cell}</td>{extra}</tr>")
-    who = "itself" if r.top_word == r.word else f"{r.top_word} ({SENTENCE_GLOSS[SENTENCE.index(r.top_word)]})"
+    who = tr("itself") if r.top_word == r.word else glossed(r.top_word)
     if r.score_scale == 0:
-        note = ("Score scale 0: every score is 0, and the softmax of equal scores is uniform, "
-                f"so every weight is 1/6 = {r.weights[0]:.3f}.")
+        note = tr("Score scale 0: every score is 0, and the softmax of equal scores is uniform, "
+                  "so every weight is 1/6 = {weight:.3f}.", weight=r.weights[0])
     else:
-        note = f"Most weight: {who}, {r.top_weight:.3f}."
-    mix = " + ".join(f"{v:.2f}·{f}" for v, f in sorted(zip(r.output, TOY_FEATURES), reverse=True)
+        note = tr("Most weight: {who}, {weight:.3f}.", who=who, weight=r.top_weight)
+    mix = " + ".join(f"{v:.2f}·{tr(f)}" for v, f in sorted(zip(r.output, TOY_FEATURES), reverse=True)
                      if v >= 0.005)
     return (
-        f"<p><b>Row of {r.word} ({r.gloss})</b>, score scale {r.score_scale:g}: weight = "
-        f"exp(score) / {r.exp_sum:.3f}, the sum of the exponentials.</p>"
+        "<p>" + tr("<b>Row of {word}</b>, score scale {scale:g}: weight = exp(score) / {total:.3f}, "
+                   "the sum of the exponentials.", word=glossed(r.word), scale=r.score_scale,
+                   total=r.exp_sum) + "</p>"
         f"<table>{head}{''.join(rows)}</table>"
-        f"<p>The row sums to {r.row_sum:.3f}. {note}<br>"
-        f"New vector of {r.word}: {mix}</p>"
+        "<p>" + tr("The row sums to {total:.3f}. {note}", total=r.row_sum, note=note) + "<br>"
+        + tr("New vector of {word}: {mix}", word=r.word, mix=mix) + "</p>"
     )
 
 
@@ -160,49 +165,50 @@ def sentence_explorer(word: str = _CHAPTER_WORD, *, score_scale: float = 1.0) ->
     font = token_font(8)
     # Fixed boxes: room for the stood-up labels and the titles (no layout engine to run).
     all_rows = MapView(fig.add_axes((0.075, 0.24, 0.2, 0.62)), font=font, rotate=True,
-                       box_color="tab:orange", title_size=9)
+                       box_color="tab:orange", title_size=9, title_font=text_font(9))
     row = MapView(fig.add_axes((0.39, 0.42, 0.34, 0.44)), cmap="Purples", numbers=True,
                   number_size=8, number_font=font, font=font, label_size=9, title_size=9, title_font=token_font(9))
     output = MapView(fig.add_axes((0.81, 0.24, 0.18, 0.62)), cmap="Greens", numbers=True,
                      number_size=7, font=font, rotate=True, title_size=9, title_font=token_font(9))
-    features = [f.replace("field of study", "field").replace("function word", "function")
-                for f in TOY_FEATURES]
+    features = [tr(_SHORT_NAMES.get(f, f)) for f in TOY_FEATURES]
+    step_names = [tr(name) for name in STEP_NAMES]
 
     def update(word: str, score_scale: float) -> tuple[SentenceRow, str]:
         r = sentence_row(word, score_scale=score_scale)
         i = r.index
         all_rows.set(np.array(r.matrix), x_tokens=SENTENCE, boxes=[(i, i + 1, 0, n)],
-                     title="all rows (query ↓, key →)")
+                     title=tr("all rows (query ↓, key →)"))
         chapter = r.chapter if r.chapter is not None else (math.nan,) * n
         steps = np.array([r.scores, r.exps, r.weights, chapter])  # (4, n)
         top = np.where(np.isnan(steps), 0.0, steps).max(1, keepdims=True)  # (4, 1): each row's largest
         shade = steps / np.where(top > 0, top, 1.0)  # (4, n)
         strings = [[_short(v) for v in step] for step in steps]
         if r.chapter is None:
-            strings[3] = [f"{_CHAPTER_WORD} only"] + [""] * (n - 1)
+            strings[3] = [tr("{word} only", word=_CHAPTER_WORD)] + [""] * (n - 1)
         row.set(shade, blocked=np.isnan(steps), strings=strings, x_tokens=SENTENCE,
-                y_tokens=STEP_NAMES,
-                title=f"row of {r.word}: weight = exp(score) / {_short(r.exp_sum)}")
+                y_tokens=step_names,
+                title=tr("row of {word}: weight = exp(score) / {total}", word=r.word,
+                         total=_short(r.exp_sum)))
         parts = np.array(r.parts + (r.output,))  # (n + 1, F)
         written = [["" if abs(v) < 0.005 else f"{v:.2f}" for v in p] for p in parts]  # no rows of 0.00
         output.set(parts, strings=written, x_tokens=features, y_tokens=[f"{w:.2f}·{t}" for w, t in zip(r.weights, SENTENCE)]
-                   + ["sum"], boxes=[(n, n + 1, 0, F)], title=f"new vector of {r.word}")
+                   + [tr("sum")], boxes=[(n, n + 1, 0, F)], title=tr("new vector of {word}", word=r.word))
         return r, _readout(r)
 
     def live() -> list:
         return [*all_rows.artists(), *row.artists(), *output.artists()]
 
-    dropdown = widgets.Dropdown(options=[(f"{t} ({g})", t) for t, g in zip(SENTENCE, SENTENCE_GLOSS)],
-                                value=first.word, description="word")
+    dropdown = widgets.Dropdown(options=[(glossed(t), t) for t in SENTENCE],
+                                value=first.word, description=tr("word"))
     # Every setting of the controls, computed once now: a move only redraws.
     for scale in np.arange(_SCALE_MIN, _SCALE_MAX + _SCALE_STEP / 2, _SCALE_STEP):
         for w in SENTENCE:
             sentence_row(w, score_scale=float(scale))
     slider = widgets.FloatSlider(value=first.score_scale, min=_SCALE_MIN, max=_SCALE_MAX,
                                  step=_SCALE_STEP,
-                                 description="score scale", continuous_update=True,
+                                 description=tr("score scale"), continuous_update=True,
                                  style={"description_width": "initial"})
     explorer = Explorer({"word": dropdown, "score_scale": slider}, fig, update, live,
-                        title="Whom does each word attend to? (a hand-built toy, not a trained model)")
+                        title=tr("Whom does each word attend to? (a hand-built toy, not a trained model)"))
     explorer.maps = {"all rows": all_rows, "row": row, "output": output}
     return explorer

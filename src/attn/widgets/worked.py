@@ -17,10 +17,11 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..examples import worked_example_inputs
-from ..plotting import new_figure
+from ..language import mark, tr
+from ..plotting import new_figure, text_font
 from ..worked_example import SCALES, SanityReport, printed, sanity_checks, worked_steps
 from ..worked_example_check import ROUNDING_ATOL
-from ._base import Explorer
+from ._base import Explorer, listing, sentences
 from ._mapview import MapView
 
 __all__ = ["WorkedState", "worked_state", "worked_explorer", "DELTAS", "SCALE_LABELS"]
@@ -28,26 +29,32 @@ __all__ = ["WorkedState", "worked_state", "worked_explorer", "DELTAS", "SCALE_LA
 #: Values the delta slider can take.
 DELTAS: tuple[float, ...] = tuple(float(d) for d in np.arange(-2.0, 2.01, 0.5))
 
-#: Drop-down labels for the keys of ``attn.worked_example.SCALES``.
+#: Drop-down labels for the keys of ``attn.worked_example.SCALES`` (English; shown translated).
 SCALE_LABELS: dict[str, str] = {
-    "1/sqrt(d_k)": "÷ √d_k (the chapter)",
-    "1/d_k": "÷ d_k",
-    "none": "none (÷ 1)",
+    "1/sqrt(d_k)": mark("÷ √d_k (the chapter)"),
+    "1/d_k": mark("÷ d_k"),
+    "none": mark("none (÷ 1)"),
 }
 
 # (step, title, colour map, colour range): what each panel shows. Single-hue maps: the
 # lightness alone carries the value.
 _PANELS = (
-    ("X", "X (nudged: orange)", "Greys", (-3.0, 4.0)),
-    ("Q", "Q = X W^Q", "Oranges", (-3.0, 6.0)),
-    ("K", "K = X W^K", "Oranges", (-3.0, 6.0)),
-    ("V", "V = X W^V", "Oranges", (-3.0, 6.0)),
-    ("scaled", "scores × scale", "Purples", (-4.0, 12.0)),
-    ("weights", "weights", "Blues", (0.0, 1.0)),
-    ("output", "output", "Greens", (-3.0, 6.0)),
+    ("X", mark("X (nudged: orange)"), "Greys", (-3.0, 4.0)),
+    ("Q", mark("Q = X W^Q"), "Oranges", (-3.0, 6.0)),
+    ("K", mark("K = X W^K"), "Oranges", (-3.0, 6.0)),
+    ("V", mark("V = X W^V"), "Oranges", (-3.0, 6.0)),
+    ("scaled", mark("scores × scale"), "Purples", (-4.0, 12.0)),
+    ("weights", mark("weights"), "Blues", (0.0, 1.0)),
+    ("output", mark("output"), "Greens", (-3.0, 6.0)),
 )
 #: The steps the chapter prints that the panels show (all but X).
 PRINTED_STEPS: tuple[str, ...] = ("Q", "K", "V", "scaled", "weights", "output")
+#: The steps named by a word (the readout names them in the current language).
+_STEP_WORDS = {"scaled": mark("scaled"), "weights": mark("weights"), "output": mark("output")}
+
+
+def _step_name(step: str) -> str:
+    return tr(_STEP_WORDS[step]) if step in _STEP_WORDS else step
 
 
 @dataclass(frozen=True)
@@ -120,27 +127,30 @@ def _readout(s: WorkedState) -> str:
             f"{v:g}</td>" for j, v in enumerate(row))
         cells.append(f"<tr><td>X[{i}]</td>{tds}</tr>")
     sums = ", ".join(f"{v:.3f}" for v in s.sanity.row_sums)
-    within = "yes" if s.sanity.inside.all() else "NO"
+    within = tr("yes") if s.sanity.inside.all() else tr("NO")
     col0 = s.steps["V"][:, 0]
-    note = ("This is the chapter's own setting: compare with its printed numbers above."
+    note = (tr("This is the chapter's own setting: compare with its printed numbers above.")
             if s.is_chapter else
-            f"X[{i0},{j0}] changed by {s.delta:+g}; scores multiplied by {s.factor:.4f}.")
+            tr("X[{row},{col}] changed by {delta:+g}; scores multiplied by {factor:.4f}.",
+               row=i0, col=j0, delta=s.delta, factor=s.factor))
     extra = ""
     if np.allclose(col0, col0[0]):
-        extra = (f" Every row of V starts with {col0[0]:g}, so the output's first column is "
-                 f"{col0[0]:g} for any weights that sum to 1.")
-    counts = ", ".join(f"{step} {int(s.differs[step].sum())} of {s.differs[step].size}"
-                       for step in PRINTED_STEPS)
-    where = ", ".join(f"{step} {_cells(s.differs[step])}" for step in PRINTED_STEPS
-                      if s.differs[step].any())
+        extra = tr("Every row of V starts with {first:g}, so the output's first column is {first:g} "
+                   "for any weights that sum to 1.", first=col0[0])
+    counts = listing(tr("{step} {count} of {total}", step=_step_name(step), count=int(s.differs[step].sum()),
+                        total=s.differs[step].size) for step in PRINTED_STEPS)
+    where = listing(f"{_step_name(step)} {_cells(s.differs[step])}" for step in PRINTED_STEPS
+                    if s.differs[step].any())
+    differ = (tr("Printed numbers that differ: {counts} (row, col): {where}.", counts=counts, where=where)
+              if where else tr("Printed numbers that differ: {counts}.", counts=counts))
     return (
         f"<p>{note}</p><table>{''.join(cells)}</table>"
-        f"<p>In each cell: the number recomputed here, and under it the chapter's printed one; "
-        f"* and a frame mark a difference larger than the rounding ({ROUNDING_ATOL}). "
-        f"Printed numbers that differ: {counts}"
-        f"{' (row, col): ' + where if where else ''}.</p>"
-        f"<p>Row sums of the weights: {sums}. Each output entry inside its V column's "
-        f"[min, max]: {within}.{extra}</p>"
+        "<p>" + sentences([tr("In each cell: the number recomputed here, and under it the chapter's "
+                              "printed one; * and a frame mark a difference larger than the rounding "
+                              "({atol}).", atol=ROUNDING_ATOL), differ]) + "</p>"
+        "<p>" + sentences([tr("Row sums of the weights: {sums}. Each output entry inside its V "
+                              "column's [min, max]: {within}.", sums=sums, within=within), extra])
+        + "</p>"
     )
 
 
@@ -161,9 +171,9 @@ def worked_explorer(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
     fig.subplots_adjust(left=0.025, right=0.995, bottom=0.09, top=0.86, wspace=0.3)
     axes = fig.subplots(1, len(_PANELS), gridspec_kw={"width_ratios": widths})
     maps = {name: MapView(ax, cmap=cmap, clim=clim, notes=name != "X", numbers=True, title_size=10,
-                          box_color="tab:orange" if name == "X" else "black")
+                          title_font=text_font(10), box_color="tab:orange" if name == "X" else "black")
             for ax, (name, _, cmap, clim) in zip(axes, _PANELS)}
-    titles = {name: title for name, title, *_ in _PANELS}
+    titles = {name: tr(title) for name, title, *_ in _PANELS}
 
     def update(entry: tuple[int, int], delta: float, scale: str) -> tuple[WorkedState, str]:
         s = worked_state(entry, delta, scale)
@@ -179,7 +189,7 @@ def worked_explorer(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
             notes = [[f"{p:.2f}{'*' if b else ''}" for p, b in zip(prow, brow)]
                      for prow, brow in zip(s.printed[name], bad)]
             boxes = [(i, i + 1, j, j + 1) for i, j in zip(*np.nonzero(bad))]
-            title = f"scores × {s.factor:.2f}" if name == "scaled" else titles[name]
+            title = tr("scores × {factor:.2f}", factor=s.factor) if name == "scaled" else titles[name]
             view.set(a, notes=notes, boxes=boxes, title=title, **labels)
         return s, _readout(s)
 
@@ -188,12 +198,12 @@ def worked_explorer(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
 
     entry_box = widgets.Dropdown(
         options=[(f"X[{i},{j}]", (i, j)) for i in range(3) for j in range(4)], value=entry,
-        description="nudge", layout=widgets.Layout(width="170px"))
+        description=tr("nudge"), layout=widgets.Layout(width="170px"))
     delta_slider = widgets.SelectionSlider(options=[(f"{d:+g}", d) for d in DELTAS], value=float(delta),
-                                           description="by", continuous_update=True)
-    scale_box = widgets.Dropdown(options=[(label, key) for key, label in SCALE_LABELS.items()],
-                                 value=scale, description="scale", layout=widgets.Layout(width="240px"))
+                                           description=tr("by"), continuous_update=True)
+    scale_box = widgets.Dropdown(options=[(tr(label), key) for key, label in SCALE_LABELS.items()],
+                                 value=scale, description=tr("scale"), layout=widgets.Layout(width="240px"))
     explorer = Explorer({"entry": entry_box, "delta": delta_slider, "scale": scale_box}, fig,
-                        update, live, title="The worked example, live, beside the printed numbers")
+                        update, live, title=tr("The worked example, live, beside the printed numbers"))
     explorer.maps = maps
     return explorer

@@ -15,9 +15,10 @@ import ipywidgets as widgets
 import numpy as np
 
 from ...examples import PHRASED_SENTENCES
+from ...language import mark, tr
 from ...pattern_scores import head_scores
-from ...plotting import new_figure, token_font
-from .._base import Explorer
+from ...plotting import new_figure, text_font, token_font
+from .._base import Explorer, options, sentences
 from .._mapview import MapView
 
 __all__ = ["MAX_TOKENS", "split_sentence", "HeadView", "head_view", "pretrained_explorer",
@@ -32,6 +33,9 @@ OPENING_SENTENCE = "fox"
 GRID_CMAP = "Purples"
 
 MAX_TOKENS = 24  # longer sentences are cut (the map would be unreadable at this size)
+
+#: The patterns' names (``attn.trained.minilm.SENTENCE_PATTERNS``), marked here for the catalogue.
+_PATTERN_NAMES = (mark("previous"), mark("next"), mark("[CLS]"), mark("[SEP]"), mark("block"))
 
 
 def split_sentence(text: str) -> tuple[str, ...]:
@@ -101,26 +105,33 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     first = head_view(text, layer, head, pattern)
     N, H = first.grid.shape
     fig = new_figure(10, 4.0, dpi=72)
-    view = MapView(fig.add_axes((0.09, 0.2, 0.34, 0.7)), font=token_font(8), rotate=True)
+    view = MapView(fig.add_axes((0.09, 0.2, 0.34, 0.7)), font=token_font(8), rotate=True,
+                   title_font=text_font(9))
     grid = MapView(fig.add_axes((0.53, 0.2, 0.38, 0.7)), cmap=GRID_CMAP, box_color="tab:orange",
-                   title_size=10)
+                   title_size=10, title_font=text_font(10))
     grid.colorbar(fig.add_axes((0.93, 0.2, 0.015, 0.7)))
     layers, heads = [str(n + 1) for n in range(N)], [str(h + 1) for h in range(H)]
 
     def update(text: str, layer: int, head: int, pattern: str, example: str | None = None):
         v = head_view(text, layer, head, pattern)  # example: already copied into text
-        view.set(v.map, x_tokens=v.tokens, marks=v.mask, title=f"L{layer} H{head}: {v.scores[pattern]:.2f}")
+        view.set(v.map, x_tokens=v.tokens, marks=v.mask,
+                 title=tr("L{layer} H{head}: {score:.2f}", layer=layer, head=head, score=v.scores[pattern]))
         grid.set(v.grid, x_tokens=heads, y_tokens=layers, boxes=[(layer - 1, layer, head - 1, head)],
-                 title=f"{pattern}: score of every head (layer ↓, head →)")
+                 title=tr("{pattern}: score of every head (layer ↓, head →)", pattern=tr(pattern)))
         best = np.unravel_index(int(v.grid.argmax()), v.grid.shape)
-        rows = "".join(f"<td>{k}: {s:.2f}</td>" for k, s in v.scores.items())
-        note = f" The last {v.cut} tokens are not drawn." if v.cut else ""
+        rows = "".join(f"<td>{tr('{pattern}: {score:.2f}', pattern=tr(k), score=s)}</td>"
+                       for k, s in v.scores.items())
         unk = sum(t == "[UNK]" for t in v.tokens)
-        note += f" {unk} token(s) are [UNK]: not in the model's vocabulary." if unk else ""
-        html = (f"<b>Layer {layer}, head {head}</b> on {len(v.tokens) + v.cut} tokens.{note} "
-                f"Its score for each pattern:<table><tr>{rows}</tr></table>"
-                f"Highest {pattern} score on this sentence: layer {best[0] + 1}, head {best[1] + 1} "
-                f"({v.grid.max():.2f}).")
+        lines = [tr("<b>Layer {layer}, head {head}</b> on {n} tokens.", layer=layer, head=head,
+                    n=len(v.tokens) + v.cut)]
+        if v.cut:
+            lines.append(tr("The last {cut} tokens are not drawn.", cut=v.cut))
+        if unk:
+            lines.append(tr("{unk} token(s) are [UNK]: not in the model's vocabulary.", unk=unk))
+        lines.append(tr("Its score for each pattern:"))
+        html = (sentences(lines) + f"<table><tr>{rows}</tr></table>"
+                + tr("Highest {pattern} score on this sentence: layer {layer}, head {head} ({score:.2f}).",
+                     pattern=tr(pattern), layer=best[0] + 1, head=best[1] + 1, score=v.grid.max()))
         return v, html
 
     def live():
@@ -130,21 +141,21 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     # also type one (a Combobox's suggestion list cost ~40 ms a move in the browser).
     examples = widgets.Dropdown(options=list(presets.values()),
                                 value=text if text in presets.values() else None,
-                                description="example", layout=widgets.Layout(width="520px"))
-    sentence = widgets.Text(value=text, description="sentence", continuous_update=False,
+                                description=tr("example"), layout=widgets.Layout(width="520px"))
+    sentence = widgets.Text(value=text, description=tr("sentence"), continuous_update=False,
                             layout=widgets.Layout(width="520px"))
     examples.observe(lambda change: change["new"] and setattr(sentence, "value", change["new"]),
                      names="value")  # observed before the explorer observes it: runs first
     controls = {
         "example": examples,
         "text": sentence,
-        "layer": widgets.IntSlider(value=layer, min=1, max=N, description="layer"),
-        "head": widgets.IntSlider(value=head, min=1, max=H, description="head"),
-        "pattern": widgets.Dropdown(options=list(pretrained.SENTENCE_PATTERNS), value=pattern,
-                                    description="pattern"),
+        "layer": widgets.IntSlider(value=layer, min=1, max=N, description=tr("layer")),
+        "head": widgets.IntSlider(value=head, min=1, max=H, description=tr("head")),
+        "pattern": widgets.Dropdown(options=options(pretrained.SENTENCE_PATTERNS), value=pattern,
+                                    description=tr("pattern")),
     }
     explorer = Explorer(controls, fig, update, live,
-                        title="A pretrained model's heads (all-MiniLM-L6-v2)")
+                        title=tr("A pretrained model's heads (all-MiniLM-L6-v2)"))
     explorer.maps = {"head": view, "grid": grid}
     return explorer
 
@@ -176,10 +187,10 @@ def score_grids(scores: Mapping[str, object], *, width: float = 10, height: floa
         image = ax.imshow(g, cmap=GRID_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
         best = np.unravel_index(int(g.argmax()), g.shape)
         ax.plot([best[1]], [best[0]], "s", ms=9, mfc="none", mec="tab:orange", mew=1.5)
-        ax.set_title(f"{name}", fontsize=10)
+        ax.set_title(tr(name), fontproperties=text_font(10))
         ax.set_xticks(range(0, g.shape[1], 2), [str(h + 1) for h in range(0, g.shape[1], 2)], fontsize=7)
         ax.set_yticks(range(g.shape[0]), [str(n + 1) for n in range(g.shape[0])], fontsize=7)
-        ax.set_xlabel("head", fontsize=8)
-    axes[0].set_ylabel("layer", fontsize=8)
+        ax.set_xlabel(tr("head"), fontproperties=text_font(8))
+    axes[0].set_ylabel(tr("layer"), fontproperties=text_font(8))
     fig.colorbar(image, cax=cax)
     return fig

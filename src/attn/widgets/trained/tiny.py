@@ -17,14 +17,15 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
-from ...plotting import new_figure
+from ...language import mark, tr
+from ...plotting import new_figure, text_font
 from .._bitmaps import AxesTitle
 from .._mapview import MapView
 from ...pattern_scores import pattern_mask, pattern_score
 from ...threads import torch_threads
 from ...trained.tasks import IGNORE, TASKS, held_out_batch, token_labels
 from ...trained.tiny import TinyTransformer, TrainRun
-from .._base import Explorer
+from .._base import Explorer, options, sentences
 
 __all__ = [
     "TrainingFrame",
@@ -38,6 +39,11 @@ __all__ = [
 ]
 
 N_EXAMPLES = 32  # held-out examples the example explorer can show
+
+# The tasks' names and patterns (``attn.trained.tasks.TASKS``), marked here for the catalogue:
+# the explorers show them translated (their descriptions are marked where they are written).
+_TASK_WORDS = (mark("neighbours"), mark("reverse"), mark("cls"), mark("phrases"),
+               mark("diagonal"), mark("anti-diagonal"), mark("vertical"), mark("block"))
 
 
 def _check_runs(runs: object) -> dict[str, TrainRun]:
@@ -87,21 +93,23 @@ def training_frame(run: TrainRun, step: int) -> TrainingFrame:
 
 def _score_rows(pattern: str, scores: np.ndarray, untrained: np.ndarray) -> str:
     return "".join(
-        f"<tr><td>head {h + 1}</td><td>{s:.2f}</td><td>{u:.2f}</td></tr>"
+        f"<tr><td>{tr('head {h}', h=h + 1)}</td><td>{s:.2f}</td><td>{u:.2f}</td></tr>"
         for h, (s, u) in enumerate(zip(scores, untrained))
     )
 
 
 def _head_maps(fig, grid, H: int) -> list[MapView]:  # noqa: ANN001 (a figure and its gridspec)
     """One map per head in the gridspec's first H cells; the first one writes the query labels."""
-    return [MapView(fig.add_subplot(grid[0, h]), y_labels=h == 0) for h in range(H)]
+    return [MapView(fig.add_subplot(grid[0, h]), y_labels=h == 0, title_font=text_font(9))
+            for h in range(H)]
 
 
 def _set_heads(maps: list[MapView], f: "TrainingFrame | ExampleFrame") -> int:
     """Draw each head of a frame (dots on the pattern's cells); returns how many heads."""
     for h in range(f.maps.shape[0]):
         maps[h].set(f.maps[h], x_tokens=f.tokens, marks=f.mask,
-                    title=f"head {h + 1}: {f.pattern} {f.scores[h]:.2f}")
+                    title=tr("head {h}: {pattern} {score:.2f}", h=h + 1, pattern=tr(f.pattern),
+                             score=f.scores[h]))
     return f.maps.shape[0]
 
 
@@ -132,15 +140,15 @@ def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
     shown = {"heads": H}
     ax_c = fig.add_subplot(grid[0, H])
     colors = ["tab:blue", "tab:green", "tab:purple", "tab:brown"]
-    curves = [ax_c.plot([], [], "-", color=colors[h % 4], label=f"head {h + 1} score")[0]
+    curves = [ax_c.plot([], [], "-", color=colors[h % 4], label=tr("head {h} score", h=h + 1))[0]
               for h in range(H)]
-    (acc_line,) = ax_c.plot([], [], "--", color="black", label="accuracy")
+    (acc_line,) = ax_c.plot([], [], "--", color="black", label=tr("accuracy"))
     marker = ax_c.axvline(0, color="tab:red", lw=1.5)
     ax_c.set_ylim(0, 1.02)
     ax_c.set_xlim(0, last)
-    ax_c.set_xlabel("training step")
-    ax_c.legend(fontsize=7, loc="lower right")
-    c_title = AxesTitle(ax_c, size=9)
+    ax_c.set_xlabel(tr("training step"), fontproperties=text_font(10))
+    ax_c.legend(prop=text_font(7), loc="lower right")
+    c_title = AxesTitle(ax_c, size=9, font=text_font(9))
 
     def update(task: str, step: int):
         run = runs[task]
@@ -150,11 +158,14 @@ def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
             curve.set_data(*((run.steps, run.scores[:, h].numpy()) if h < shown["heads"] else ([], [])))
         acc_line.set_data(run.steps, run.accuracies.numpy())
         marker.set_xdata([f.step, f.step])
-        c_title.set_text(f"{task}: {f.pattern} score, accuracy")
-        html = (f"<b>{task}</b>: {TASKS[f.task].description}. Step {f.step}: held-out accuracy "
-                f"{f.accuracy:.3f}. Dots mark the <i>{f.pattern}</i> cells of this example."
-                f"<table><tr><th></th><th>{f.pattern} score now</th><th>untrained</th></tr>"
-                f"{_score_rows(f.pattern, f.scores, f.untrained)}</table>")
+        pattern = tr(f.pattern)
+        c_title.set_text(tr("{task}: {pattern} score, accuracy", task=tr(task), pattern=pattern))
+        html = (sentences([tr("<b>{task}</b>: {description}. Step {step}: held-out accuracy {accuracy:.3f}.",
+                              task=tr(task), description=TASKS[f.task].description, step=f.step,
+                              accuracy=f.accuracy),
+                           tr("Dots mark the <i>{pattern}</i> cells of this example.", pattern=pattern)])
+                + f"<table><tr><th></th><th>{tr('{pattern} score now', pattern=pattern)}</th>"
+                f"<th>{tr('untrained')}</th></tr>{_score_rows(f.pattern, f.scores, f.untrained)}</table>")
         return f, html
 
     def live():  # the maps, the curves and the titles: all cheap to draw
@@ -162,11 +173,11 @@ def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
                 + [acc_line, marker, c_title])
 
     controls = {
-        "task": widgets.Dropdown(options=names, value=task, description="task"),
+        "task": widgets.Dropdown(options=options(names), value=task, description=tr("task")),
         "step": widgets.IntSlider(value=step, min=0, max=last, step=spacing,
-                                  description="step", continuous_update=True),
+                                  description=tr("step"), continuous_update=True),
     }
-    explorer = Explorer(controls, fig, update, live, title="Heads forming during training")
+    explorer = Explorer(controls, fig, update, live, title=tr("Heads forming during training"))
     explorer.maps = maps  # one MapView per head
     return explorer
 
@@ -273,22 +284,24 @@ def example_explorer(models: Mapping[str, TinyTransformer], *, task: str | None 
         right = sum(p == t for p, t in zip(f.predictions, f.targets) if t != IGNORE)
         n = sum(t != IGNORE for t in f.targets)
         html = ("<table style='font-family:monospace'>"
-                + _sequence_row("input", f.tokens)
-                + _sequence_row("target", ["·" if t == IGNORE else t for t in f.targets])
-                + _sequence_row("model", ["·" if t == IGNORE else p
-                                          for p, t in zip(f.predictions, f.targets)])
-                + f"</table>{right} of {n} right. Dots mark the <i>{f.pattern}</i> cells of "
-                  f"this example.")
+                + _sequence_row(tr("input"), f.tokens)
+                + _sequence_row(tr("target"), ["·" if t == IGNORE else t for t in f.targets])
+                + _sequence_row(tr("model"), ["·" if t == IGNORE else p
+                                              for p, t in zip(f.predictions, f.targets)])
+                + "</table>"
+                + sentences([tr("{right} of {n} right.", right=right, n=n),
+                             tr("Dots mark the <i>{pattern}</i> cells of this example.",
+                                pattern=tr(f.pattern))]))
         return f, html
 
     def live():
         return [a for m in maps[:shown["heads"]] for a in m.artists()]
 
     controls = {
-        "task": widgets.Dropdown(options=names, value=task, description="task"),
-        "index": widgets.IntSlider(value=index, min=0, max=N_EXAMPLES - 1, description="example",
+        "task": widgets.Dropdown(options=options(names), value=task, description=tr("task")),
+        "index": widgets.IntSlider(value=index, min=0, max=N_EXAMPLES - 1, description=tr("example"),
                                    continuous_update=True),
     }
-    explorer = Explorer(controls, fig, update, live, title="Trained heads on held-out examples")
+    explorer = Explorer(controls, fig, update, live, title=tr("Trained heads on held-out examples"))
     explorer.maps = maps  # one MapView per head
     return explorer
