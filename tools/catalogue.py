@@ -19,6 +19,7 @@ import io
 import json
 import re
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
@@ -34,6 +35,7 @@ NOTEBOOKS = ROOT / "notebooks"
 TRANSLATED = ("zh",)
 #: the functions whose first argument is a sentence of the catalogue
 KEYWORDS = ("tr", "mark")
+FIXED_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)(?:[!:][^{}]*)?\}")
 
 
@@ -147,6 +149,9 @@ def read(path: Path, language: str | None = None) -> Catalog:
 
 
 def compiled(po: Catalog) -> bytes:
+    """The .mo of ``po``. Its header's dates are fixed (the .po has none; Babel would put the
+    current minute there), so that an unchanged catalogue compiles to the same bytes."""
+    po.creation_date = po.revision_date = FIXED_DATE
     out = io.BytesIO()
     write_mo(out, po)
     return out.getvalue()
