@@ -2,8 +2,9 @@
 
 Each figure is the wall time of ``python -m pytest --nbval <notebook(s)> -q`` in a fresh
 process, as a learner or CI runs it: pytest's start, the kernel's start, every cell, the
-comparison of every output. The whole course is one pytest run over the course notebooks
-(``notebooks/*.ipynb``; the solutions notebooks are timed one by one, not counted in it), run
+comparison of every output. The whole course is one pytest run over the course notebooks of
+both languages (``notebooks/*.ipynb`` and the Chinese twins ``notebooks/zh/*.ipynb``; the
+solutions notebooks are timed one by one, not counted in it), run
 ``WHOLE_RUNS`` times: its time moved by up to 15 % from one run to the next on this machine
 (60-71 s), so the table gives the median and the JSON every run. A baseline notebook that
 only imports the usual packages shows the fixed part of each figure.
@@ -22,7 +23,7 @@ from ._common import machine, median, say, table, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_TARGET_S = 10.0
-COURSE_TARGET_S = 60.0
+COURSE_TARGET_S = 140.0  # both languages (issue 21); English alone was 60 s
 WHOLE_RUNS = 3  # whole-course runs; the median is the figure
 
 
@@ -71,9 +72,11 @@ def run(
     *, quick: bool = False, results=None, notebooks: list[Path] | None = None, whole: bool = True,
     baseline: bool = True,
 ) -> dict[str, Any]:
-    course = notebooks if notebooks is not None else sorted((ROOT / "notebooks").glob("*.ipynb"))
-    solutions = [] if notebooks is not None else sorted(
-        (ROOT / "notebooks" / "solutions").glob("*.ipynb"))
+    course = notebooks if notebooks is not None else [
+        *sorted((ROOT / "notebooks").glob("*.ipynb")), *sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))]
+    solutions = [] if notebooks is not None else [
+        *sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb")),
+        *sorted((ROOT / "notebooks" / "zh" / "solutions").glob("*.ipynb"))]
     if quick:  # one notebook, no solutions, no whole-course run
         course, solutions = course[:1], []
     say(f"\n== Course run time under strict nbval ({len(course)} notebooks, "
@@ -104,7 +107,8 @@ def run(
              for r in rows]
     if whole:
         spread = f"{min(whole['runs_s']):.1f}–{max(whole['runs_s']):.1f}"
-        trows.append([f"whole course ({len(course)} notebooks), median of {len(runs)} runs ({spread} s)",
+        languages = "both languages, " if any("zh" in p.parts for p in course) else ""
+        trows.append([f"whole course ({languages}{len(course)} notebooks), median of {len(runs)} runs ({spread} s)",
                       f"{whole['seconds']:.1f}", "",
                       "yes" if whole["seconds"] <= COURSE_TARGET_S else "no",
                       "pass" if whole["ok"] else "FAIL"])
