@@ -12,6 +12,9 @@ Accepted as correct: the chapter's, the article's and Raschka's names (``W_q``,
 side, in that order), raw matrices used as ``x @ W`` (the course's Q = X W^Q, so the matrix
 is (in, out)), and a layer that computes some steps (say the softmax) in float32: its output
 agrees to float32 round-off (``ROUND_OFF``), and every classic bug is far from that.
+How a layer of any of these forms is called (``forward(x, mask)`` or ``forward(q, k, v,
+mask)``, the output alone or with the weights) is read by ``attn.learner_layer``, through
+which the models of ``attn.trained`` train a learner's layer too.
 
 Shape legend: B batch, L tokens, E = d_model, H heads, D = E // H (d_k of a head),
 d_k / d_v the sizes of one head's queries/keys and values.
@@ -32,6 +35,7 @@ from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ..modules import MultiHeadAttention
 from ..language import mark, tr
+from ..learner_layer import call_arguments, call_style, split_output
 from ._base import Feedback, Hints, sentence_inside, sentences
 
 #: Projection names, by role (query, key, value, output): the chapter's, the article's and
@@ -425,39 +429,17 @@ def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -
                 bias.copy_(torch.cat([new_b[r] for r in roles]))
         for r in roles:
             params[r] = (new[r], None if new_b is None else new_b[r])
-    article_call, mask_param = _call_style(module)
+    article_call, mask_param = call_style(module)
     return Learner(module, naming, params, article_call, mask_param, matrices, square)
-
-
-def _call_style(module: nn.Module) -> tuple[bool, str | int | None]:
-    """From forward's signature: (takes q, k, v?, where the mask goes)."""
-    try:
-        params = list(inspect.signature(module.forward).parameters.values())
-    except (TypeError, ValueError):
-        return False, 1
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    positional = [p for p in params if p.kind in kinds]
-    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
-        return False, 1
-    required = [p for p in positional if p.default is inspect.Parameter.empty]
-    article = len(required) >= 3
-    if any(p.name == "mask" and p.kind != inspect.Parameter.POSITIONAL_ONLY for p in params):
-        return article, "mask"
-    index = 3 if article else 1
-    return article, index if len(positional) > index else None
 
 
 def run(learner: Learner, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor | None] | str:
     """Call the learner's layer: (output, weights or None), or a message (in the learner's
     language) saying what went wrong."""
-    args: list[object] = [x, x, x] if learner.article_call else [x]
-    kwargs: dict[str, object] = {}
-    if isinstance(learner.mask_param, str):
-        kwargs[learner.mask_param] = mask
-    elif isinstance(learner.mask_param, int):
-        args.append(mask)
-    elif mask is not None:
+    call = call_arguments(learner.article_call, learner.mask_param, x, x, mask)
+    if call is None:
         return tr("forward takes no mask argument: give it one, forward(x, mask=None).")
+    args, kwargs = call
     try:
         with torch.no_grad():
             result = learner.module(*args, **kwargs)
@@ -465,13 +447,11 @@ def run(learner: Learner, x: Tensor, mask: Tensor | None) -> tuple[Tensor, Tenso
         return tr("forward is not written yet.")
     except Exception as err:  # the learner's code: any error becomes a hint
         return tr("forward raised {error}", error=describe_error(err))
-    if isinstance(result, Tensor):
-        return result, None
-    if (isinstance(result, (tuple, list)) and len(result) == 2 and isinstance(result[0], Tensor)
-            and (result[1] is None or isinstance(result[1], Tensor))):
-        return result[0], result[1]
-    return tr("forward should return the output, or (output, weights), got {kind}.",
-              kind=type(result).__name__)
+    output = split_output(result)
+    if output is None:
+        return tr("forward should return the output, or (output, weights), got {kind}.",
+                  kind=type(result).__name__)
+    return output
 
 
 def same(got: Tensor, expected: Tensor, atol: float = TOLERANCE) -> bool:

@@ -8,6 +8,11 @@ S - 1 - t when writing target position t, so the trained weights show the alignm
 anti-diagonal: the picture of Bahdanau et al. (2015), on a task small enough to train in
 seconds.
 
+``attention=`` builds every attention layer from another multi-head class, such as the
+learner's own from notebook 05 (any class that passes
+``attn.exercises.nb05.check_multi_head_attention``; see ``attn.learner_layer``, which also says
+how a layer written for one sequence does cross-attention).
+
 Shape legend: B batch, S source length, L target length (= S here), E = d_model.
 """
 from __future__ import annotations
@@ -18,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_choice, check_int, check_rank, shape_str
+from ..learner_layer import make_attention
 from ..modules import MultiHeadAttention
 from ..positions import sinusoidal
 from .adam import Adam
@@ -45,17 +51,19 @@ class Seq2Seq(nn.Module):
     """Encoder: embedding + sinusoidal positions + a feed-forward layer. Decoder: embedding +
     positions, causal self-attention, cross-attention to the encoder, feed-forward, output.
 
-    Every attention layer is the course's ``attn.MultiHeadAttention``.
+    Every attention layer is the course's ``attn.MultiHeadAttention``, or one built from the
+    class ``attention`` (``attention(d_model, num_heads)``, a learner's from notebook 05).
     """
 
-    def __init__(self, length: int, *, d_model: int = 32, num_heads: int = 1) -> None:
+    def __init__(self, length: int, *, d_model: int = 32, num_heads: int = 1,
+                 attention: type[nn.Module] = MultiHeadAttention) -> None:
         super().__init__()
         self.length = check_int("length", length, low=1)
         self.embed = nn.Embedding(VOCAB, d_model)
         self.register_buffer("positions", sinusoidal(length, d_model, dtype=torch.float32))
         self.encoder_ffn = nn.Sequential(nn.Linear(d_model, 2 * d_model), nn.GELU(), nn.Linear(2 * d_model, d_model))
-        self.self_attn = MultiHeadAttention(d_model, num_heads)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads)
+        self.self_attn = make_attention(attention, d_model, num_heads)
+        self.cross_attn = make_attention(attention, d_model, num_heads)
         self.decoder_ffn = nn.Sequential(nn.Linear(d_model, 2 * d_model), nn.GELU(), nn.Linear(2 * d_model, d_model))
         self.out = nn.Linear(d_model, 10)
 
@@ -65,20 +73,20 @@ class Seq2Seq(nn.Module):
         e = self.embed(source) + self.positions[: source.shape[1]]  # (B, S, E)
         return e + self.encoder_ffn(e)
 
-    def decode(self, memory: Tensor, decoder_input: Tensor) -> tuple[Tensor, Tensor]:
+    def decode(self, memory: Tensor, decoder_input: Tensor) -> tuple[Tensor, Tensor | None]:
         """memory (B, S, E), decoder_input (B, L) tokens -> logits (B, L, 10) and the
-        cross-attention weights (B, H, L, S)."""
+        cross-attention weights (B, H, L, S) (None from a layer that returns its output only)."""
         check_rank("decoder_input", decoder_input, 2, "(B, L)")
         if decoder_input.shape[1] > self.length:
             raise ValueError(f"decoder_input: expected at most {self.length} positions, "
                              f"got shape {shape_str(decoder_input)}")
         d = self.embed(decoder_input) + self.positions[: decoder_input.shape[1]]  # (B, L, E)
         d = d + self.self_attn(d, causal=True)[0]
-        cross, weights = self.cross_attn(d, memory, memory)  # queries: decoder; keys, values: encoder
+        cross, weights = self.cross_attn(d, memory)  # queries: decoder; keys, values: encoder
         d = d + cross
         return self.out(d + self.decoder_ffn(d)), weights
 
-    def forward(self, source: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, source: Tensor, target: Tensor) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing: the decoder reads BOS and the target shifted right.
 
         source, target (B, S) -> logits (B, S, 10), cross-attention weights (B, H, S, S)."""
@@ -95,12 +103,13 @@ class Seq2SeqRun:
     accuracy: float  # share of target digits right under greedy decoding, held-out pairs
 
 
-def greedy_decode(model: Seq2Seq, source: Tensor) -> tuple[Tensor, Tensor]:
+def greedy_decode(model: Seq2Seq, source: Tensor) -> tuple[Tensor, Tensor | None]:
     """Write the target one digit at a time, each step reading the digits written so far.
 
     Returns:
         digits (B, S) and the cross-attention weights of the last step (B, H, S, S): row t is
-        what the decoder looked at when it wrote digit t.
+        what the decoder looked at when it wrote digit t (None from a layer that returns its
+        output only).
     """
     with torch.no_grad():
         memory = model.encode(source)
@@ -112,16 +121,17 @@ def greedy_decode(model: Seq2Seq, source: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def train_seq2seq(task: str = "reverse", *, steps: int = 150, length: int = 8, seed: int = 0,
-                  batch_size: int = 64, lr: float = 3e-3) -> Seq2SeqRun:
+                  batch_size: int = 64, lr: float = 3e-3,
+                  attention: type[nn.Module] = MultiHeadAttention) -> Seq2SeqRun:
     """Train a ``Seq2Seq`` with Adam (``attn.trained.adam``, the updates of ``torch.optim.Adam``)
     on fresh random pairs; seeded, so the same arguments give the same model on the same machine
-    and thread count."""
+    and thread count. ``attention``: the class of its attention layers (see ``Seq2Seq``)."""
     check_choice("task", task, TASKS)
     check_int("steps", steps, low=1)
     g = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        model = Seq2Seq(length)
+        model = Seq2Seq(length, attention=attention)
     optimizer = Adam(model.parameters(), lr=lr)  # = torch.optim.Adam(..., lr=lr), see attn.trained.adam
     losses = []
     for _ in range(steps):

@@ -4,6 +4,9 @@ chapter's attention patterns appear.
 The model: token + learned position embeddings, the course's ``MultiHeadAttention`` with a
 residual connection, a small MLP with a residual connection, and a linear read-out per
 position. One layer, so every head's map is the whole story of how information moves.
+``attention=`` puts another multi-head class in the place of the course's, such as the
+learner's own from notebook 05 (any class that passes
+``attn.exercises.nb05.check_multi_head_attention``; see ``attn.learner_layer``).
 
 Each head is measured by its **pattern score** (``attn.pattern_scores``) for its task's
 pattern: the attention weight inside the pattern's cells, averaged over query rows and over
@@ -23,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._checks import check_number, check_positive_int, check_rank, check_tensor, shape_str
+from ..learner_layer import make_attention
 from ..modules import MultiHeadAttention
 from ..pattern_scores import pattern_mask, pattern_score
 from ..threads import torch_threads
@@ -54,10 +58,13 @@ class TinyTransformer(nn.Module):
         d_model: E; a multiple of ``num_heads``.
         num_heads: H.
         d_mlp: hidden size of the MLP.
+        attention: the multi-head class, built as ``attention(d_model, num_heads)``: the
+            course's ``MultiHeadAttention``, or a learner's (``attn.learner_layer``).
     """
 
     def __init__(self, vocab_size: int, seq_len: int, num_classes: int, *, d_model: int = 32,
-                 num_heads: int = 2, d_mlp: int = 64) -> None:
+                 num_heads: int = 2, d_mlp: int = 64,
+                 attention: type[nn.Module] = MultiHeadAttention) -> None:
         super().__init__()
         for name, v in (("vocab_size", vocab_size), ("seq_len", seq_len),
                         ("num_classes", num_classes), ("d_mlp", d_mlp)):
@@ -65,12 +72,13 @@ class TinyTransformer(nn.Module):
         self.seq_len = seq_len
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
-        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.attn = make_attention(attention, d_model, num_heads)
         self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d_model))
         self.out = nn.Linear(d_model, num_classes)
 
-    def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        """tokens (B, L) long -> logits (B, L, C), attention weights (B, H, L, L)."""
+    def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
+        """tokens (B, L) long -> logits (B, L, C), attention weights (B, H, L, L) (None from
+        a learner's layer that returns its output only)."""
         check_tensor("tokens", tokens)
         check_rank("tokens", tokens, 2, "(B, L)")
         if tokens.dtype != torch.long:
@@ -82,20 +90,23 @@ class TinyTransformer(nn.Module):
             raise ValueError(f"tokens: expected ids in 0..{self.tok.num_embeddings - 1}, got "
                              f"{tokens.min().item()}..{tokens.max().item()}")
         h = self.tok(tokens) + self.pos(torch.arange(tokens.shape[1]))  # (B, L, E)
-        a, weights = self.attn(h)  # (B, L, E), (B, H, L, L)
+        a, weights = self.attn(h)  # (B, L, E), (B, H, L, L) or None
         h = h + a
         h = h + self.mlp(h)
         return self.out(h), weights
 
 
-def build_model(task: str, *, seed: int = 0, seq_len: int = 10, num_heads: int = 2) -> TinyTransformer:
-    """A fresh (untrained) model for ``task``, initialised from ``seed``.
+def build_model(task: str, *, seed: int = 0, seq_len: int = 10, num_heads: int = 2,
+                attention: type[nn.Module] = MultiHeadAttention) -> TinyTransformer:
+    """A fresh (untrained) model for ``task``, initialised from ``seed``, its attention built
+    from the class ``attention`` (see ``TinyTransformer``).
 
     The global random state is left as it was (the init runs in a forked RNG)."""
     spec = check_task(task)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return TinyTransformer(spec.vocab_size, seq_len, spec.num_classes, num_heads=num_heads)
+        return TinyTransformer(spec.vocab_size, seq_len, spec.num_classes, num_heads=num_heads,
+                               attention=attention)
 
 
 def _task_mask(task: str, batch: Batch) -> Tensor:
@@ -110,11 +121,17 @@ def _task_mask(task: str, batch: Batch) -> Tensor:
 @torch.no_grad()
 def held_out_maps(model: TinyTransformer, task: str, *, n: int = 256) -> tuple[Batch, Tensor]:
     """The model's attention maps on the held-out batch of ``task``: the batch and its
-    weights (B, H, L, L), on one thread."""
+    weights (B, H, L, L), on one thread.
+
+    Raises:
+        ValueError: the model's attention layer returns its output only (no maps to draw)."""
     check_task(task)
     batch = held_out_batch(task, n, seq_len=model.seq_len)
     with torch_threads(1):
-        _, w = model(batch.tokens)  # (B, H, L, L)
+        _, w = model(batch.tokens)  # (B, H, L, L) or None
+    if w is None:
+        raise ValueError(f"model: expected an attention layer that returns its weights, got "
+                         f"{type(model.attn.layer).__name__}, whose forward returns the output only")
     return batch, w
 
 
@@ -144,8 +161,10 @@ class TrainRun:
         model: the trained ``TinyTransformer`` (in eval mode).
         losses: the training loss at each step.
         steps: the step numbers of the N snapshots (0 = before training).
-        maps: (N, H, L, L) the probe example's attention maps at each snapshot.
-        scores: (N, H) each head's pattern score on the held-out batch at each snapshot.
+        maps: (N, H, L, L) the probe example's attention maps at each snapshot; None when the
+            attention layer (a learner's) returns its output only.
+        scores: (N, H) each head's pattern score on the held-out batch at each snapshot; None
+            as ``maps``.
         accuracies: (N,) held-out accuracy at each snapshot.
         probe: the probe example (a ``Batch`` of one).
     """
@@ -154,20 +173,20 @@ class TrainRun:
     model: TinyTransformer
     losses: list[float]
     steps: list[int]
-    maps: Tensor
-    scores: Tensor
+    maps: Tensor | None
+    scores: Tensor | None
     accuracies: Tensor
     probe: Batch
 
     @property
-    def untrained_scores(self) -> Tensor:
-        """(H,) the pattern scores before the first step."""
-        return self.scores[0]
+    def untrained_scores(self) -> Tensor | None:
+        """(H,) the pattern scores before the first step (None as ``scores``)."""
+        return None if self.scores is None else self.scores[0]
 
 
 def train_tiny(task: str, *, steps: int | None = None, seed: int = 0, batch_size: int = 64,
                lr: float = 1e-2, snapshot_every: int = 10, num_heads: int = 2,
-               seq_len: int = 10) -> TrainRun:
+               seq_len: int = 10, attention: type[nn.Module] = MultiHeadAttention) -> TrainRun:
     """Train a fresh ``TinyTransformer`` on ``task`` with Adam, recording the heads' maps.
 
     Seeded and single-threaded (the thread count is restored afterwards), so the same call
@@ -183,16 +202,19 @@ def train_tiny(task: str, *, steps: int | None = None, seed: int = 0, batch_size
         snapshot_every: record maps, scores and accuracy every this many steps (and at
             step 0 and at the last step).
         num_heads, seq_len: the model's H and L.
+        attention: the multi-head class: the course's ``MultiHeadAttention``, or a learner's
+            from notebook 05, any class that passes
+            ``attn.exercises.nb05.check_multi_head_attention`` (see ``attn.learner_layer``).
 
     Returns:
-        A ``TrainRun``.
+        A ``TrainRun`` (without maps and scores if ``attention`` returns its output only).
     """
     spec = check_task(task)
     steps = spec.steps if steps is None else steps
     for name, v in (("steps", steps), ("batch_size", batch_size), ("snapshot_every", snapshot_every)):
         check_positive_int(name, v)
     lr = check_number("lr", lr, positive=True)
-    model = build_model(task, seed=seed, seq_len=seq_len, num_heads=num_heads)
+    model = build_model(task, seed=seed, seq_len=seq_len, num_heads=num_heads, attention=attention)
     data = torch.Generator().manual_seed(seed + 1)
     probe = probe_batch(task, seq_len)
     held_out = held_out_batch(task, 256, seq_len=seq_len)
@@ -202,12 +224,13 @@ def train_tiny(task: str, *, steps: int | None = None, seed: int = 0, batch_size
 
     @torch.no_grad()
     def snapshot(step: int) -> None:
-        _, w_probe = model(probe.tokens)  # (1, H, L, L)
-        logits, w = model(held_out.tokens)  # (B, L, C), (B, H, L, L)
+        _, w_probe = model(probe.tokens)  # (1, H, L, L) or None
+        logits, w = model(held_out.tokens)  # (B, L, C), (B, H, L, L) or None
         keep = held_out.targets != IGNORE
         snap_steps.append(step)
-        maps.append(w_probe[0])
-        scores.append(pattern_score(w, mask).mean(0))  # (B, H) -> (H,)
+        if w is not None:  # a learner's layer may return its output only
+            maps.append(w_probe[0])
+            scores.append(pattern_score(w, mask).mean(0))  # (B, H) -> (H,)
         accs.append((logits.argmax(-1) == held_out.targets)[keep].float().mean())
 
     with torch_threads(1):
@@ -225,8 +248,8 @@ def train_tiny(task: str, *, steps: int | None = None, seed: int = 0, batch_size
             if step % snapshot_every == 0 or step == steps:
                 snapshot(step)
     model.eval()
-    return TrainRun(spec.name, model, losses, snap_steps, torch.stack(maps), torch.stack(scores),
-                    torch.stack(accs), probe)
+    return TrainRun(spec.name, model, losses, snap_steps, torch.stack(maps) if maps else None,
+                    torch.stack(scores) if scores else None, torch.stack(accs), probe)
 
 
 def _weights_file(task: str):
@@ -238,6 +261,9 @@ def save_run(run: TrainRun, directory: str | Path) -> Path:
     ``directory/tiny_<task>.pt``, readable with ``torch.load(..., weights_only=True)``."""
     if not isinstance(run, TrainRun):
         raise TypeError(f"run: expected a TrainRun, got {type(run).__name__}")
+    if not isinstance(run.model.attn, MultiHeadAttention):
+        raise ValueError(f"run: expected a run of the course's MultiHeadAttention (load_run builds "
+                         f"that), got one of {type(run.model.attn.layer).__name__}")
     path = Path(directory) / f"tiny_{run.task}.pt"
     torch.save({
         "model": {k: v.detach().clone() for k, v in run.model.state_dict().items()},
