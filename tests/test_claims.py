@@ -11,8 +11,10 @@ Two checks over the committed notebooks (their stored outputs are what nbval re-
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,17 @@ CLAIMS: dict[str, list[str]] = {
         "dQ against autograd: largest difference < 1e-12: True",
         "gradcheck, a fully masked row: True",
         "NaN entries in the value gradient: 30 of 30",
+    ],
+    "12_transformer_block.ipynb": [
+        "nn.TransformerEncoderLayer with the same weights (float64; post-LN and pre-LN, ReLU and GELU; no mask, "
+        "causal, padding): largest difference < 1e-12: True",
+        "    32 |    0.73     0.27",
+        "after 3 blocks below 1e-6: True; from 4 blocks on below 1e-12, every token the same vector: True",
+        "normalised over the sequence, feature by feature: token 0 moves by 1.17 when the last token changes",
+        "gradient at the input / at the top: post-LN 0.58, pre-LN 1.47",
+        "  with the feed-forward, at least 0.99 for every seed: True",
+        "  without it, below 0.8 for every seed: True",
+        "training mode, 5 calls: lower every time: True; two calls disagree on more than 1% of the positions: True",
     ],
 }
 
@@ -203,3 +216,91 @@ def test_a_routine_agreement_is_in_a_check_cell_or_announced(path):
         if lines and not ANNOUNCED.search(last_paragraph):
             unannounced += [f"cell {i}: {l}" for l in lines]
     assert not unannounced, f"{path.name}: move these into the section's check cell: {unannounced}"
+
+
+# ---- numbers in a figure's description ---------------------------------------------------
+#
+# A figure's text alternative (attn.figures.show_figure) is written in the cell that draws the
+# figure, and a number typed into that sentence drifts away from the picture unnoticed (08 once
+# said "head 7" where the scores pick head 6; 10 said "0.47 to 0.89" of a map showing 0.56 to
+# 1.00). So a number the data decide is a field of the sentence, filled from the tensors. One
+# written literally must be a stated bound ("> 0.95") or a number a cell prints, possibly rounded
+# ("about 0.07" where a cell prints 0.068); a description never vouches for itself or another.
+
+BOUND = re.compile(r"(?:[<>≤≥]=?|\b(?:below|above|at least|at most|within|under|than))\s*$", re.I)
+
+
+def is_description(out: dict) -> bool:
+    """An output that is a figure with its text alternative (show_figure's bundle)."""
+    return "alt" in out.get("metadata", {}).get("image/png", {})
+
+
+def shows_a_figure(cell: dict) -> bool:
+    """A code cell that calls show_figure, directly or through a helper (06's show_heads)."""
+    return cell["cell_type"] == "code" and ("show_figure(" in "".join(cell["source"])
+                                            or any(map(is_description, cell.get("outputs", []))))
+
+
+def tr_sentences(source: str) -> list[str]:
+    """The English sentence of every tr("...") call in a cell's code (IPython's % lines left out)."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    return [node.args[0].value for node in ast.walk(ast.parse(code))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr" and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)]
+
+
+def printed_numbers(nb: dict) -> set[str]:
+    """The decimal numbers the cells print, leaving out figure descriptions and the outputs nbval
+    ignores (nothing re-checks those)."""
+    found = set()
+    for cell in nb["cells"]:
+        if "NBVAL_IGNORE_OUTPUT" in "".join(cell["source"]):
+            continue
+        for out in cell.get("outputs", []):
+            if not is_description(out):
+                data = out.get("data", {})
+                found.update(DECIMAL.findall("".join(out.get("text", "")) + "".join(data.get("text/plain", ""))
+                                             + "".join(data.get("text/html", ""))))
+    return found
+
+
+def rounds_to(printed_number: str, number: str) -> bool:
+    """printed_number, rounded to number's decimal places, is number (0.068 -> 0.07, 0.30 -> 0.3)."""
+    places = Decimal(number).as_tuple().exponent  # -2 for 0.07
+    if Decimal(printed_number).as_tuple().exponent > places:  # printed with fewer places than written
+        return False
+    return Decimal(printed_number).quantize(Decimal(1).scaleb(places), ROUND_HALF_EVEN) == Decimal(number)
+
+
+def unbacked_figure_numbers(nb: dict) -> list[str]:
+    """Each decimal number written into a figure's description that is no bound and no printed number."""
+    printed_here = printed_numbers(nb)
+    unbacked = []
+    for i, cell in enumerate(nb["cells"]):
+        if shows_a_figure(cell):
+            for sentence in tr_sentences("".join(cell["source"])):
+                for m in DECIMAL.finditer(sentence):
+                    if not (BOUND.search(sentence[:m.start()]) or any(rounds_to(p, m.group()) for p in printed_here)):
+                        unbacked.append(f"cell {i} ({cell.get('id')}): {m.group()}")
+    return unbacked
+
+
+def test_a_literal_number_in_a_figure_description_is_caught():
+    def cell(cell_id, source, *outputs):
+        return {"cell_type": "code", "id": cell_id, "source": source, "outputs": list(outputs)}
+    figure = {"output_type": "display_data", "metadata": {"image/png": {"alt": "0.47"}}, "data": {}}
+    nb = {"cells": [
+        cell("a", 'show_figure(fig, tr("A heatmap: rows, columns; 0.47 each, all below 0.5, about 0.07, '
+                  '{w:.2f}.", w=w))', figure),
+        cell("b", "print(x)", {"output_type": "stream", "text": "smallest weight: 0.068\n"}),
+        cell("c", "# NBVAL_IGNORE_OUTPUT\nexplorer()", {"output_type": "stream", "text": "0.47\n"}),
+        cell("d", 'show_figure(fig, tr("A line plot of y against n: 0.47 again, 0.068 exactly."))', figure),
+    ]}
+    assert unbacked_figure_numbers(nb) == ["cell 0 (a): 0.47", "cell 3 (d): 0.47"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_decimal_in_a_figure_description_is_a_bound_or_printed(path):
+    unbacked = unbacked_figure_numbers(notebook(path))
+    assert not unbacked, (f"{path.name}: fill these numbers from the data the figure is drawn from (a field "
+                          f"of the tr() sentence, such as {{w:.2f}}), or print them: {unbacked}")

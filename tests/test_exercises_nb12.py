@@ -412,3 +412,126 @@ def test_a_wrong_raw_matrix_attention_is_sent_back_to_05():
 
     fb = nb12.check_transformer_block(block_with(attention=Unscaled))
     assert not fb.correct and "your attention layer, alone with no mask" in fb.message
+
+
+# ---- passes: the checker asked quietly ----------------------------------------------------
+
+def test_passes_says_what_the_checker_says_and_counts_no_hint():
+    assert nb12.passes(Block) and nb12.passes(attn.TransformerBlock)
+    buggy = block_with("residual after the norm")
+    assert not nb12.passes(buggy) and not nb12.passes(buggy)
+    assert "Where to look" not in nb12.check_transformer_block(buggy).message  # still the first tier
+    assert nb12.passes(PostLNOnly, norm_first=False) and not nb12.passes(PostLNOnly)
+
+
+# ---- exercise 1: LayerNorm written out ----------------------------------------------------
+
+def layer_norm_right(x, gain, bias, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * gain + bias
+
+
+def layer_norm_torch(x, gain, bias, eps=1e-5):
+    return F.layer_norm(x, x.shape[-1:], gain, bias, eps)
+
+
+def layer_norm_module(x, gain, bias, eps=1e-5):
+    ln = nn.LayerNorm(x.shape[-1], eps=eps).double()
+    with torch.no_grad():
+        ln.weight.copy_(gain)
+        ln.bias.copy_(bias)
+    return ln(x).detach()
+
+
+@pytest.mark.parametrize("fn", [layer_norm_right, layer_norm_torch, layer_norm_module])
+def test_a_right_layer_norm_passes(fn):
+    fb = nb12.check_layer_norm(fn)
+    assert fb.correct and "with a large eps (0.5) and with the usual one" in fb.message, fb.message
+
+
+def _slip(bug):
+    return lambda x, g, b, eps=1e-5: nb12.layer_norm_variant(x, g, b, eps, bug)
+
+
+LAYER_NORM_SLIPS = {
+    "norm over the batch": (_slip("norm over the batch"), "over the batch"),
+    "norm over the sequence": (_slip("norm over the sequence"), "over the sequence"),
+    "over a whole sequence": (_slip("norm over the sequence and the features"), "nn.LayerNorm((L, d_model))"),
+    "unbiased": (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * g + b,
+                 "unbiased"),
+    "annotated transformer": (lambda x, g, b, eps=1e-5: g * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + eps) + b,
+                              "unbiased"),
+    "eps outside": (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / (x.std(-1, unbiased=False, keepdim=True) + eps) * g + b,
+                    "after the square root"),
+    "no eps": (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / x.std(-1, unbiased=False, keepdim=True) * g + b,
+               "leaves eps out"),
+    "rmsnorm": (lambda x, g, b, eps=1e-5: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g + b, "RMSNorm"),
+    "no affine": (lambda x, g, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], eps=eps), "without the gain and the bias"),
+    "swapped": (lambda x, g, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], b, g, eps), "swapped"),
+}
+
+
+@pytest.mark.parametrize("slip", list(LAYER_NORM_SLIPS))
+def test_each_layer_norm_slip_gets_its_symptom_then_where_to_look(slip):
+    fn, words = LAYER_NORM_SLIPS[slip]
+    first = nb12.check_layer_norm(fn)
+    assert not first.correct and words in first.message, first.message
+    assert first.message[:1].isupper() and "Where to look" not in first.message
+    second = nb12.check_layer_norm(fn)
+    assert second.message.startswith(first.message) and "Where to look:" in second.message
+
+
+def test_layer_norm_variant_without_a_slip_is_torchs_and_every_slip_is_far_from_it():
+    for x, gain, bias, eps in nb12._ln_inputs():
+        right = nb12.layer_norm_variant(x, gain, bias, eps)
+        torch.testing.assert_close(right, F.layer_norm(x, x.shape[-1:], gain, bias, eps), atol=1e-12, rtol=0)
+        for bug in nb12.LAYER_NORM_BUGS:
+            if eps < 0.01 and bug in ("no eps", "eps outside the square root"):
+                continue  # a small eps hides where it goes: the checker tries a large one first
+            assert (nb12.layer_norm_variant(x, gain, bias, eps, bug) - right).abs().max() > 1e-3, (bug, eps)
+    with pytest.raises(ValueError, match=r"bug: expected None or one of"):
+        nb12.layer_norm_variant(x, gain, bias, eps, "typo")
+
+
+def test_layer_norm_checker_other_answers():
+    def todo(x, gain, bias, eps=1e-5):
+        raise NotImplementedError
+
+    def in_place(x, gain, bias, eps=1e-5):
+        x -= x.mean(-1, keepdim=True)
+        return layer_norm_right(x, gain, bias, eps)
+
+    assert "Not implemented yet" in nb12.check_layer_norm(todo).message
+    assert "changed its inputs in place" in nb12.check_layer_norm(in_place).message
+    assert "raised ZeroDivisionError" in nb12.check_layer_norm(lambda x, g, b, eps: 1 / 0).message
+    assert "Return a torch.Tensor, got float" in nb12.check_layer_norm(lambda x, g, b, eps: 1.0).message
+    assert "shape of x (2, 5, 8), got (2, 5)" in nb12.check_layer_norm(lambda x, g, b, eps: x[..., 0]).message
+    assert "Pass your function itself" in nb12.check_layer_norm(None).message
+    fb = nb12.check_layer_norm(lambda x, g, b, eps: 2 * layer_norm_right(x, g, b, eps))
+    assert not fb.correct and "not by one of the usual slips" in fb.message
+
+
+# ---- exercise 2: what one block holds ------------------------------------------------------
+
+def test_block_parameters_are_torchs_count():
+    E, H, Fd = nb12.BASE["d_model"], nb12.BASE["num_heads"], nb12.BASE["d_ff"]
+    layer = nn.TransformerEncoderLayer(E, H, Fd, batch_first=True)
+    assert sum(nb12.block_parameters(E, Fd).values()) == sum(p.numel() for p in layer.parameters())
+    assert sum(nb12.block_parameters(E, Fd).values()) == sum(
+        p.numel() for p in attn.TransformerBlock(E, H, Fd).parameters())
+
+
+def test_check_block_parameters_right_and_each_miscount_named():
+    fb = nb12.check_block_parameters(3_152_384)
+    assert fb.correct and "2,099,712" in fb.message
+    assert nb12.check_block_parameters(3152384.0).correct and nb12.check_block_parameters(torch.tensor(3152384))
+    for answer, words in ((3_145_728, "weight matrices alone"), (3_147_776, "biases of the Linears"),
+                          (3_150_336, "2,048 short"), (3_149_824, "feed-forward's two biases"),
+                          (3_151_360, "two LayerNorms"), (2_889_728, "output projection W_o"),
+                          (1_050_624, "the attention alone"), (2_099_712, "the feed-forward alone"),
+                          (12, "Count each part")):
+        fb = nb12.check_block_parameters(answer)
+        assert not fb.correct and words in fb.message, (answer, fb.message)
+    assert "placeholder" in nb12.check_block_parameters(None).message
+    assert "whole number" in nb12.check_block_parameters(3.5).message

@@ -1,5 +1,10 @@
 """Checkers for notebook 12 (the Transformer block).
 
+Three checkers: ``check_transformer_block`` (the block itself), ``check_layer_norm`` (exercise 1:
+LayerNorm written out) and ``check_block_parameters`` (exercise 2: what one block of the 2017
+paper's base model holds); ``passes`` asks the first one quietly (no hint counted), for the
+cell that trains a model of the learner's blocks.
+
 ``check_transformer_block(cls)`` takes the learner's **class**, builds it, finds its parts by
 what they are (never by reading its source), writes known float64 weights into them, and
 compares its output with ``nn.TransformerEncoderLayer(batch_first=True)`` holding the same
@@ -26,9 +31,11 @@ from torch import Tensor, nn
 from ..masks import causal_mask, padding_mask, to_torch_mha_mask
 from . import _layers
 from ..language import mark, tr
-from ._base import Feedback, Hints, sentences
+from ._base import Feedback, Hints, as_whole_number, sentence_start, sentences
 
-__all__ = ["BLOCK_ARGS", "DROPOUT", "BUGS", "check_transformer_block", "variant", "reset_hints"]
+__all__ = ["BLOCK_ARGS", "DROPOUT", "BUGS", "check_transformer_block", "passes", "variant", "reset_hints",
+           "LAYER_NORM_BUGS", "layer_norm_variant", "check_layer_norm", "BASE", "block_parameters",
+           "check_block_parameters"]
 
 #: The checker builds ``cls(d_model, num_heads, d_ff, norm_first=...)`` with these sizes
 #: (d_ff is not 4 * d_model, so that a block that ignores its d_ff argument shows).
@@ -108,8 +115,9 @@ _HINTS = Hints()
 
 
 def reset_hints() -> None:
-    """Start the checker's hints again from the first tier (the symptom alone)."""
+    """Start the checkers' hints again from the first tier (the symptom alone)."""
     _HINTS.reset()
+    LAYER_NORM_HINTS.reset()
 
 
 # ---- the weights, and the block computed from them ---------------------------------------
@@ -591,3 +599,191 @@ def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, 
                               tr("More than one step may be wrong.")]),
         where=tr("each step on its own against the formulas: the norms, the attention sub-layer with "
                  "its residual, the feed-forward with its residual"))
+
+
+def passes(cls: Any, *, norm_first: bool | None = None) -> bool:
+    """Whether ``check_transformer_block(cls, norm_first=norm_first)`` says correct, asked
+    quietly: the learner's tiers of hints are left as they were (for the cell that builds a
+    model of the learner's blocks when they pass, and of ``attn.TransformerBlock`` when not)."""
+    global _HINTS
+    kept, _HINTS = _HINTS, Hints()
+    try:
+        return check_transformer_block(cls, norm_first=norm_first).correct
+    finally:
+        _HINTS = kept
+
+
+# ---- exercise 1: LayerNorm written out -----------------------------------------------------
+
+#: Each classic slip of a hand-written LayerNorm: (symptom, where to look). The three that the
+#: block's checker knows too speak as they do there.
+LAYER_NORM_BUGS: dict[str, tuple[str, str]] = {
+    "norm over the batch": BUGS["norm over the batch"],
+    "norm over the sequence": BUGS["norm over the sequence"],
+    "norm over the sequence and the features": (
+        mark("your LayerNorm takes one mean and one variance over each whole sequence (its tokens and "
+             "their features together), as nn.LayerNorm((L, d_model)) would: a token's output then "
+             "depends on the other tokens. A LayerNorm normalises the d_model features of each token "
+             "on its own."),
+        mark("the dimension your norm takes the mean and the variance over")),
+    "unbiased variance": BUGS["unbiased variance"],
+    "unbiased std plus eps": BUGS["unbiased variance"],  # the Annotated Transformer's LayerNorm
+    "eps outside the square root": (
+        mark("your LayerNorm adds eps to the standard deviation, after the square root: nn.LayerNorm "
+             "divides by sqrt(var + eps). The two differ most where the variance is small."),
+        mark("where eps goes in the denominator")),
+    "no eps": (
+        mark("your LayerNorm leaves eps out: with a large eps (the checker tries eps = 0.5) its output "
+             "is far from nn.LayerNorm's, and a token whose features are all equal would give NaN."),
+        mark("the denominator, and the argument eps")),
+    "not centred": (
+        mark("your LayerNorm does not subtract the mean: it divides each token by its root mean square. "
+             "That is RMSNorm (used by LLaMA), not the LayerNorm of the 2017 paper."),
+        mark("the first step, before the variance")),
+    "gain and bias left out": (
+        mark("your LayerNorm returns the normalised x without the gain and the bias: each token comes "
+             "out with mean 0 and variance 1, and the model could not learn another scale."),
+        mark("the last step, after the division")),
+    "gain and bias swapped": (
+        mark("your LayerNorm multiplies by the bias and adds the gain: the two are swapped."),
+        mark("which of gain and bias multiplies and which is added")),
+}
+
+#: The tiers of ``check_layer_norm`` (reset by ``reset_hints``).
+LAYER_NORM_HINTS = Hints()
+#: (B, L, E) of the checker's inputs, and its two eps: a large one first, which shows where eps
+#: goes (every slip is far from the right output there), then the usual one.
+_LN_SHAPE, _LN_EPS = (2, 5, 8), (0.5, 1e-5)
+
+
+def layer_norm_variant(x: Tensor, gain: Tensor, bias: Tensor, eps: float, bug: str | None = None) -> Tensor:
+    """LayerNorm of x (B, L, E) over its last dim with at most one slip of ``LAYER_NORM_BUGS``;
+    ``bug=None`` is ``F.layer_norm`` (a test checks it)."""
+    if bug is not None and bug not in LAYER_NORM_BUGS:
+        raise ValueError(f"bug: expected None or one of {sorted(LAYER_NORM_BUGS)}, got {bug!r}")
+    dims = {"norm over the batch": (0,), "norm over the sequence": (1,),
+            "norm over the sequence and the features": (1, 2)}.get(bug, (-1,))
+    mean = torch.zeros_like(x) if bug == "not centred" else x.mean(dims, keepdim=True)
+    centred = x - mean
+    unbiased = bug in ("unbiased variance", "unbiased std plus eps")
+    var = (centred ** 2).sum(dims, keepdim=True) / (math.prod(x.shape[d] for d in dims) - unbiased)
+    if bug in ("eps outside the square root", "unbiased std plus eps"):
+        normed = centred / (var.sqrt() + eps)
+    else:
+        normed = centred / torch.sqrt(var + (0.0 if bug == "no eps" else eps))
+    if bug == "gain and bias left out":
+        return normed
+    if bug == "gain and bias swapped":
+        return normed * bias + gain
+    return normed * gain + bias
+
+
+def _ln_inputs() -> list[tuple[Tensor, Tensor, Tensor, float]]:
+    """(x, gain, bias, eps) of each try: tokens with their own mean and scale, then a large eps."""
+    gen = torch.Generator().manual_seed(_SEED + 2)
+    B, L, E = _LN_SHAPE
+    x = 3 * torch.randn(B, L, 1, generator=gen, dtype=torch.float64) + torch.randn(
+        B, L, E, generator=gen, dtype=torch.float64) * (0.5 + torch.rand(B, L, 1, generator=gen, dtype=torch.float64))
+    gain = 1 + 0.3 * torch.randn(E, generator=gen, dtype=torch.float64)
+    bias = 0.3 * torch.randn(E, generator=gen, dtype=torch.float64)
+    return [(x, gain, bias, eps) for eps in _LN_EPS]
+
+
+def check_layer_norm(fn: Any) -> Feedback:
+    """Exercise 1: ``fn(x, gain, bias, eps)`` must be ``nn.LayerNorm``'s computation on x (B, L,
+    E) with the gain (E,) and the bias (E,): over the last dim, the biased variance, eps inside
+    the square root.
+
+    Run on seeded float64 tokens (each with its own mean and scale), with a large eps = 0.5 and
+    with eps = 1e-5, and compared with ``F.layer_norm``; each slip of ``LAYER_NORM_BUGS`` is
+    recognised by computing what it gives, and gets its symptom, then on the next try with it
+    where to look too (``LAYER_NORM_HINTS``); never the code. The inputs must come back unchanged.
+    """
+    if not callable(fn):
+        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
+    for x, gain, bias, eps in _ln_inputs():
+        kept = [t.clone() for t in (x, gain, bias)]
+        try:
+            got = fn(x, gain, bias, eps)
+        except NotImplementedError:
+            return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
+        except Exception as err:  # the learner's code: any error becomes a hint
+            return Feedback(False, tr("Your function raised {error}", error=_layers.describe_error(err)))
+        if not all(torch.equal(a, b) for a, b in zip(kept, (x, gain, bias))):
+            return Feedback(False, tr("Your function changed its inputs in place (x, gain or bias): compute "
+                                      "new tensors instead, the caller still needs x."))
+        if not isinstance(got, Tensor):
+            return Feedback(False, tr("Return a torch.Tensor, got {kind}.", kind=type(got).__name__))
+        if tuple(got.shape) != tuple(x.shape):
+            return Feedback(False, tr("The output has the shape of x {shape}, got {got}.",
+                                      shape=tuple(x.shape), got=tuple(got.shape)))
+        want = F.layer_norm(x, (x.shape[-1],), gain, bias, eps)
+        if _layers.same(got, want):
+            continue
+        for bug, (symptom, where) in LAYER_NORM_BUGS.items():
+            if _layers.same(got, layer_norm_variant(x, gain, bias, eps, bug), _layers.ROUND_OFF):
+                return LAYER_NORM_HINTS.wrong(bug, sentence_start(tr(symptom)), where=tr(where))
+        nan = [tr("It contains NaN.")] if bool(got.isnan().any()) else []
+        return LAYER_NORM_HINTS.wrong(
+            "other", sentences([tr("With eps = {eps:g}, your output differs from nn.LayerNorm's, and not by "
+                                   "one of the usual slips.", eps=eps), *nan]),
+            where=tr("each step against the formula: the mean and the variance over the last dim, the "
+                     "division by sqrt(var + eps), then the gain and the bias"))
+    return Feedback(True, tr("Your LayerNorm equals nn.LayerNorm's on every token, with a large eps ({large:g}) "
+                             "and with the usual one: each token is centred and scaled over its own {E} "
+                             "features.", large=_LN_EPS[0], E=_LN_SHAPE[-1]))
+
+
+# ---- exercise 2: what one block holds ----------------------------------------------------
+
+#: The 2017 paper's base model: the sizes of each of its blocks.
+BASE: dict[str, int] = {"d_model": 512, "num_heads": 8, "d_ff": 2048}
+
+
+def block_parameters(d_model: int, d_ff: int) -> dict[str, int]:
+    """The parameters of one block (biases everywhere, as ``nn.TransformerEncoderLayer``), by part."""
+    E, Fd = d_model, d_ff
+    return {"attention": 4 * (E * E + E), "feed-forward": E * Fd + Fd + Fd * E + E, "norms": 2 * 2 * E}
+
+
+def check_block_parameters(answer: Any) -> Feedback:
+    """Exercise 2: how many numbers one block of the base model (``BASE``) learns, with a bias
+    in every Linear and a gain and a bias in each LayerNorm (``attn.TransformerBlock`` and
+    ``nn.TransformerEncoderLayer`` count the same). The usual miscounts are named."""
+    answer = as_whole_number(tr("a number of parameters"), answer)
+    if isinstance(answer, Feedback):
+        return answer
+    E, Fd = BASE["d_model"], BASE["d_ff"]
+    parts = block_parameters(E, Fd)
+    total = sum(parts.values())
+    if answer == total:
+        return Feedback(True, tr("{total:,} numbers: the feed-forward holds {ff:,} of them ({share:.0%}), "
+                                 "the attention {att:,}, the two LayerNorms {norms:,}.", total=total,
+                                 ff=parts["feed-forward"], share=parts["feed-forward"] / total,
+                                 att=parts["attention"], norms=parts["norms"]))
+    attention_biases, norms, ffn_biases = 4 * E, parts["norms"], Fd + E
+    known = [  # (a miscount, what it leaves out or adds)
+        (total - attention_biases - ffn_biases - norms,
+         mark("That counts the weight matrices alone: every Linear has a bias too, and each LayerNorm a "
+              "gain and a bias.")),
+        (total - attention_biases - ffn_biases,
+         mark("That leaves out the biases of the Linears (four in the attention, two in the feed-forward).")),
+        (total - attention_biases,
+         mark("That is {short:,} short: 4 x {E}, the biases of the attention's four projections, or the two "
+              "LayerNorms' gains and biases (also 4 x {E}).")),
+        (total - ffn_biases, mark("That leaves out the feed-forward's two biases ({F} + {E} numbers).")),
+        (total - norms // 2, mark("That counts one LayerNorm's gain and bias, or each norm's gain alone: a "
+                                  "block has two LayerNorms, each with a gain and a bias of {E} numbers.")),
+        (total - E * E - E, mark("That leaves out the attention's output projection W_o ({E} x {E} and its "
+                                 "bias).")),
+        (parts["attention"], mark("That is the attention alone: the feed-forward and the norms are part of "
+                                  "the block too.")),
+        (parts["feed-forward"], mark("That is the feed-forward alone: the attention and the norms are part "
+                                     "of the block too.")),
+    ]
+    for count, message in known:
+        if answer == count:
+            return Feedback(False, tr(message, short=total - count, E=E, F=Fd))
+    return Feedback(False, tr("Not that. Count each part: the attention's four projections ({E} -> {E}, with "
+                              "biases), the feed-forward's two Linears ({E} -> {F} -> {E}, with biases), and "
+                              "two LayerNorms of {E} features.", E=E, F=Fd))

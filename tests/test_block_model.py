@@ -1,0 +1,136 @@
+"""attn.block_model: models of any block class, the digit-sum task, training, heads read back."""
+import pytest
+import torch
+from test_exercises_nb12 import ArticleMHA, Block, PostLNOnly, block_with
+
+import attn
+from attn.block_model import (AttentionOnlyBlock, BlockModel, accuracy, attention_maps, build_block_model,
+                              digit_sum_batch, find_attention, held_out, task_batch, task_held_out,
+                              train_block_model)
+from attn.exercises import nb12
+from attn.pattern_scores import pattern_mask, pattern_score
+from attn.trained.tasks import IGNORE
+
+
+def test_digit_sum_targets():
+    ex = digit_sum_batch(5, torch.Generator().manual_seed(0), seq_len=6)
+    t, y = ex.tokens, ex.targets
+    assert t.shape == y.shape == (5, 6) and t.min() >= 0 and t.max() <= 9
+    assert torch.all(y[:, 0] == IGNORE)
+    for b in range(5):
+        for i in range(1, 6):
+            assert y[b, i] == (t[b, i] + t[b, i - 1]) % 10
+    again = digit_sum_batch(5, torch.Generator().manual_seed(0), seq_len=6)
+    assert torch.equal(again.tokens, t)
+    with pytest.raises(TypeError, match="generator: expected a torch.Generator, got int"):
+        digit_sum_batch(2, 0)
+    with pytest.raises(ValueError, match=r"seq_len: expected an int in 2\.\.inf, got 1"):
+        digit_sum_batch(2, torch.Generator(), seq_len=1)
+
+
+def test_attention_only_block_is_the_block_without_its_feed_forward():
+    torch.manual_seed(0)
+    full = attn.TransformerBlock(8, 2, 32).double().eval()
+    alone = AttentionOnlyBlock(8, 2, 32).double().eval()
+    alone.load_state_dict({k: v for k, v in full.state_dict().items() if k.startswith(("self_attn", "norm1"))})
+    assert not any(n.startswith(("linear", "norm2")) for n, _ in alone.named_parameters())
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    for norm_first in (True, False):
+        full.norm_first = alone.norm_first = norm_first
+        a = full.attention_sublayer(full.norm1(x) if norm_first else x, None, False)
+        expected = x + a if norm_first else full.norm1(x + a)
+        torch.testing.assert_close(alone(x), expected, atol=1e-12, rtol=0)
+    with pytest.raises(TypeError, match="x: expected dtype torch.float64"):
+        alone(x.float())
+    with pytest.raises(ValueError, match=r"x: expected last dim d_model=8"):
+        alone(torch.zeros(1, 2, 4, dtype=torch.float64))
+    assert not nb12.passes(AttentionOnlyBlock)  # it is not a whole block
+
+
+def test_block_model_builds_any_block_class_with_the_keywords_it_takes():
+    m = build_block_model(attn.TransformerBlock, 10, 10, num_blocks=2, dropout=0.1, norm_first=False)
+    assert all(b.norm_first is False and b.dropout.p == 0.1 for b in m.blocks)
+    assert isinstance(m.norm, torch.nn.Identity)
+    m = build_block_model(PostLNOnly, 10, 3, num_blocks=1, dropout=0.1)  # takes neither keyword
+    assert m(torch.zeros(2, 4, dtype=torch.long)).shape == (2, 4, 3)
+    same = build_block_model(attn.TransformerBlock, 10, 10, seed=3)
+    again = build_block_model(attn.TransformerBlock, 10, 10, seed=3)
+    assert all(torch.equal(a, b) for a, b in zip(same.parameters(), again.parameters()))
+    with pytest.raises(TypeError, match="block_class: expected an nn.Module class"):
+        BlockModel(attn.TransformerBlock(8, 2, 8), 10, 10)
+    with pytest.raises(TypeError, match="tokens: expected dtype torch.long"):
+        same(torch.zeros(1, 3))
+    with pytest.raises(ValueError, match=r"tokens: expected ids in 0\.\.9, got 0\.\.10"):
+        same(torch.tensor([[0, 10]]))
+    with pytest.raises(ValueError, match="tokens: expected at most L=10 positions"):
+        same(torch.zeros(1, 11, dtype=torch.long))
+
+
+def test_the_feed_forward_claim_of_notebook_12():
+    """One block, the same budget: with its feed-forward the digit sum is learnt, without it not."""
+    for seed in (0, 1):
+        acc = {}
+        for block in (attn.TransformerBlock, AttentionOnlyBlock):
+            m = build_block_model(block, 10, 10, num_blocks=1, dropout=0.1, seed=seed)
+            losses = train_block_model(m, digit_sum_batch, steps=200, seed=seed)
+            assert len(losses) == 200 and not m.training
+            acc[block] = accuracy(m, held_out(digit_sum_batch))
+        assert acc[attn.TransformerBlock] >= 0.99 and acc[AttentionOnlyBlock] < 0.8, acc
+
+
+def test_training_is_seeded_and_leaves_the_learners_rng_alone():
+    def run():
+        m = build_block_model(attn.TransformerBlock, 10, 10, num_blocks=1, dropout=0.1)
+        return train_block_model(m, digit_sum_batch, steps=3)
+
+    torch.manual_seed(1)
+    before = torch.rand(2)
+    torch.manual_seed(1)
+    first = run()
+    assert torch.equal(torch.rand(2), before)
+    assert run() == first
+    with pytest.raises(ValueError, match=r"steps: expected a positive int"):
+        train_block_model(BlockModel(attn.TransformerBlock, 3, 3), digit_sum_batch, steps=0)
+
+
+def test_a_learners_blocks_train_on_reverse_and_their_heads_are_read_back():
+    """The learner-style block of the checker's tests, the chapter's layer inside."""
+    m = build_block_model(Block, 8, 8, seed=0)
+    train_block_model(m, task_batch("reverse"), steps=200)
+    ex = task_held_out("reverse")
+    assert accuracy(m, ex) > 0.95
+    maps = attention_maps(m, ex.tokens)  # (N, B, H, L, L)
+    assert maps.shape == (2, 256, 2, 10, 10)
+    torch.testing.assert_close(maps.sum(-1), torch.ones(2, 256, 2, 10))
+    first_block = pattern_score(maps[0], pattern_mask("anti-diagonal", 10)).mean(0)  # (H,)
+    assert first_block.max() > 0.8
+
+
+@pytest.mark.parametrize("block", [attn.TransformerBlock, Block, block_with(attention=ArticleMHA)],
+                         ids=["package", "chapter-layer", "article-layer-output-only"])
+def test_attention_maps_are_the_layers_weights_on_what_it_reads(block):
+    m = build_block_model(block, 8, 8, seed=1).eval()
+    tokens = task_held_out("reverse", 4).tokens
+    maps = attention_maps(m, tokens)
+    # by hand: the first block reads the embeddings, normalised (pre-LN)
+    x = m.tok(tokens) + m.pos(torch.arange(10))
+    b = m.blocks[0]
+    layer = find_attention(b)
+    h = b.norm1(x)
+    if isinstance(layer, attn.MultiHeadAttention):
+        expected = layer(h)[1]
+    else:
+        names = ("W_q", "W_k") if hasattr(layer, "W_q") else ("q_linear", "k_linear")
+        q, k = (getattr(layer, n)(h).view(4, 10, 2, 16).transpose(1, 2) for n in names)
+        expected = torch.softmax(q @ k.transpose(-2, -1) / 4, dim=-1)
+    torch.testing.assert_close(maps[0], expected.detach())
+
+
+def test_find_attention_reads_names_only():
+    assert isinstance(find_attention(attn.TransformerBlock(8, 2, 8)), attn.MultiHeadAttention)
+    assert isinstance(find_attention(Block(8, 2, 8)), torch.nn.Module)
+    assert find_attention(torch.nn.Sequential(torch.nn.Linear(2, 2))) is None
+    m = build_block_model(AttentionOnlyBlock, 8, 8)
+    m.blocks[0] = torch.nn.Identity()
+    with pytest.raises(ValueError, match="block 0 \\(Identity\\) has no attention layer"):
+        attention_maps(m, torch.zeros(1, 3, dtype=torch.long))

@@ -1,0 +1,73 @@
+"""The depth explorer of notebook 12: the profiles it draws are attn.depth's, and its readout says
+what they show."""
+import numpy as np
+import pytest
+
+from attn.depth import stack_profile
+from attn.language import language
+from attn.widgets.depth import COLLAPSED, DEPTHS, depth_explorer, depth_view
+
+
+def test_the_view_is_the_chosen_stack_and_the_other_placement():
+    v = depth_view(8, "pre-LN", False)
+    assert v.shown is stack_profile(8, norm_first=True, residual=False)
+    assert v.other is stack_profile(8, norm_first=False, residual=False)
+    with pytest.raises(ValueError, match="depth: expected one of 1, 2, 4"):
+        depth_view(5)
+    with pytest.raises(TypeError, match="depth: expected an int, got bool True"):
+        depth_view(True)
+    with pytest.raises(ValueError, match="placement: expected one of 'post-LN', 'pre-LN', got 'LN'"):
+        depth_view(8, "LN")
+    with pytest.raises(TypeError, match="residual: expected a bool"):
+        depth_view(8, "pre-LN", "yes")
+
+
+def test_the_lines_hold_the_profiles_and_the_axis_follows_the_depth():
+    ex = depth_explorer()
+    for depth, placement, residual in ((24, "pre-LN", True), (4, "post-LN", False), (48, "post-LN", True)):
+        ex.controls["depth"].value = depth
+        ex.controls["placement"].value = placement
+        ex.controls["residual"].value = residual
+        shown, other = ex.lines["activation"]
+        p = stack_profile(depth, norm_first=placement == "pre-LN", residual=residual)
+        np.testing.assert_array_equal(shown.get_xdata(), np.arange(depth + 1))
+        np.testing.assert_allclose(shown.get_ydata(), p.activation)
+        grad, _ = ex.lines["gradient"]
+        np.testing.assert_allclose(grad.get_ydata(), p.gradient)
+        spread, _ = ex.lines["spread"]
+        np.testing.assert_allclose(spread.get_ydata(), np.maximum(p.spread, 1e-17))  # round-off at the floor
+        q = stack_profile(depth, norm_first=placement != "pre-LN", residual=residual)
+        np.testing.assert_allclose(other.get_ydata(), q.activation)
+        assert shown.axes.get_xlim() == (-1, 49)
+    ex.close()
+
+
+def test_the_readout_says_what_each_setting_shows():
+    ex = depth_explorer(24, "post-LN", True)
+    assert "every activation stays at RMS 1" in ex.readout.value
+    ex.controls["placement"].value = "pre-LN"
+    assert "the stream grows from RMS 0.99 to 1.98" in ex.readout.value
+    ex.controls["residual"].value = False
+    assert "from block 4 on every token of a sequence holds the same vector" in ex.readout.value
+    assert "below 1e-12" in ex.readout.value and COLLAPSED == 1e-12
+    ex.controls["depth"].value = 2
+    assert "tokens' spread falls from 0.96 to" in ex.readout.value
+    assert "pre-LN, 2 block(s), without residual connections" in ex.alt_text()
+    ex.close()
+    with language("zh"):
+        zh = depth_explorer(12, "pre-LN", True)
+    assert "前置" in zh.readout.value or "前置" in zh.alt_text()
+    zh.close()
+
+
+def test_every_depth_is_drawn():
+    assert DEPTHS[0] == 1 and DEPTHS[-1] == 48 and list(DEPTHS) == sorted(DEPTHS)
+
+
+def test_a_move_redraws_the_lines_alone():
+    ex = depth_explorer()
+    before = ex.full_redraws
+    for control, value in (("depth", 48), ("placement", "pre-LN"), ("residual", False), ("depth", 2)):
+        ex.controls[control].value = value
+    assert ex.full_redraws == before
+    ex.close()
