@@ -1,8 +1,15 @@
-"""The course's live forms besides JupyterLab itself: slides (jupyterlab-rise), app mode (Voilà),
+"""The course's live forms besides JupyterLab itself: slides (presenting from JupyterLab with
+jupyterlab-slideshow; the deck without code, Voilà's course-deck template), app mode (Voilà),
 and what a learner meets in JupyterLab before and after running a notebook (axe-core).
 
-- RISE: one notebook, run in JupyterLab, then opened as slides (``/rise/<notebook>``): step
-  through three slides, reach the explorer's slide and see its picture.
+- Slides, both routes, on notebook 05 (its explorer has a slider and toggle buttons), with
+  every request outside the server refused: the explorer's slide shows the live explorer;
+  ArrowRight on its slider, and the key that chooses a toggle button, redraw the picture and
+  the slide stays; once the keys are handed back to the slides (a click on the explorer's
+  picture in JupyterLab, Esc in the deck), Space turns the slide; nothing was asked from outside.
+  From JupyterLab: run, select the explorer's cell, the deck button of the notebook's toolbar.
+  The deck: the Chinese twin (notebooks/zh/05_pytorch_implementation.ipynb), opened as a
+  Binder deck link opens it (``?template=course-deck``), code hidden.
 - Voilà (``make app NB=...``), with every request outside its server refused: nothing is
   asked from outside (the course's template drops the CDN style sheets); every control of the explorer is reached with Tab alone and
   moved with the keyboard alone, and each move changes the picture.
@@ -39,15 +46,13 @@ from _browser import SERIOUS, add_axe, heard_problems, serious_in
 
 pytestmark = pytest.mark.browser
 
-RISE_NOTEBOOK = "02_qkv.ipynb"  # one slider explorer; one of the quicker notebooks to run
+SLIDES_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a slider, a drop-down and toggle buttons
+DECK_NOTEBOOK = "zh/05_pytorch_implementation.ipynb"  # the deck in the Chinese edition
+DECK_TEMPLATE = "course-deck"  # app-template/course-deck
 APP_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a drop-down, a slider and toggle buttons
 A11Y_NOTEBOOK = "05_pytorch_implementation.ipynb"
 UNTRUSTED_NOTEBOOK = "03_worked_example.ipynb"  # opened, never run or saved by this module
 IN_OUTPUT = ".jp-OutputArea-output"
-
-_PRESENT = """() => { const s = [...document.querySelectorAll('.reveal .slides section.present')].pop();
-  return s ? {text: s.innerText.slice(0, 120), picture: !!s.querySelector('img'),
-              widget: !!s.querySelector('.widget-image')} : null; }"""
 
 
 def _run_and_save(page, lab, name: str) -> Notebook:
@@ -60,18 +65,21 @@ def _run_and_save(page, lab, name: str) -> Notebook:
     return nb
 
 
-@pytest.fixture(scope="module")
-def rise_page(lab, browser):
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    _run_and_save(page, lab, RISE_NOTEBOOK)
-    slides = context.new_page()
-    slides.goto(f"{lab.url}rise/{RISE_NOTEBOOK}?token={lab.token}")
-    slides.wait_for_selector(".reveal .slides section.present", timeout=120_000)
-    slides.wait_for_function("() => !document.body.innerText.includes('Loading widget')", timeout=60_000)
-    yield slides
-    context.close()
-    lab.shutdown_kernels()
+def refuse_outside(page, server: str) -> list[str]:
+    """Refuse every request of ``page`` that leaves the server at ``server``, as a firewall
+    would; returns the list that the refused URLs are added to."""
+    refused: list[str] = []
+    inside = (server, server.replace("http", "ws", 1))
+
+    def route(r):
+        if r.request.url.startswith(inside):
+            r.continue_()
+        else:
+            refused.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return refused
 
 
 def _wait_or_fail(page, message: str, script: str, *, arg: object = None, timeout: float = 10) -> None:
@@ -83,32 +91,120 @@ def _wait_or_fail(page, message: str, script: str, *, arg: object = None, timeou
         raise AssertionError(f"{message} (waited {timeout} s)") from None
 
 
-def test_rise_steps_through_slides_to_the_explorer(rise_page):
-    seen = [rise_page.evaluate(_PRESENT)]
-    for step in range(3):
-        rise_page.keyboard.press("Space")  # reveal.js: next slide (down into sub-slides first)
-        _wait_or_fail(rise_page, f"Space #{step + 1} showed no other slide after {seen[-1]['text']!r}",
-                      "(t) => { const s = [...document.querySelectorAll('.reveal .slides section.present')]"
-                      ".pop(); return s && s.innerText.slice(0, 120) !== t; }", arg=seen[-1]["text"])
-        seen.append(rise_page.evaluate(_PRESENT))
-    assert len({s["text"] for s in seen}) == 4, seen
-    assert seen[0]["text"].startswith("02 · Queries, keys and values"), seen[0]
-    for _ in range(80):  # on to the explorer's slide
-        if rise_page.evaluate(_PRESENT)["picture"] and "explorer()" in rise_page.evaluate(_PRESENT)["text"]:
-            break
-        rise_page.keyboard.press("Space")
-        time.sleep(0.2)
-    present = rise_page.evaluate(_PRESENT)
-    assert "scaling_explorer()" in present["text"] and present["picture"], present
+# --- Slides: presenting from JupyterLab, and the deck without code --------------------------
+
+# The keys that move each control, as a teacher presses them in front of the class. In the deck
+# a toggle button takes Space; in JupyterLab's deck Space turns the slide (jupyterlab-slideshow
+# binds it, and ipywidgets' buttons let it through), so there it takes Enter.
+_SLIDER = (".widget-slider .noUi-handle", "ArrowRight")
+_TOGGLE = (".widget-toggle-buttons button:not(.mod-active)", "Space")
+_TOGGLE_IN_LAB = (".widget-toggle-buttons button:not(.mod-active)", "Enter")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "jupyterlab-rise 0.43.1's slideshow app does not share @jupyterlab/console, which the widget "
-    "manager of ipywidgets 8.1.9 (jupyterlab_widgets 3.0.17) needs: the manager does not load in "
-    "the slides (jupyterlab-contrib/rise#119), so an explorer shows its saved PNG there, not the "
-    "live widget. Strict: this fails as soon as upstream fixes it, to turn it into a plain test."))
-def test_rise_explorer_is_live(rise_page):
-    rise_page.locator(".reveal section.present .widget-slider .noUi-handle").first.wait_for(timeout=10_000)
+def _key_moves_the_control_not_the_slide(page, shown: str, which_slide: str,
+                                         control: tuple[str, str]) -> None:
+    """On the slide shown (``shown``: a CSS selector of it), press ``control``'s key on it
+    (``(CSS selector, key)``): the explorer must redraw and the slide (``which_slide``, a
+    script) stay."""
+    selector, key = control
+    slide = page.evaluate(which_slide)
+    picture = page.locator(f"{shown} img.widget-image").first.element_handle()
+    before = picture.get_attribute("src")
+    page.locator(f"{shown} {selector}").first.focus()
+    page.keyboard.press(key)
+    _wait_or_fail(page, f"{key} on {selector} neither redrew the explorer nor turned the slide",
+                  f"""([img, src, slide]) => (img.src !== src && img.complete)
+                      || JSON.stringify(({which_slide})()) !== JSON.stringify(slide)""",
+                  arg=[picture, before, slide], timeout=30)
+    assert page.evaluate(which_slide) == slide, f"{key} on {selector} turned the slide"
+    assert picture.get_attribute("src") != before, f"{key} on {selector} did not redraw the explorer"
+
+
+def _space_turns_the_slide(page, which_slide: str) -> None:
+    slide = page.evaluate(which_slide)
+    page.keyboard.press("Space")  # the next slide, sub-slides first, in both decks
+    _wait_or_fail(page, f"Space did not turn the slide {slide}",
+                  f"(slide) => JSON.stringify(({which_slide})()) !== JSON.stringify(slide)", arg=slide)
+
+
+# jupyterlab-slideshow shows the cells of the current slide (class jp-deck-mod-visible).
+_LAB_SLIDE = """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell')]
+  .flatMap((c, i) => c.classList.contains('jp-deck-mod-visible') ? [i] : [])"""
+_LAB_SHOWN = ".jp-Cell.jp-deck-mod-visible"
+
+
+def test_lab_slideshow_keeps_the_explorer_live(lab, browser):
+    """Presenting from JupyterLab, as docs/teaching.md says (module docstring)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    refused = refuse_outside(page, lab.url)
+    try:
+        nb = Notebook(page, lab, SLIDES_NOTEBOOK)
+        nb.open(log_console=False)
+        nb.run_all()
+        assert nb.error_outputs() == [], nb.error_outputs()
+        explorer = nb.panel.locator(".jp-CodeCell").filter(has=page.locator(".widget-toggle-buttons")).first
+        explorer.locator(".jp-InputPrompt").click()  # the deck starts at the selected cell
+        t0 = time.monotonic()
+        nb.panel.locator('.jp-NotebookPanel-toolbar [data-command="deck:toggle"]').click()
+        _wait_or_fail(page, "the deck did not show the explorer's slide",
+                      f"() => document.querySelector('{_LAB_SHOWN} .widget-toggle-buttons') !== null", timeout=30)
+        print(f"JupyterLab: the deck on in {time.monotonic() - t0:.1f} s, on cells {page.evaluate(_LAB_SLIDE)}")
+        for control in (_SLIDER, _TOGGLE_IN_LAB):
+            _key_moves_the_control_not_the_slide(page, _LAB_SHOWN, _LAB_SLIDE, control)
+        page.locator(f"{_LAB_SHOWN} img.widget-image").first.click()  # the keys back to the slides
+        _space_turns_the_slide(page, _LAB_SLIDE)
+    finally:
+        # The deck's on/off is a user setting that JupyterLab saves: left on, the next test's
+        # notebook would open as a deck.
+        if page.locator(".jp-deck-mod-stop").count():
+            with page.expect_response(lambda r: "api/settings/jupyterlab-slideshow" in r.url
+                                      and r.request.method == "PUT"):
+                page.locator(".jp-deck-mod-stop").first.click()
+        context.close()
+        lab.shutdown_kernels()
+    assert refused == [], f"the slides in JupyterLab asked outside the server for: {refused}"
+    assert errors == [], errors
+
+
+_DECK_SLIDE = "() => { const i = Reveal.getIndices(); return [i.h, i.v]; }"
+_DECK_SHOWN = ".reveal section.present:not(.stack)"  # a vertical stack is "present" too
+
+
+def test_deck_keeps_the_explorer_live_and_hides_the_code(tmp_path, browser):
+    """The deck without code, on the Chinese twin (module docstring)."""
+    installed = Path(sys.prefix) / "share/jupyter/voila/templates" / DECK_TEMPLATE / "static/reveal.js/dist/reveal.js"
+    if not installed.exists():
+        unavailable(f"the deck's template is not installed ({installed} is missing): `make deck` "
+                    "installs it (npm ci --prefix app-template, then python -m tools.jupyter_config)")
+    with running_voila(notebooks_folder() / DECK_NOTEBOOK, tmp_path) as url:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        refused = refuse_outside(page, url)
+        t0 = time.monotonic()
+        page.goto(f"{url}?template={DECK_TEMPLATE}", timeout=180_000)
+        _wait_or_fail(page, "the deck did not start",
+                      "() => window.Reveal && Reveal.isReady() && document.querySelector('.reveal img.widget-image')",
+                      timeout=180)
+        print(f"Voilà deck: {DECK_NOTEBOOK} ready in {time.monotonic() - t0:.1f} s")
+        title = page.locator(_DECK_SHOWN).inner_text()
+        assert title.startswith("05 · ") and any("\u4e00" <= ch <= "\u9fff" for ch in title), title[:120]
+        assert page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor").count() == 0  # code hidden
+        assert "mask_explorer(" not in page.locator("body").inner_text()
+        # to the explorer's slide, as its number in the URL would (#/h/v)
+        page.evaluate("""() => { const s = document.querySelector('.reveal .widget-toggle-buttons').closest('section');
+                                 const i = Reveal.getIndices(s); Reveal.slide(i.h, i.v); }""")
+        for control in (_SLIDER, _TOGGLE):
+            _key_moves_the_control_not_the_slide(page, _DECK_SHOWN, _DECK_SLIDE, control)
+        page.keyboard.press("Escape")  # the keys back to the slides
+        _space_turns_the_slide(page, _DECK_SLIDE)
+        context.close()
+    assert refused == [], f"the deck asked outside its server for: {refused}"
+    assert errors == [], errors
 
 
 # --- Voilà ---------------------------------------------------------------------------------
@@ -180,16 +276,7 @@ def voila_page(tmp_path_factory, browser):
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.refused = []  # requests outside Voilà's server: refused, as a firewall would
-
-        def route(r):
-            if r.request.url.startswith(url) or r.request.url.startswith(url.replace("http", "ws", 1)):
-                r.continue_()
-            else:
-                page.refused.append(r.request.url)
-                r.abort()
-
-        page.route("**/*", route)
+        page.refused = refuse_outside(page, url)
         t0 = time.monotonic()
         page.goto(url, timeout=180_000)
         page.wait_for_selector("img.widget-image", timeout=180_000)

@@ -10,7 +10,14 @@ Run from the repository's root. What it copies, into ``sys.prefix``:
   template (Voilà's "lab" template without its CDN style sheets);
 - ``app-template/voila.json`` to ``etc/jupyter/voila.json`` and
   ``etc/jupyter/jupyter_server_config.d/attn-voila.json``: that template as the default, for
-  ``voila`` and for Voilà inside Jupyter Server (Binder's ``voila/render`` links).
+  ``voila`` and for Voilà inside Jupyter Server (Binder's ``voila/render`` links), and the
+  JupyterLab extensions that Voilà's pages leave out (jupyterlab-slideshow and the
+  jupyterlab-fonts it brings: made for JupyterLab alone, they fail to start in Voilà);
+- ``app-template/course-deck/`` to ``share/jupyter/voila/templates/course-deck/``: the slide
+  deck's template (``make deck``, ``?template=course-deck``), with reveal.js in its
+  ``static/reveal.js/``, copied from the npm package that ``npm ci --prefix app-template``
+  installs (``make deck`` runs both). Without that package the deck's template is left out,
+  and this says so.
 
 Standard library only, so that it runs in any environment, Windows included.
 """
@@ -28,6 +35,10 @@ FILES = (
     ("app-template/voila.json", "etc/jupyter/jupyter_server_config.d/attn-voila.json"),
 )
 FOLDERS = (("app-template/course", "share/jupyter/voila/templates/course"),)
+DECK = ("app-template/course-deck", "share/jupyter/voila/templates/course-deck")
+#: reveal.js as npm installs it, and the files of it that the deck loads
+REVEAL = "app-template/node_modules/reveal.js"
+REVEAL_FILES = ("LICENSE", "dist/reveal.js", "dist/reveal.css", "dist/theme/white.css")
 
 
 def install(prefix: Path) -> None:
@@ -35,8 +46,23 @@ def install(prefix: Path) -> None:
         (prefix / dest).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(REPO / source, prefix / dest)
     for source, dest in FOLDERS:
-        shutil.rmtree(prefix / dest, ignore_errors=True)  # no file left from an older version
-        shutil.copytree(REPO / source, prefix / dest)
+        _copy_folder(REPO / source, prefix / dest)
+    deck_source, deck_dest = DECK
+    if (REPO / REVEAL / "dist" / "reveal.js").exists():
+        _copy_folder(REPO / deck_source, prefix / deck_dest)
+        for name in REVEAL_FILES:
+            dest = prefix / deck_dest / "static" / "reveal.js" / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(REPO / REVEAL / name, dest)
+    else:
+        shutil.rmtree(prefix / deck_dest, ignore_errors=True)
+        print(f"The slide deck's template is not installed: {REVEAL} is missing "
+              "(`npm ci --prefix app-template` installs it; `make deck` runs it and this).")
+
+
+def _copy_folder(source: Path, dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)  # no file left from an older version
+    shutil.copytree(source, dest)
 
 
 if __name__ == "__main__":
