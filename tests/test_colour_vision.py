@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
 
-from attn.cost.measure import STYLE, loglog_curves
+from attn.charts import STYLE, loglog_curves
 from attn.widgets import EXPLORERS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "attn"

@@ -1,7 +1,5 @@
-"""attn.cost.measure: the tensor memory meter, timing curves, the online softmax trace."""
+"""attn.cost.measure: the tensor memory meter, timing curves, backward memory."""
 from __future__ import annotations
-
-import math
 
 import pytest
 import torch
@@ -14,7 +12,6 @@ from attn.cost.measure import (
     fit_slope,
     format_bytes,
     memory_curve,
-    online_softmax_trace,
     peak_tensor_bytes,
     time_curve,
 )
@@ -136,51 +133,6 @@ def test_fit_slope_errors():
         fit_slope([1, 2], [0, 1])
 
 
-@pytest.mark.parametrize("block_size", [1, 2, 3, 4, 6, 10])
-def test_online_softmax_trace_equals_full_softmax(block_size):
-    g = torch.Generator().manual_seed(0)
-    scores = torch.randn(6, generator=g, dtype=torch.float64) * 3
-    values = torch.randn(6, 2, generator=g, dtype=torch.float64)
-    t = online_softmax_trace(scores, values, block_size=block_size)
-    assert len(t.steps) == math.ceil(6 / block_size)
-    assert torch.allclose(t.weights, torch.softmax(scores, 0), atol=1e-12, rtol=0)
-    assert torch.allclose(t.output, torch.softmax(scores, 0) @ values, atol=1e-12, rtol=0)
-    assert torch.equal(t.softmax, torch.softmax(scores, 0))
-    first = t.steps[0]
-    assert first.max_before == -math.inf and first.rescale == 0.0 and first.sum_before == 0.0
-    for prev, step in zip(t.steps, t.steps[1:]):
-        assert step.max_before == prev.max_after and step.sum_before == prev.sum_after
-    for step in t.steps:
-        j0, j1 = step.keys
-        assert step.scores == tuple(scores[j0:j1].tolist())
-        assert step.max_after == max(step.max_before, step.block_max)
-        assert step.rescale == pytest.approx(math.exp(step.max_before - step.max_after))
-        assert step.sum_after == pytest.approx(step.sum_before * step.rescale + step.block_sum)
-    last = t.steps[-1]
-    assert last.max_after == scores.max().item()
-    assert last.sum_after == pytest.approx(torch.exp(scores - scores.max()).sum().item())
-
-
-def test_online_softmax_trace_handles_huge_scores():
-    scores = torch.tensor([1000.0, 1002.0, 999.0, 1005.0], dtype=torch.float64)
-    t = online_softmax_trace(scores, torch.eye(4, dtype=torch.float64), block_size=1)
-    assert torch.isfinite(t.weights).all()
-    assert torch.allclose(t.weights, torch.softmax(scores, 0), atol=1e-12, rtol=0)
-
-
-def test_online_softmax_trace_errors():
-    with pytest.raises(ValueError, match=r"scores: expected 1 dims \(S,\)"):
-        online_softmax_trace(torch.zeros(2, 3), torch.zeros(2, 1), block_size=1)
-    with pytest.raises(ValueError, match="values: expected S=3 rows"):
-        online_softmax_trace(torch.zeros(3), torch.zeros(2, 1), block_size=1)
-    with pytest.raises(TypeError, match="values: expected a floating-point tensor"):
-        online_softmax_trace(torch.zeros(3), torch.zeros(3, 1, dtype=torch.long), block_size=1)
-    with pytest.raises(ValueError, match="block_size: expected a positive int"):
-        online_softmax_trace(torch.zeros(3), torch.zeros(3, 1), block_size=0)
-    with pytest.raises(TypeError, match=r"scores/values: expected one dtype, got scores=torch.float32, values=torch.float64"):
-        online_softmax_trace(torch.zeros(3), torch.zeros(3, 1, dtype=torch.float64), block_size=1)
-
-
 def test_backward_memory_naive_keeps_the_weights_sdpa_does_not():
     L = 512
     naive = backward_memory("naive", L)
@@ -190,14 +142,3 @@ def test_backward_memory_naive_keeps_the_weights_sdpa_does_not():
     assert naive.node.endswith("Backward0") and sdpa.node.endswith("Backward0")
     with pytest.raises(ValueError, match="methods: expected one of"):
         backward_memory("flash", L)
-
-
-def test_online_softmax_trace_with_blocked_keys_and_a_blocked_first_block():
-    scores = torch.tensor([float("-inf"), float("-inf"), 0.5, float("-inf"), 2.0], dtype=torch.float64)
-    values = torch.arange(10, dtype=torch.float64).reshape(5, 2)
-    t = online_softmax_trace(scores, values, block_size=2)
-    first = t.steps[0]  # nothing allowed yet: the state stays empty, no NaN
-    assert first.max_after == -math.inf and first.sum_after == 0.0 and first.output_after == (0.0, 0.0)
-    assert torch.allclose(t.weights, torch.softmax(scores, 0), atol=1e-12, rtol=0)
-    assert torch.allclose(t.output, torch.softmax(scores, 0) @ values, atol=1e-12, rtol=0)
-    assert torch.isfinite(t.output).all()

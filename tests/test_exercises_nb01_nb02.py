@@ -153,7 +153,10 @@ def test_rnn_decay_distance():
     assert nb01.check_rnn_decay_distance(first)
     assert "look further" in nb01.check_rnn_decay_distance(first - 1).message
     assert "first" in nb01.check_rnn_decay_distance(first + 1).message
-    assert not nb01.check_rnn_decay_distance(float(first))
+    # whole numbers as every checker takes them (exercises._base.as_whole_number)
+    assert nb01.check_rnn_decay_distance(float(first)) and nb01.check_rnn_decay_distance(torch.tensor(first))
+    assert "whole number" in nb01.check_rnn_decay_distance(first + 0.5).message
+    assert "whole number" in nb01.check_rnn_decay_distance(True).message
 
 
 # --- nb02 -------------------------------------------------------------------------------------
@@ -184,6 +187,16 @@ def test_attention_output():
     assert "shape (4, 2)" in nb02.check_attention_output(torch.zeros(2, 4)).message
 
 
+def test_answers_become_numbers_through_one_conversion():
+    """exercises._base.as_array converts with attn._checks.to_numpy: a tensor that needs grad is
+    read, anything that is not numbers is explained, never raised."""
+    for bad in ("abc", [[1.0, 2.0], [3.0]], {"a": 1}):
+        fb = nb02.check_attention_output(bad)
+        assert not fb and "should be numbers" in fb.message, bad
+    got = torch.zeros(4, 2, requires_grad=True)
+    assert "should be numbers" not in nb02.check_attention_output(got).message
+
+
 def test_exercise_inputs_are_fresh_and_fixed():
     a, b = nb02.exercise_inputs(), nb02.exercise_inputs()
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -208,6 +221,8 @@ def test_half_gradient_d_k():
     assert "go further" in nb02.check_half_gradient_d_k(D_K_GRID[i - 1]).message
     assert "first one" in nb02.check_half_gradient_d_k(D_K_GRID[i + 1]).message
     assert "D_K_GRID" in nb02.check_half_gradient_d_k(100).message
+    assert nb02.check_half_gradient_d_k(float(first))
+    assert "whole number" in nb02.check_half_gradient_d_k([64]).message
 
 
 def test_reversed_output_right_on_the_chapters_sentence_only_gets_a_hint_not_a_traceback():

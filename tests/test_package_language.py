@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 
 from attn import worked_example as we
-from attn import worked_example_check as wc
 from attn._text import width
 from attn.cost.counts import compare_heads, format_rows
-from attn.cost.measure import STYLE, loglog_curves
-from attn.cost.scoring import scoring_costs
+from attn.charts import STYLE, loglog_curves
+from attn.cost.scoring_costs import scoring_costs
 from attn.examples import worked_example_inputs
 from attn.figures import check_alt
 from attn.handbuilt.heads import HEAD_VARIANTS
@@ -29,7 +28,8 @@ from attn.handbuilt.sentence import TOY_FEATURES, TOY_ROLES
 from attn.language import language, missing_messages, tr
 from attn.pattern_scores import PATTERNS
 from attn.plotting import _font_path, head_grid, heatmap, new_figure
-from attn.rnn_vs_attention import gradient_profile, path_counts, plot_gradient_profile, plot_path_counts
+from attn.charts import plot_gradient_profile, plot_path_counts
+from attn.rnn_vs_attention import gradient_profile, path_counts
 from attn.trained.tasks import TASKS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "attn"
@@ -81,17 +81,17 @@ def no_new_missing():
 
 
 def worked_texts() -> dict[str, str]:
-    checks = wc.check_chapter()
+    checks = we.check_chapter()
     ex = worked_example_inputs()
     right = we.worked_steps()
     return {
-        "check Q": wc.format_check(checks["Q"]),
-        "check weights": wc.format_check(checks["weights"]),
-        "check K^T": wc.format_check(checks["K^T"]),
-        "summary": wc.format_summary(checks),
+        "check Q": we.format_check(checks["Q"]),
+        "check weights": we.format_check(checks["weights"]),
+        "check K^T": we.format_check(checks["K^T"]),
+        "summary": we.format_summary(checks),
         "row product": we.explain_row_product(ex["X"], ex["W_Q"], 1, names=("X", "W_Q")),
         "sanity printed": str(we.sanity_checks(we.printed("weights"), we.printed("V"), we.printed("output"),
-                                               atol=3 * wc.ROUNDING_ATOL)),
+                                               atol=3 * we.ROUNDING_ATOL)),
         "sanity right": str(we.sanity_checks(right["weights"], right["V"], right["output"])),
         "scenarios": we.format_scenarios(we.scenarios(), "Q"),
     }
@@ -129,7 +129,7 @@ ENGLISH_WORKED = {
 def test_worked_example_in_chinese(no_new_missing):
     with language("zh"):
         texts = worked_texts()
-        verdicts = {step: c.verdict for step, c in wc.check_chapter().items()}
+        verdicts = {step: c.verdict for step, c in we.check_chapter().items()}
     for name, text in texts.items():
         assert chinese(text), name
     assert "K 的转置" in texts["check K^T"].splitlines()[0]  # a formula in words is translated ...
@@ -148,7 +148,7 @@ def test_worked_example_in_english_is_unchanged():
         assert texts[name] == text, name
     assert texts["summary"].splitlines()[0] == "step       printed wrong  verdict"
     assert texts["summary"].splitlines()[-1] == "all             58    15"
-    assert wc.check_chapter()["K"].verdict == "right (to the printed 2 decimals)"
+    assert we.check_chapter()["K"].verdict == "right (to the printed 2 decimals)"
 
 
 def right_edges(lines: list[str]) -> list[list[int]]:
@@ -178,7 +178,7 @@ def test_cost_table_in_english_is_unchanged():
 
 def test_worked_summary_lines_up_in_chinese():
     with language("zh"):
-        lines = wc.format_summary(wc.check_chapter()).splitlines()
+        lines = we.format_summary(we.check_chapter()).splitlines()
     edges = [e[:3] for e in right_edges(lines)]
     assert all(e[1:] == edges[0][1:] for e in edges), lines
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn.scaling import D_K_GRID, ScalingStats, scaling_curves, scaling_stats, softmax_jacobian_norm
+from attn.scaling import D_K_GRID, ScalingStats, sample_scores, scaling_curves, scaling_stats, softmax_jacobian_norm
 
 
 @pytest.mark.parametrize("d_k", [1, 4, 64, 512])
@@ -87,6 +87,15 @@ def test_curves_follow_the_grid():
     ({"d_k": 4, "n_rows": -1}, ValueError, "n_rows"),
     ({"d_k": 4, "seed": 1.5}, TypeError, "seed: expected an int"),
 ])
-def test_bad_input(kwargs, exc, match):
+@pytest.mark.parametrize("fn", [scaling_stats, sample_scores])
+def test_bad_input(fn, kwargs, exc, match):
     with pytest.raises(exc, match=match):
-        scaling_stats(**kwargs)
+        fn(**kwargs)
+
+
+def test_sample_scores_are_what_the_stats_measure():
+    raw = sample_scores(16, n_keys=8, n_rows=50, seed=3)
+    s = scaling_stats(16, n_keys=8, n_rows=50, seed=3)
+    assert raw.shape == (50, 8) and raw.dtype == torch.float64
+    assert s.score_var_raw == pytest.approx(raw.var().item(), rel=1e-12)
+    assert s.example_raw == pytest.approx(torch.softmax(raw[0], -1).tolist(), rel=1e-12)

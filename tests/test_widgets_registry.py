@@ -140,3 +140,15 @@ def test_an_explorer_refuses_a_control_a_screen_reader_cannot_tell(control, mess
     fig = _small_figure()
     with pytest.raises(ValueError, match=message):
         Explorer({"k": control}, fig, lambda k: (k, str(k)), lambda: [])
+
+
+NO_MAPS = {"efficiency (07)", "depth (12)"}  # curves and bars only
+
+
+@pytest.mark.parametrize("name", list(EXPLORERS))
+def test_every_map_is_declared_when_the_explorer_is_built_and_drawn_in_its_figure(name, built):
+    """``Explorer(..., maps=...)``: the maps are part of the explorer, never attached afterwards."""
+    ex = built(name)
+    views = list(ex.maps.values()) if isinstance(ex.maps, dict) else ex.maps
+    assert bool(views) == (name not in NO_MAPS), f"{name}: maps {ex.maps!r}"
+    assert all(v.ax.figure is ex.fig for v in views)

@@ -4,7 +4,7 @@ import pytest
 import torch
 from _pictures import box, changed, pixels
 
-from attn.scaling import D_K_GRID, scaling_stats, softmax_jacobian_norm
+from attn.scaling import D_K_GRID, sample_scores, scaling_stats, softmax_jacobian_norm
 from attn.widgets.scaling import BINS, MAP_QUERIES, VIEW_KEYS, scaling_explorer, scaling_view
 
 # The numbers behind the readout (attn.scaling) are tested in test_scaling.py.
@@ -28,6 +28,16 @@ def test_view_scores_weights_and_gradients():
     assert large.hist_raw[middle].sum() < 0.3 < large.hist_scaled[middle].sum()
     with pytest.raises(ValueError, match=r"d_k: expected a power of two in \(1, 2, 4"):
         scaling_view(3)
+
+
+def test_picture_and_readout_are_one_sample():
+    """The picture's 64 queries are the first of the readout's 1000 (issue 23: one source)."""
+    for d_k in (1, 8, 512):
+        v = scaling_view(d_k)
+        raw = sample_scores(d_k)[:64]
+        np.testing.assert_allclose(v.hist_raw, np.histogram(raw.numpy(), bins=BINS)[0] / raw.numel())
+        np.testing.assert_allclose(v.weights_raw[0], v.stats.example_raw)  # the readout's first row
+        np.testing.assert_allclose(v.weights_scaled[0], v.stats.example_scaled)
 
 
 def test_explorer_slider_steps_in_powers_of_two_and_moves_every_panel():

@@ -1,4 +1,5 @@
-"""The heads explorer: the pure function behind it, then the widget driven through its controls."""
+"""The splitting explorer of notebook 04 (attn.widgets.splitting): the pure function behind it, then
+the widget driven through its controls."""
 import numpy as np
 import pytest
 import torch
@@ -8,7 +9,7 @@ from matplotlib import colormaps
 from attn.cost.counts import multi_head_cost, valid_num_heads
 from attn.examples import SENTENCE
 from attn.handbuilt.heads import diagonal_qk, vertical_qk
-from attn.widgets.heads import (D_MODELS, HEAD_SLOTS, INPUTS, MAX_HEADS, _cached_state, _inputs, _module,
+from attn.widgets.splitting import (D_MODELS, HEAD_SLOTS, INPUTS, MAX_HEADS, _cached_state, _inputs, _module,
                                 heads_explorer, heads_state)
 from attn.two_sources import error_left, two_source_target
 

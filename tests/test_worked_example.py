@@ -8,6 +8,7 @@ import torch
 from attn import scaled_dot_product_attention
 from attn.examples import worked_example_inputs
 from attn.worked_example import (
+    ROUNDING_ATOL,
     SCALES,
     explain_row_product,
     format_scenarios,
@@ -17,7 +18,6 @@ from attn.worked_example import (
     scenarios,
     worked_steps,
 )
-from attn.worked_example_check import ROUNDING_ATOL
 
 
 def rand(*shape, seed=0):

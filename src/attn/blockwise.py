@@ -11,7 +11,7 @@ and at the end ``output = o / l``. When the maximum grows, everything summed so 
 rescaled by ``exp(m - m_new)``, so the result equals ``softmax(s) @ V`` exactly (up to
 rounding). ``OnlineSoftmax`` is these three lines; ``blockwise_attention`` feeds it one
 block of scores, (L_block, S_block), at a time, and notebook 07's step-by-step trace
-(``attn.cost.measure.online_softmax_trace``) feeds it one query's blocks and prints each
+(``online_softmax_trace``) feeds it one query's blocks and prints each
 state. This is the idea behind FlashAttention, which also walks the queries in blocks and
 keeps each block in fast on-chip memory.
 
@@ -25,14 +25,16 @@ attend to no key gets an output of zeros (as ``attn.functional.masked_softmax``)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from ._checks import check_bool, check_bool_mask, check_positive_int, check_qkv, check_scale
+from ._checks import (check_bool, check_bool_mask, check_float, check_positive_int, check_qkv, check_rank,
+                      check_same_dtype_and_device, check_scale, shape_str)
 from .modules import MultiHeadAttention
 
-__all__ = ["OnlineSoftmax", "blockwise_attention", "blockwise_multi_head_attention", "causal_blocks"]
+__all__ = ["OnlineSoftmax", "OnlineStep", "OnlineSoftmaxTrace", "online_softmax_trace", "blockwise_attention", "blockwise_multi_head_attention", "causal_blocks"]
 
 
 class OnlineSoftmax:
@@ -80,6 +82,82 @@ class OnlineSoftmax:
     def result(self) -> Tensor:
         """output = o / l, (..., Lq, Ev); zeros for a row with no allowed key (l = 0, o = 0)."""
         return self.running_output / self.running_sum.masked_fill(self.running_sum == 0, 1.0)
+
+
+# --- the online softmax of one query, step by step (notebook 07) ---------------------------
+
+@dataclass(frozen=True)
+class OnlineStep:
+    """One block of keys: what the running statistics were, and what they become."""
+
+    block: int
+    keys: tuple[int, int]  # key positions j0 (included) to j1 (excluded)
+    scores: tuple[float, ...]
+    block_max: float
+    max_before: float  # -inf before the first block
+    max_after: float
+    rescale: float  # exp(max_before - max_after): what the old sums are multiplied by
+    block_sum: float  # sum of exp(score - max_after) over this block
+    sum_before: float
+    sum_after: float  # sum_before * rescale + block_sum
+    output_after: tuple[float, ...]  # running (unnormalised) weighted sum of values
+
+
+@dataclass(frozen=True)
+class OnlineSoftmaxTrace:
+    steps: tuple[OnlineStep, ...]
+    weights: Tensor  # (S,) exp(s - final max) / final sum
+    output: Tensor  # (Ev,) final running output / final sum
+    softmax: Tensor  # (S,) torch.softmax of all scores at once, to compare
+    full_output: Tensor  # (Ev,) softmax @ values, to compare
+
+
+def online_softmax_trace(scores: Tensor, values: Tensor, *, block_size: int) -> OnlineSoftmaxTrace:
+    """Run the online softmax of one query's scores, block by block, and keep every number.
+
+    The running state is ``OnlineSoftmax``, the one that ``blockwise_attention``
+    uses; this function only records it after every block.
+
+    Args:
+        scores: (S,) float, one query's scores against S keys (-inf for a blocked key).
+        values: (S, Ev) float, the keys' values, of the dtype and device of ``scores``.
+        block_size: keys per block (need not divide S).
+
+    Returns:
+        an ``OnlineSoftmaxTrace``: one ``OnlineStep`` per block, then the weights and output
+        it gives and, to compare, the ones computed from all the scores at once.
+    """
+    scores = check_float("scores", scores)
+    values = check_float("values", values)
+    check_rank("scores", scores, 1, "(S,)")
+    check_rank("values", values, 2, "(S, Ev)")
+    if values.shape[0] != scores.shape[0]:
+        raise ValueError(
+            f"values: expected S={scores.shape[0]} rows to match scores {shape_str(scores)}, "
+            f"got shape {shape_str(values)}"
+        )
+    check_same_dtype_and_device(("scores", "values"), (scores, values))
+    check_positive_int("block_size", block_size)
+    S = scores.shape[0]
+    state = OnlineSoftmax((1,), values.shape[1], dtype=values.dtype, device=values.device)  # one query row
+    steps = []
+    for b, j0 in enumerate(range(0, S, block_size)):
+        j1 = min(j0 + block_size, S)
+        block = scores[j0:j1]  # (Sb,)
+        max_before, sum_before = state.running_max.item(), state.running_sum.item()
+        rescale, exps = state.update(block[None, :], values[j0:j1])  # (1, Sb) and (Sb, Ev) in
+        steps.append(OnlineStep(
+            block=b, keys=(j0, j1), scores=tuple(block.tolist()), block_max=block.max().item(),
+            max_before=max_before, max_after=state.running_max.item(), rescale=rescale.item(),
+            block_sum=exps.sum().item(), sum_before=sum_before, sum_after=state.running_sum.item(),
+            output_after=tuple(state.running_output[0].tolist()),
+        ))
+    weights = torch.exp(scores - state.running_max[0]) / state.running_sum[0]  # (S,): exp(s - m) / l
+    full = torch.softmax(scores, dim=0)  # (S,)
+    return OnlineSoftmaxTrace(
+        steps=tuple(steps), weights=weights, output=state.result()[0],  # (1, Ev) -> (Ev,)
+        softmax=full, full_output=full @ values,  # (S,) @ (S, Ev) -> (Ev,)
+    )
 
 
 def _mask_block(mask: Tensor, i0: int, i1: int, j0: int, j1: int) -> Tensor:

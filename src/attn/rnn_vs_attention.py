@@ -24,15 +24,10 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 import torch
-from matplotlib.axes import Axes
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter
 from torch import Tensor, nn
 
 from ._checks import check_float, check_positive_int, check_rank, shape_str
-from .language import tr
 from .modules import SelfAttention
-from .plotting import label_font, new_figure, power_of_ten_label, text_font, title_font
 
 __all__ = [
     "rnn_graph",
@@ -47,8 +42,6 @@ __all__ = [
     "input_gradient_norms",
     "gradient_profile",
     "permutation_gap",
-    "plot_path_counts",
-    "plot_gradient_profile",
 ]
 
 Node = tuple[str, int]  # ("x", j) an input, ("h", t) an RNN state, ("y", i) an attention output
@@ -258,56 +251,3 @@ def permutation_gap(layer: Callable[[Tensor], Tensor], x: Tensor, perm: Sequence
         raise ValueError(f"perm: expected a permutation of range({x.shape[1]}), got {list(perm)}")
     with torch.no_grad():
         return (layer(x[:, p]) - layer(x)[:, p]).abs().max().item()
-
-
-def plot_path_counts(rows: Sequence[PathCounts], ax: Axes | None = None) -> list[Line2D]:
-    """Sequential steps and longest path against n, both layers, on one log-log axes, with its
-    words in the current language (``attn.language``).
-
-    Returns the four ``Line2D`` drawn (RNN steps, RNN path, attention steps, attention path).
-    """
-    if ax is None:
-        ax = new_figure(4.5, 3).add_subplot()
-    ns = [r.n for r in rows]
-    lines = [
-        ax.plot(ns, [r.rnn_steps for r in rows], "o-", color="tab:red", label=tr("RNN: sequential steps"))[0],
-        ax.plot(ns, [r.rnn_path for r in rows], "x--", color="tab:orange", ms=8,
-                label=tr("RNN: longest path"))[0],
-        ax.plot(ns, [r.attention_steps for r in rows], "o-", color="tab:blue",
-                label=tr("attention: sequential steps"))[0],
-        ax.plot(ns, [r.attention_path for r in rows], "x--", color="tab:cyan", ms=8,
-                label=tr("attention: longest path"))[0],
-    ]
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xticks(ns, [str(n) for n in ns])
-    ax.set_yticks(ns, [str(n) for n in ns])
-    ax.minorticks_off()
-    ax.set_xlabel(tr("sequence length n"), fontproperties=label_font())
-    ax.set_ylabel(tr("count"), fontproperties=label_font())
-    ax.set_title(tr("counted on the computation graphs"), fontproperties=title_font())
-    ax.legend(prop=text_font(8))
-    return lines
-
-
-def plot_gradient_profile(profile: GradientProfile, ax: Axes | None = None) -> list[Line2D]:
-    """Gradient norm against distance from the last position, log scale, both layers, with its
-    words in the current language (``attn.language``).
-
-    Returns the two ``Line2D`` drawn (RNN, attention).
-    """
-    if ax is None:
-        ax = new_figure(4.5, 3).add_subplot()
-    lines = [
-        ax.plot(profile.distance, profile.rnn, "o-", color="tab:red", ms=3, label=tr("tanh RNN"))[0],
-        ax.plot(profile.distance, profile.attention, "o-", color="tab:blue", ms=3,
-                label=tr("self-attention"))[0],
-    ]
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(FuncFormatter(power_of_ten_label))
-    ax.set_xlabel(tr("distance from the last position, n - 1 - j"), fontproperties=label_font())
-    ax.set_ylabel("‖∂ y_last / ∂ x_j‖")  # symbols only, the same in every language
-    ax.set_title(tr("random layers, n = {n}, d = {d}, seed {seed}", n=profile.n, d=profile.d, seed=profile.seed),
-                 fontproperties=title_font())
-    ax.legend(prop=text_font(8))
-    return lines

@@ -5,8 +5,8 @@ spread out as d_k grows, the softmax saturates towards one-hot, and its Jacobian
 gradient that flows back through it) shrinks towards zero. Divided by sqrt(d_k), the
 variance stays 1 and the softmax stays soft at every d_k.
 
-``scaling_stats(d_k)`` measures the three effects both ways; ``attn.widgets.scaling`` draws
-them.
+``scaling_stats(d_k)`` measures the three effects both ways on one seeded sample of scores
+(``sample_scores``); ``attn.widgets.scaling`` draws the first queries of that same sample.
 
 Shape legend: N query rows, n keys per query (the softmax width), D the largest d_k drawn.
 """
@@ -26,6 +26,7 @@ __all__ = [
     "D_K_GRID",
     "ScalingStats",
     "softmax_jacobian_norm",
+    "sample_scores",
     "scaling_stats",
     "scaling_curves",
 ]
@@ -82,10 +83,22 @@ def _score_table(d_max: int, n_keys: int, n_rows: int, seed: int) -> Tensor:
     return (q * k).cumsum(-1).permute(2, 0, 1).contiguous()  # (N, n, D) -> (D, N, n)
 
 
+def sample_scores(d_k: int, *, n_keys: int = 16, n_rows: int = 1000, seed: int = 0) -> Tensor:
+    """The unscaled scores q . k of the sample that ``scaling_stats`` measures: (N, n) float64,
+    one row per query (N = n_rows), one column per key (n = n_keys).
+
+    Every d_k <= 512 uses the first d_k coordinates of the same vectors (see ``scaling_stats``).
+    """
+    check_positive_int("d_k", d_k)
+    check_positive_int("n_keys", n_keys)
+    check_positive_int("n_rows", n_rows)
+    check_int("seed", seed)
+    return _score_table(max(512, d_k), n_keys, n_rows, seed)[d_k - 1].double()  # (N, n)
+
+
 @lru_cache(maxsize=1024)
 def _stats(d_k: int, n_keys: int, n_rows: int, seed: int) -> ScalingStats:
-    table = _score_table(max(512, d_k), n_keys, n_rows, seed)
-    raw = table[d_k - 1].double()  # (N, n)
+    raw = sample_scores(d_k, n_keys=n_keys, n_rows=n_rows, seed=seed)  # (N, n)
     scaled = raw / math.sqrt(d_k)
     p_raw, p_scaled = masked_softmax(raw), masked_softmax(scaled)  # (N, n): softmax over the keys
     return ScalingStats(

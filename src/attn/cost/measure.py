@@ -11,8 +11,6 @@
 * time: ``time_curve`` runs each method a few times per length and keeps the fastest run
   (the least disturbed by other programs), on one thread by default.
 
-``online_softmax_trace`` lays out the online softmax of ``attn.blockwise`` step by step.
-
 Shape legend: L queries, S keys, E = d_k, Ev = d_v, H heads, B batch.
 """
 from __future__ import annotations
@@ -26,18 +24,14 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-from matplotlib.ticker import FuncFormatter, NullLocator
 from torch import Tensor
 from torch.autograd.graph import saved_tensors_hooks
 from torch.overrides import TorchFunctionMode
 
-from .._checks import (check_choice, check_float, check_number, check_positive_int, check_rank,
-                       check_same_dtype_and_device, shape_str)
-from ..blockwise import OnlineSoftmax, blockwise_attention
+from .._checks import check_choice, check_number, check_positive_int
+from ..blockwise import blockwise_attention
 from ..functional import scaled_dot_product_attention
-from ..language import mark, tr
 from ..threads import torch_threads
-from ..plotting import label_font, power_of_ten_label, text_font
 
 __all__ = [
     "format_bytes",
@@ -48,13 +42,8 @@ __all__ = [
     "time_curve",
     "memory_curve",
     "fit_slope",
-    "STYLE",
-    "loglog_curves",
     "BackwardMemory",
     "backward_memory",
-    "OnlineStep",
-    "OnlineSoftmaxTrace",
-    "online_softmax_trace",
 ]
 
 
@@ -299,137 +288,3 @@ def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     if (x <= 0).any() or (y <= 0).any():
         raise ValueError("xs/ys: expected positive numbers (they are put on log axes)")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
-
-
-# --- drawing the curves --------------------------------------------------------------------
-
-#: How each method is drawn: label, colour, and a marker and line style of its own, so that
-#: the lines tell apart without colour vision too (no red against green). The labels are
-#: English, marked for the catalogue: shown as ``attn.language.tr(label)``.
-STYLE: dict[str, tuple[str, str, str]] = {
-    "naive": (mark("naive (n×n weights)"), "tab:red", "o-"),
-    "blockwise": (mark("blockwise"), "black", "s--"),
-    "sdpa": (mark("PyTorch SDPA"), "tab:blue", "^-."),
-}
-
-
-def loglog_curves(
-    ax: Any, lengths: Sequence[int], curves: dict[str, Sequence[float]], *,
-    unit: float = 1.0, ylabel: str = "", title: str = "", slope: float | None = 2.0,
-) -> list:
-    """Draw one line per method on log-log axes, plus a dotted line of slope ``slope``.
-
-    Args:
-        ax: a matplotlib Axes.
-        lengths: the x values (n).
-        curves: method -> one y value per length (``time_curve`` / ``memory_curve``).
-        unit: multiplies every y (e.g. 1e3 for seconds -> ms).
-        slope: the reference line's slope, drawn through the naive method's last point (or
-            the first method's); None for none.
-        ylabel, title: drawn in ``attn.plotting.text_font`` (so they may be Chinese). The
-            methods' labels and the x axis' are in the current language (``attn.language``);
-            a legend that shows them needs ``prop=text_font(size)`` for Chinese.
-
-    Returns:
-        the lines drawn, methods first.
-    """
-    xs = list(lengths)
-    lines = []
-    for m, ys in curves.items():
-        label, color, fmt = STYLE.get(m, (m, None, "o-"))
-        label = tr(label) if m in STYLE else label
-        lines += ax.plot(xs, [y * unit for y in ys], fmt, ms=3, color=color, label=label)
-    if slope is not None:
-        ref = curves.get("naive", next(iter(curves.values())))
-        top = ref[-1] * unit
-        lines += ax.plot(xs, [top * (x / xs[-1]) ** slope for x in xs], ":", color="gray",
-                         label=tr("slope {slope:g} (∝ $n^{{{slope:g}}}$)", slope=slope))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.xaxis.set_minor_locator(NullLocator())  # fewer ticks: quicker to draw, easier to read
-    ax.yaxis.set_minor_locator(NullLocator())
-    # Plain-text tick labels (2, 4, ..., 10³): no mathtext, whose fonts matplotlib looks up
-    # (and warns about on stderr) the first time a process draws them.
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
-    ax.yaxis.set_major_formatter(FuncFormatter(power_of_ten_label))
-    ax.set_xlabel(tr("n (queries = keys)"), fontproperties=label_font())
-    ax.set_ylabel(ylabel, fontproperties=label_font())
-    if title:
-        ax.set_title(title, fontproperties=text_font(10))
-    return lines
-
-
-# --- the online softmax, step by step -------------------------------------------------------
-
-@dataclass(frozen=True)
-class OnlineStep:
-    """One block of keys: what the running statistics were, and what they become."""
-
-    block: int
-    keys: tuple[int, int]  # key positions j0 (included) to j1 (excluded)
-    scores: tuple[float, ...]
-    block_max: float
-    max_before: float  # -inf before the first block
-    max_after: float
-    rescale: float  # exp(max_before - max_after): what the old sums are multiplied by
-    block_sum: float  # sum of exp(score - max_after) over this block
-    sum_before: float
-    sum_after: float  # sum_before * rescale + block_sum
-    output_after: tuple[float, ...]  # running (unnormalised) weighted sum of values
-
-
-@dataclass(frozen=True)
-class OnlineSoftmaxTrace:
-    steps: tuple[OnlineStep, ...]
-    weights: Tensor  # (S,) exp(s - final max) / final sum
-    output: Tensor  # (Ev,) final running output / final sum
-    softmax: Tensor  # (S,) torch.softmax of all scores at once, to compare
-    full_output: Tensor  # (Ev,) softmax @ values, to compare
-
-
-def online_softmax_trace(scores: Tensor, values: Tensor, *, block_size: int) -> OnlineSoftmaxTrace:
-    """Run the online softmax of one query's scores, block by block, and keep every number.
-
-    The running state is ``attn.blockwise.OnlineSoftmax``, the one that
-    ``blockwise_attention`` uses; this function only records it after every block.
-
-    Args:
-        scores: (S,) float, one query's scores against S keys (-inf for a blocked key).
-        values: (S, Ev) float, the keys' values, of the dtype and device of ``scores``.
-        block_size: keys per block (need not divide S).
-
-    Returns:
-        an ``OnlineSoftmaxTrace``: one ``OnlineStep`` per block, then the weights and output
-        it gives and, to compare, the ones computed from all the scores at once.
-    """
-    scores = check_float("scores", scores)
-    values = check_float("values", values)
-    check_rank("scores", scores, 1, "(S,)")
-    check_rank("values", values, 2, "(S, Ev)")
-    if values.shape[0] != scores.shape[0]:
-        raise ValueError(
-            f"values: expected S={scores.shape[0]} rows to match scores {shape_str(scores)}, "
-            f"got shape {shape_str(values)}"
-        )
-    check_same_dtype_and_device(("scores", "values"), (scores, values))
-    check_positive_int("block_size", block_size)
-    S = scores.shape[0]
-    state = OnlineSoftmax((1,), values.shape[1], dtype=values.dtype, device=values.device)  # one query row
-    steps = []
-    for b, j0 in enumerate(range(0, S, block_size)):
-        j1 = min(j0 + block_size, S)
-        block = scores[j0:j1]  # (Sb,)
-        max_before, sum_before = state.running_max.item(), state.running_sum.item()
-        rescale, exps = state.update(block[None, :], values[j0:j1])  # (1, Sb) and (Sb, Ev) in
-        steps.append(OnlineStep(
-            block=b, keys=(j0, j1), scores=tuple(block.tolist()), block_max=block.max().item(),
-            max_before=max_before, max_after=state.running_max.item(), rescale=rescale.item(),
-            block_sum=exps.sum().item(), sum_before=sum_before, sum_after=state.running_sum.item(),
-            output_after=tuple(state.running_output[0].tolist()),
-        ))
-    weights = torch.exp(scores - state.running_max[0]) / state.running_sum[0]  # (S,): exp(s - m) / l
-    full = torch.softmax(scores, dim=0)  # (S,)
-    return OnlineSoftmaxTrace(
-        steps=tuple(steps), weights=weights, output=state.result()[0],  # (1, Ev) -> (Ev,)
-        softmax=full, full_output=full @ values,  # (S,) @ (S, Ev) -> (Ev,)
-    )

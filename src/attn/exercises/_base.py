@@ -15,6 +15,7 @@ from unittest import mock
 import numpy as np
 import torch
 
+from .._checks import to_numpy
 from ..language import get_language, tr
 
 __all__ = [
@@ -84,9 +85,8 @@ def as_array(name: str, answer: Any, shape: tuple[int, ...] | None = None) -> np
     as ``answer`` as it is, a description through ``tr``).
     """
     try:
-        arr = answer.detach().cpu().numpy() if hasattr(answer, "detach") else np.asarray(answer)
-        arr = arr.astype(float)
-    except (TypeError, ValueError):
+        arr = to_numpy(name, answer)  # the package's one conversion (attn._checks), float
+    except TypeError:
         return Feedback(False, tr("{name} should be numbers (a tensor, an array or a nested list), "
                                   "got {kind}.", name=name, kind=type(answer).__name__))
     if shape is not None and arr.shape != shape:

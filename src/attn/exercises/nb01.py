@@ -17,7 +17,7 @@ import torch
 from ..rnn_vs_attention import gradient_profile, path_counts
 from ..handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
 from ..language import mark, tr
-from ._base import Feedback, Hints, SoftmaxCalled, as_array, clauses, close, softmax_switched_off
+from ._base import Feedback, Hints, SoftmaxCalled, as_array, as_whole_number, clauses, close, softmax_switched_off
 
 __all__ = [
     "PATH_N",
@@ -212,8 +212,9 @@ def check_rnn_decay_distance(answer: Any) -> Feedback:
     ``gradient_profile()`` is below 1 % of its value at distance 0 (an int)."""
     if answer is None:
         return _not_yet(tr("an int: the first distance whose RNN gradient is < 0.01 * profile.rnn[0]"))
-    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
-        return Feedback(False, tr("answer should be an int distance, got {kind}.", kind=type(answer).__name__))
+    answer = as_whole_number("answer", answer)
+    if isinstance(answer, Feedback):
+        return answer
     expected = _decay_distance()
     if answer == expected:
         return Feedback(True, tr("A hundredfold loss within a few steps: far inputs barely reach the "

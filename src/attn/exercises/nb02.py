@@ -12,14 +12,13 @@ import math
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
 from ..scaling import D_K_GRID, scaling_stats
 from ..language import mark, tr
-from ._base import Feedback, as_array, clauses, close
+from ._base import Feedback, as_array, as_whole_number, clauses, close
 
 __all__ = [
     "SHAPE_SIZES",
@@ -145,8 +144,9 @@ def check_half_gradient_d_k(answer: Any) -> Feedback:
     ``grad_norm_raw < 0.5 * grad_norm_scaled`` (an int)."""
     if answer is None:
         return _not_yet(tr("an int from D_K_GRID"))
-    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
-        return Feedback(False, tr("answer should be an int, got {kind}.", kind=type(answer).__name__))
+    answer = as_whole_number("answer", answer)
+    if isinstance(answer, Feedback):
+        return answer
     if answer not in D_K_GRID:
         return Feedback(False, tr("answer should be one of D_K_GRID = {grid}.", grid=list(D_K_GRID)))
     expected = _half_gradient_d_k()

@@ -109,23 +109,25 @@ def check_cached_step(fn: Callable[..., Any]) -> Feedback:
     if torch.allclose(got, want, atol=1e-9):
         return Feedback(True, tr("Your 8 cached steps equal the full causal pass."))
     q, k, v = x @ W[0], x @ W[1], x @ W[2]  # (T, E) each
+    causal = causal_mask(T)  # (T, T): query t sees keys 0..t
+    before = causal & ~torch.eye(T, dtype=torch.bool)  # keys 0..t-1: the cache before step t adds its own
 
-    def attend(t: int, upto: int, divide: float, over: Tensor) -> Tensor:
-        """Query t against keys 0..upto-1, scores divided by ``divide``, summing ``over``."""
-        return torch.softmax(q[t:t + 1] @ k[:upto].T / divide, -1) @ over[:upto]  # (1, E)
+    def attend(mask: Tensor, scale: float, over: Tensor) -> Tensor:
+        """Every query at once under ``mask``, scores times ``scale``, summing ``over``: (T, E)."""
+        return scaled_dot_product_attention(q, k, over, mask, scale=scale)[0]
 
     slips = [  # (mistake, the outputs it gives, symptom, where to look)
-        ("before", torch.cat([attend(t, t, math.sqrt(E), v) for t in range(T)]),
+        ("before", attend(before, 1 / math.sqrt(E), v),
          mark("Your first step returns zeros, and at every step the new position's output leaves out the "
               "new position itself: it is the output of the positions before it only."),
          mark("what the cache holds at the moment the new query is compared with it")),
-        ("unscaled", torch.cat([attend(t, t + 1, 1.0, v) for t in range(T)]),
+        ("unscaled", attend(causal, 1.0, v),
          mark("Your weights are sharper than the full pass's: your steps equal a pass whose scores are "
               "sqrt(d_k) times too large."), mark("what the scores are divided by")),
-        ("by_dk", torch.cat([attend(t, t + 1, E, v) for t in range(T)]),
+        ("by_dk", attend(causal, 1 / E, v),
          mark("Your weights are flatter than the full pass's: your steps equal a pass whose scores are "
               "sqrt(d_k) times too small."), mark("what the scores are divided by")),
-        ("keys_as_values", torch.cat([attend(t, t + 1, math.sqrt(E), k) for t in range(T)]),
+        ("keys_as_values", attend(causal, 1 / math.sqrt(E), k),
          mark("Your outputs are weighted sums of the keys."), mark("which cache the weights multiply")),
     ]
     for mistake, wrong, symptom, where in slips:

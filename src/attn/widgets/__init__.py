@@ -15,7 +15,7 @@ from typing import Callable
 
 from ._base import Explorer
 from .efficiency import efficiency_explorer
-from .heads import heads_explorer
+from .splitting import heads_explorer
 from .masks import mask_explorer
 from .patterns import pattern_explorer
 from .scaling import scaling_explorer
@@ -57,6 +57,12 @@ def _backward() -> Explorer:
     return backward_explorer()
 
 
+def _depth() -> Explorer:
+    from .depth import depth_explorer
+
+    return depth_explorer()
+
+
 def _pretrained() -> Explorer:
     from .trained import pretrained_explorer
 
@@ -77,6 +83,7 @@ EXPLORERS: dict[str, Callable[[], Explorer]] = {
     "positions (09)": _positions,
     "decoding (10)": _decoding,
     "backward (11)": _backward,
+    "depth (12)": _depth,
 }
 
 __all__ = [

@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import io
 from html.parser import HTMLParser
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import ipywidgets as widgets
 from IPython.display import Javascript
@@ -42,6 +42,9 @@ from PIL import Image
 from ..examples import SENTENCE, SENTENCE_GLOSS
 from ..figures import Picture
 from ..language import get_language, language, mark, tr
+
+if TYPE_CHECKING:
+    from ._mapview import MapView
 
 __all__ = ["Explorer", "freeze_layout", "canvas_png", "html_to_text", "options", "glossed", "listing",
            "sentences", "A11Y_SCRIPT"]
@@ -241,11 +244,14 @@ class Explorer(widgets.VBox):
             new numbers into existing artists; ``full=True`` when it changed something outside
             the live artists (tick labels, visibility of axes), so the whole figure is redrawn.
         live: returns the artists that change from move to move (drawn over the kept bitmap).
+        maps: the attention maps the figure holds, each a ``MapView``: name -> map, or a list
+            in the figure's order (one per head); empty for an explorer without maps.
 
     Attributes:
         controls, fig, image (``ipywidgets.Image``), readout (``ipywidgets.HTML``, a live
         region in the browser), state (the last result of ``update``), full_redraws (how many
-        moves needed one), title, language (the one it was built in: every redraw speaks it).
+        moves needed one), title, language (the one it was built in: every redraw speaks it),
+        maps.
 
     Raises:
         ValueError: a control without a ``description`` (it would have no accessible name), or
@@ -260,8 +266,10 @@ class Explorer(widgets.VBox):
         live: Callable[[], Iterable[Artist]],
         *,
         title: str = "",
+        maps: Mapping[str, MapView] | Sequence[MapView] = (),
     ) -> None:
         self.controls = dict(controls)
+        self.maps: dict[str, MapView] | list[MapView] = dict(maps) if isinstance(maps, Mapping) else list(maps)
         for name, control in self.controls.items():
             _control_name(name, control)
             if isinstance(control, _SLIDERS) and not control.readout:

@@ -246,8 +246,8 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
         "scaled": widgets.Checkbox(value=first.scaled, description=tr("divide by √d_k")),
     }
     explorer = Explorer(controls, fig, update, live,
-                        title=tr("The softmax's backward pass: one entry's gradient, from dO to dQ and dK"))
-    explorer.maps = maps
+                        title=tr("The softmax's backward pass: one entry's gradient, from dO to dQ and dK"),
+                        maps=maps)
     return explorer
 
 

@@ -197,7 +197,7 @@ def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
                                   continuous_update=True),
         "mode": widgets.ToggleButtons(options=options(MODES), value=first.mode, description=tr("cache")),
     }
-    explorer = Explorer(controls, fig, update, live, title=tr("Generating one position at a time"))
-    explorer.maps = {"keys": keys, "weights": weights}
+    explorer = Explorer(controls, fig, update, live, title=tr("Generating one position at a time"),
+                        maps={"keys": keys, "weights": weights})
     explorer.cost_lines, explorer.cost_axes = lines, ax_cost
     return explorer

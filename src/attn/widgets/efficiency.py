@@ -27,7 +27,8 @@ from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
 from ..cost.counts import AttentionCost, attention_cost
-from ..cost.measure import STYLE, fit_slope, format_bytes, loglog_curves, memory_curve, time_curve
+from ..charts import STYLE, loglog_curves
+from ..cost.measure import fit_slope, format_bytes, memory_curve, time_curve
 from ..language import tr
 from ..plotting import new_figure, text_font
 from ._base import Explorer

@@ -232,6 +232,6 @@ def mask_explorer(kind: str = "causal + left padding", length: int = 6,
     def live() -> list:
         return [*map_s.artists(), *map_w.artists()]
 
-    explorer = Explorer(controls, fig, update, live, title=tr("Masks and what a blocked row becomes"))
-    explorer.maps = {"scores": map_s, "weights": map_w}
+    explorer = Explorer(controls, fig, update, live, title=tr("Masks and what a blocked row becomes"),
+                        maps={"scores": map_s, "weights": map_w})
     return explorer

@@ -273,6 +273,5 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
         return [a for m in maps[:shown["heads"]] for a in m.artists()]
 
     explorer = Explorer(controls, fig, update, live,
-                        title=tr("Attention patterns from hand-built queries and keys"))
-    explorer.maps = maps
+                        title=tr("Attention patterns from hand-built queries and keys"), maps=maps)
     return explorer

@@ -22,6 +22,7 @@ import torch
 
 from .._checks import check_choice, check_int
 from ..examples import SENTENCE
+from ..functional import scaled_dot_product_attention
 from ..language import mark, tr
 from ..positions import apply_rope, sinusoidal
 from ..plotting import new_figure, text_font, token_font
@@ -58,7 +59,7 @@ def _weights(encoding: str, shift: int, order: str) -> np.ndarray:
     q, k = words @ w_q, words @ w_k  # (n, d)
     if encoding == "RoPE":
         q, k = apply_rope(q, pos), apply_rope(k, pos)
-    w = torch.softmax(q @ k.T / math.sqrt(_D), dim=-1)  # (n, n) by slot
+    _, w = scaled_dot_product_attention(q, k, k)  # (n, n) weights by slot (the values are not drawn)
     back = torch.tensor(np.argsort(perm))  # slot of each word
     return w[back][:, back].numpy()  # by word
 
@@ -154,6 +155,6 @@ def positions_explorer(encoding: str = "RoPE", shift: int = 0, order: str = "as 
         "order": widgets.ToggleButtons(options=options(ORDERS), value=first.order, description=tr("order")),
     }
     explorer = Explorer(controls, fig, update, live,
-                        title=tr("Slide the sentence along: does the attention map notice?"))
-    explorer.maps = {"reference": reference, "now": now, "difference": difference}
+                        title=tr("Slide the sentence along: does the attention map notice?"),
+                        maps={"reference": reference, "now": now, "difference": difference})
     return explorer

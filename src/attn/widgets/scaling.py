@@ -15,12 +15,11 @@ from functools import lru_cache
 
 import ipywidgets as widgets
 import numpy as np
-import torch
 
 from ..functional import masked_softmax
 from ..language import tr
 from ..plotting import new_figure, text_font
-from ..scaling import D_K_GRID, ScalingStats, scaling_stats, softmax_jacobian_norm
+from ..scaling import D_K_GRID, ScalingStats, sample_scores, scaling_stats, softmax_jacobian_norm
 from ._base import Explorer, sentences
 from ._mapview import MapView
 
@@ -56,19 +55,13 @@ HIST_QUERIES, MAP_QUERIES, VIEW_KEYS = 64, 8, 16
 BINS = np.arange(-64.0, 64.1, 2.0)
 
 
-@lru_cache(maxsize=2)
-def _view_sample(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """q (N, 1, 512) and k (N, n, 512), N(0, 1) entries; a d_k uses the first d_k coordinates."""
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(HIST_QUERIES, 1, max(D_K_GRID), generator=g, dtype=torch.float64)  # (N, 1, D)
-    k = torch.randn(HIST_QUERIES, VIEW_KEYS, max(D_K_GRID), generator=g, dtype=torch.float64)  # (N, n, D)
-    return q, k
-
-
 @lru_cache(maxsize=32)
 def scaling_view(d_k: int, *, seed: int = 0) -> ScalingView:
     """Scores q·k of 64 seeded queries with 16 keys each at this d_k, unscaled and divided by
     sqrt(d_k): their histogram, and the softmax rows and Jacobian norms of the first 8.
+
+    The 64 queries are the first of the 1000 that the readout's numbers average over
+    (``attn.scaling.sample_scores``): the picture and the readout show one sample.
 
     Args:
         d_k: one of ``D_K_GRID`` (1, 2, 4, ..., 512).
@@ -79,14 +72,13 @@ def scaling_view(d_k: int, *, seed: int = 0) -> ScalingView:
         raise ValueError(f"d_k: expected a power of two in {D_K_GRID}, got {d_k!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed: expected an int, got {type(seed).__name__}")
-    q, k = _view_sample(seed)
-    raw = (q[..., :d_k] * k[..., :d_k]).sum(-1)  # (N, 1, d_k) * (N, n, d_k) -> (N, n): q·k
+    raw = sample_scores(d_k, n_keys=VIEW_KEYS, seed=seed)[:HIST_QUERIES]  # (N, n): q·k, N = 64 of the 1000
     scaled = raw / math.sqrt(d_k)
     p_raw = masked_softmax(raw[:MAP_QUERIES])  # (Q, n)
     p_scaled = masked_softmax(scaled[:MAP_QUERIES])
     hist = [np.histogram(s.numpy(), bins=BINS)[0] / s.numel() for s in (raw, scaled)]  # (B,) each
     return ScalingView(
-        d_k=d_k, stats=scaling_stats(d_k), bins=BINS, hist_raw=hist[0], hist_scaled=hist[1],
+        d_k=d_k, stats=scaling_stats(d_k, n_keys=VIEW_KEYS, seed=seed), bins=BINS, hist_raw=hist[0], hist_scaled=hist[1],
         weights_raw=p_raw.numpy(), weights_scaled=p_scaled.numpy(),
         jac_raw=softmax_jacobian_norm(p_raw).numpy(), jac_scaled=softmax_jacobian_norm(p_scaled).numpy(),
     )
@@ -174,6 +166,6 @@ def scaling_explorer(d_k: int = 64) -> Explorer:
 
     slider = widgets.SelectionSlider(options=D_K_GRID, value=d_k, description="d_k",
                                      continuous_update=True)
-    explorer = Explorer({"d_k": slider}, fig, update, live, title=tr("Scaled vs unscaled dot products"))
-    explorer.maps = maps
+    explorer = Explorer({"d_k": slider}, fig, update, live, title=tr("Scaled vs unscaled dot products"),
+                        maps=maps)
     return explorer

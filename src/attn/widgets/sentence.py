@@ -209,6 +209,6 @@ def sentence_explorer(word: str = _CHAPTER_WORD, *, score_scale: float = 1.0) ->
                                  description=tr("score scale"), continuous_update=True,
                                  style={"description_width": "initial"})
     explorer = Explorer({"word": dropdown, "score_scale": slider}, fig, update, live,
-                        title=tr("Whom does each word attend to? (a hand-built toy, not a trained model)"))
-    explorer.maps = {"all rows": all_rows, "row": row, "output": output}
+                        title=tr("Whom does each word attend to? (a hand-built toy, not a trained model)"),
+                        maps={"all rows": all_rows, "row": row, "output": output})
     return explorer

@@ -1,4 +1,6 @@
-"""The heads explorer: why several heads. One head against two when each word needs two sources.
+"""Notebook 04's explorer of splitting d_model into heads (``heads_explorer``; notebook 06's
+heads are drawn by ``attn.widgets.patterns``): why several heads. One head against two when
+each word needs two sources.
 
 The input is the chapter's sentence (``attn.examples.SENTENCE``, 6 tokens) with seeded random
 embeddings X, fed to one ``attn.MultiHeadAttention`` per d_model. Two choices of its W^Q, W^K:
@@ -358,8 +360,7 @@ def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two 
         return [a for m in maps[:shown["heads"]] for a in m.artists()] + bars + [pointer, err_title]
 
     explorer = Explorer({"inputs": in_box, "d_model": d_box, "num_heads": h_box}, fig, update, live,
-                        title=tr("Multi-head attention: one head or several, shapes and maps"))
-    explorer.maps = maps
+                        title=tr("Multi-head attention: one head or several, shapes and maps"), maps=maps)
     explorer.error_bars, explorer.error_axes = bars, ax_err
     holder["explorer"] = explorer
     return explorer

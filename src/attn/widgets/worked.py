@@ -19,8 +19,7 @@ import numpy as np
 from ..examples import worked_example_inputs
 from ..language import mark, tr
 from ..plotting import new_figure, text_font
-from ..worked_example import SCALES, SanityReport, printed, sanity_checks, worked_steps
-from ..worked_example_check import ROUNDING_ATOL
+from ..worked_example import ROUNDING_ATOL, SCALES, SanityReport, printed, sanity_checks, worked_steps
 from ._base import Explorer, listing, sentences
 from ._mapview import MapView
 
@@ -68,7 +67,7 @@ class WorkedState:
         steps: step name -> (rows, cols) array, as ``attn.worked_example.worked_steps`` returns.
         printed: step -> the chapter's printed matrix, for ``PRINTED_STEPS``.
         differs: step -> (rows, cols) bool, True where the recomputed number and the printed
-            one differ by more than the rounding (``attn.worked_example_check.ROUNDING_ATOL``).
+            one differ by more than the rounding (``attn.worked_example.ROUNDING_ATOL``).
         sanity: the checks every attention result passes (row sums, output within V's range).
         is_chapter: True when nothing was changed (the chapter's own setting).
     """
@@ -204,6 +203,6 @@ def worked_explorer(entry: tuple[int, int] = (1, 1), delta: float = 0.0,
     scale_box = widgets.Dropdown(options=[(tr(label), key) for key, label in SCALE_LABELS.items()],
                                  value=scale, description=tr("scale"), layout=widgets.Layout(width="240px"))
     explorer = Explorer({"entry": entry_box, "delta": delta_slider, "scale": scale_box}, fig,
-                        update, live, title=tr("The worked example, live, beside the printed numbers"))
-    explorer.maps = maps
+                        update, live, title=tr("The worked example, live, beside the printed numbers"),
+                        maps=maps)
     return explorer

@@ -155,8 +155,8 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
                                     description=tr("pattern")),
     }
     explorer = Explorer(controls, fig, update, live,
-                        title=tr("A pretrained model's heads (all-MiniLM-L6-v2)"))
-    explorer.maps = {"head": view, "grid": grid}
+                        title=tr("A pretrained model's heads (all-MiniLM-L6-v2)"),
+                        maps={"head": view, "grid": grid})
     return explorer
 
 

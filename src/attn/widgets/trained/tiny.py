@@ -177,8 +177,7 @@ def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
         "step": widgets.IntSlider(value=step, min=0, max=last, step=spacing,
                                   description=tr("step"), continuous_update=True),
     }
-    explorer = Explorer(controls, fig, update, live, title=tr("Heads forming during training"))
-    explorer.maps = maps  # one MapView per head
+    explorer = Explorer(controls, fig, update, live, title=tr("Heads forming during training"), maps=maps)
     return explorer
 
 
@@ -302,6 +301,6 @@ def example_explorer(models: Mapping[str, TinyTransformer], *, task: str | None 
         "index": widgets.IntSlider(value=index, min=0, max=N_EXAMPLES - 1, description=tr("example"),
                                    continuous_update=True),
     }
-    explorer = Explorer(controls, fig, update, live, title=tr("Trained heads on held-out examples"))
-    explorer.maps = maps  # one MapView per head
+    explorer = Explorer(controls, fig, update, live, title=tr("Trained heads on held-out examples"),
+                        maps=maps)
     return explorer

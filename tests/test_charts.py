@@ -1,0 +1,29 @@
+"""attn.charts: the lessons' line charts draw what they return (their words in every language
+are tested in test_package_language.py, their styles without colour in test_colour_vision.py)."""
+from attn.charts import STYLE, loglog_curves, plot_gradient_profile, plot_path_counts
+from attn.plotting import new_figure
+from attn.rnn_vs_attention import gradient_profile, path_counts
+
+
+def test_plots_draw_what_they_return():
+    fig = new_figure(8, 3)
+    ax1, ax2 = fig.subplots(1, 2)
+    rows = [path_counts(n) for n in (2, 4, 8)]
+    lines = plot_path_counts(rows, ax1)
+    assert len(lines) == 4 and list(lines[0].get_ydata()) == [2, 4, 8]
+    p = gradient_profile(n=8, d=4)
+    lines = plot_gradient_profile(p, ax2)
+    assert list(lines[0].get_ydata()) == list(p.rnn)
+    assert ax2.get_yscale() == "log"
+    fig.canvas.draw()
+    labels = {t.get_text() for t in ax2.get_yticklabels()} - {""}
+    assert labels and all(t.startswith("10") and "$" not in t for t in labels)
+
+
+def test_loglog_curves_draw_one_line_per_method_and_the_reference_slope():
+    ax = new_figure(4, 3).add_subplot()
+    lines = loglog_curves(ax, [64, 128, 256], {"naive": [1.0, 4.0, 16.0], "sdpa": [1.0, 2.0, 4.0]}, unit=10.0)
+    assert [line.get_color() for line in lines[:2]] == [STYLE["naive"][1], STYLE["sdpa"][1]]
+    assert list(lines[0].get_ydata()) == [10.0, 40.0, 160.0]
+    assert list(lines[2].get_ydata()) == [10.0, 40.0, 160.0]  # slope 2 through naive's last point
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
