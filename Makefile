@@ -4,9 +4,10 @@
 #   make quick      the package's tests and strict nbval of the lessons, while editing
 #   make portable   strict nbval under torch's portable kernels and 2 threads (CI runs it too)
 # The other forms of the course (docs/teaching.md, "Read it without running"):
-#   make site                  the website, offline, into build/site/ (index.html)
-#   make handouts              one PDF per notebook into build/handouts/
+#   make site                  the website, offline: English in build/site/, Chinese in build/site/zh/
+#   make handouts              one PDF per notebook and language into build/handouts/ (zh/: Chinese)
 #   make app NB=06_visualization   one notebook in Voila's app mode (code hidden)
+#   make deck NB=02_qkv        one notebook as a slide deck, code hidden, explorers live (Voila)
 #   make slides                write the slide metadata of every notebook (tools/slides.py)
 # and, for teachers (docs/teaching.md, "Assignments"):
 #   make assignments   the student versions of the exercises, for nbgrader
@@ -40,10 +41,16 @@ TORCH_PIP_FLAGS := --no-deps --retries 2 --timeout 30
 UNAME := $(shell uname -s)
 
 # The course's Jupyter configuration (tools/jupyter_config.py): JupyterLab's settings
-# overrides (lab-settings/) and app mode's Voilà template (app-template/), installed where
-# JupyterLab and Voilà read a Python environment's configuration.
+# overrides (lab-settings/) and the Voilà templates of app mode and the slide deck
+# (app-template/), installed where JupyterLab and Voilà read a Python environment's configuration.
 JUPYTER_CONFIG := tools/jupyter_config.py lab-settings/overrides.json app-template/voila.json \
-                  app-template/course/conf.json app-template/course/index.html.j2
+                  app-template/course/conf.json app-template/course/index.html.j2 \
+                  app-template/course-deck/conf.json app-template/course-deck/index.html.j2
+# The slide deck's template (app-template/course-deck, make deck) needs reveal.js: a pinned npm
+# package (app-template/package.json, package-lock.json) that tools/jupyter_config.py copies
+# into the installed template, which DECK stands for.
+DECK_VENDOR := app-template/node_modules/.package-lock.json
+DECK := $(VENV)/share/jupyter/voila/templates/course-deck/static/reveal.js/dist/reveal.js
 
 # The teacher's tools (nbgrader, requirements-teacher.txt) live in a second venv, so that
 # nbgrader's menus never reach the learners' lab. It sees the course's packages (torch, attn,
@@ -52,7 +59,7 @@ TEACHER     := .venv-teacher
 TEACHER_BIN := $(TEACHER)/bin
 TEACHER_STAMP := $(TEACHER)/.installed
 
-.PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides vendor
+.PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides deck vendor
 NB ?= 00_start_here
 # JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by hub/package-lock.json).
@@ -115,10 +122,11 @@ lab-zh:
 # 2. The `network` tests: what pip would fetch from PyPI for the set-up (no notebook among
 #    them, so --dist load: test by test, not file by file).
 # Both always run; the target fails if either fails. The teacher venv is set up too
-# (tests/test_assignments.py uses it); so are the hub's proxy and the site's JavaScript (npm).
+# (tests/test_assignments.py uses it); so are the hub's proxy, the site's JavaScript and the deck's
+# reveal.js (npm).
 PYTEST  := $(BIN)/python -m pytest -n 2 --dist loadfile
 OFFLINE := $(BIN)/python -m tools.offline
-test: setup teacher $(HUB_PROXY) $(VENDOR)
+test: setup teacher $(HUB_PROXY) $(VENDOR) $(DECK)
 	@status=0; \
 	echo '$(OFFLINE) $(PYTEST) --nbval -m "not network" tests notebooks'; \
 	$(OFFLINE) $(PYTEST) --nbval -m "not network" tests notebooks || status=1; \
@@ -164,6 +172,16 @@ app: setup
 slides: setup
 	$(BIN)/python -m tools.slides
 
+# The slide deck: reveal.js from npm, then the template installed with it.
+$(DECK_VENDOR): app-template/package.json app-template/package-lock.json
+	npm ci --prefix app-template --no-audit --no-fund --ignore-scripts --loglevel=error
+
+$(DECK): $(STAMP) $(DECK_VENDOR)
+	$(BIN)/python -m tools.jupyter_config
+
+deck: $(DECK)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/voila notebooks/$(NB).ipynb --template=course-deck
+
 
 teacher: $(TEACHER_STAMP)
 
@@ -196,4 +214,4 @@ grade: teacher
 	$(NBGRADER) export --to=grades.csv
 
 clean:
-	rm -rf $(VENV) $(TEACHER) hub/node_modules site/node_modules build
+	rm -rf $(VENV) $(TEACHER) hub/node_modules site/node_modules app-template/node_modules build

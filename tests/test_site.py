@@ -1,11 +1,14 @@
 """The course website (``make site``) and the handouts (``make handouts``), in a real browser.
 
 The module builds the site once into a temporary folder (as ``make site`` does, from the
-committed notebooks, without running them), serves it on 127.0.0.1 and opens every page in
-headless Chromium with every request outside that server refused. Then it prints the
-handouts from that site. axe-core (npm, site/package.json) checks every page. The guides
-(docs/*.md, CONTRIBUTING.md) are pages too: in the table of contents, every link and anchor
-of the course's pages leading to a page or an id that the built site has.
+committed notebooks, without running them): the English site, and the Chinese one in its
+folder zh/. It serves it on 127.0.0.1 and opens every page of both, once, in headless
+Chromium with every request outside that server refused; axe-core (npm, site/package.json)
+checks each, and each notebook page is printed there as its handout (``handouts.print_page``,
+as ``make handouts`` prints it). The guides (docs/*.md, CONTRIBUTING.md) are pages of the
+English site, in its table of contents; the Chinese site leads to them. Every link and anchor
+of the course's pages leads to a page or an id that the built site has, and every page's
+language switch leads to its twin in the other language, and back.
 
 Without Chromium, the site's npm packages or a CJK font the tests are skipped,
 saying how to enable them; under CI (CI=true) they fail instead.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 import re
 import time
 import posixpath
@@ -29,13 +33,24 @@ from _browser import SERIOUS, axe_violations
 from _pictures import explorer_outputs
 from test_figures_alt import static_figures
 from _support import unavailable
+from attn.language import language, tr
 from tools import handouts, site
 from tools.lab import VIEWPORT, browser_unavailable
 from tools.serve import serving
 
-PAGES = site.notebook_pages()
-GUIDES = site.guide_pages()
+PAGES = handouts.handout_pages()  # every notebook page, English then Chinese: 02_qkv, zh/02_qkv
+GUIDES = site.guide_pages()  # the English site's guides: guides/setup, ...
+OTHERS = [p for p in site.site_pages() if p not in PAGES]  # the guides, and zh/guides
+ZH = "zh/"  # the Chinese site's folder in the site
+LANG = {"en": "en", "zh": "zh-CN"}  # each edition's language, as HTML's lang attribute says it
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def notebook_of(page: str) -> Path:
+    """The notebook a page of the site shows: ``zh/02_qkv`` -> notebooks/zh/02_qkv.ipynb."""
+    edition = site.edition_of(page)
+    return edition.notebooks / f"{page[len(edition.prefix):]}.ipynb"
+
 
 # In the page: every image decoded with pixels that are not all one colour; the text a reader
 # sees outside code (no raw $$ left by a failed MathJax, no widget repr).
@@ -63,6 +78,22 @@ _PROSE = """() => {
   }
   return out.join(' ');
 }"""
+# Under the print style sheet, at the width of the paper (A4 less the margins, in CSS pixels):
+# the text of the page's article that a handout shows, and the blocks of code or output whose
+# lines are cut at the paper's edge.
+PRINT_WIDTH = round((210 - sum(float(handouts.PDF_OPTIONS["margin"][side].removesuffix("mm"))
+                               for side in ("left", "right"))) / 25.4 * 96)
+_PRINTED = """() => {
+  const article = document.querySelector('article');
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  const text = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (el && el.checkVisibility({visibilityProperty: true})) text.push(n.textContent);
+  }
+  const cut = [...article.querySelectorAll('pre')].filter((p) => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1);
+  return {text: text.join(' '), cut: cut.map((p) => p.textContent.trim().slice(0, 60))};
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +106,9 @@ def built_site(tmp_path_factory):
                     "(make site and make test do it)")
     out = tmp_path_factory.mktemp("site") / "site"
     seconds = site.build(out)
-    print(f"make site: {seconds:.1f} s for {len(PAGES)} notebook pages and {len(GUIDES)} guides")
+    for edition in site.EDITIONS.values():
+        print(f"make site ({edition.code}): {seconds[edition.code]:.1f} s for {len(site.notebook_pages(edition.code))} "
+              f"notebook pages and {len(site.guide_pages(edition.code))} other pages")
     return out
 
 
@@ -85,10 +118,9 @@ def site_browser(built_site, browser):
         yield url, browser
 
 
-def _visit(browser, url: str, page_name: str) -> dict:
-    """Open one page with every request outside ``url``'s server refused, let it render, and
-    collect what the tests check: refused requests, failed responses, page errors, images,
-    the visible prose, the live links and axe-core's violations."""
+def _watched(browser, url: str):
+    """A new page in its own context that refuses every request outside ``url``'s server, and
+    the facts it collects: refused requests, failed responses, errors in the page."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     local = urlparse(url).netloc
@@ -105,12 +137,19 @@ def _visit(browser, url: str, page_name: str) -> dict:
     page.on("response", lambda r: r.status >= 400 and facts["failed"].append(f"{r.status} {r.url}"))
     page.on("pageerror", lambda e: facts["errors"].append(str(e)))
     page.on("console", lambda m: m.type == "error" and facts["errors"].append(f"console: {m.text}"))
+    return context, page, facts
+
+
+def _visit(browser, url: str, page_name: str, pdf: Path | None) -> dict:
+    """Open one page (its path under the site without .html) with every request outside
+    ``url``'s server refused, let it render, and collect what the tests check: refused
+    requests, failed responses, page errors, images, the visible prose, the live links, the
+    language switch (what a screen reader hears of it, whether it takes the keyboard's
+    focus) and axe-core's violations; a notebook page is then printed to ``pdf``."""
+    context, page, facts = _watched(browser, url)
     try:
-        page.goto(f"{url}{page_name}", wait_until="load")
-        if page_name == "index.html":  # a redirect to the start page
-            page.wait_for_url(f"**/{site.START}.html", timeout=10_000)
+        page.goto(f"{url}{page_name}.html", wait_until="load")
         site.wait_rendered(page)
-        facts["url"] = page.url
         facts["images"] = page.evaluate(_IMAGES)
         facts["prose"] = page.evaluate(_PROSE)
         facts["math"] = page.evaluate("""() => { const m = [...document.querySelectorAll('.math')];
@@ -118,40 +157,65 @@ def _visit(browser, url: str, page_name: str) -> dict:
         facts["links"] = {cls: page.locator(f"a.{cls}").first.get_attribute("href")
                           for cls in ("attn-binder-lab", "attn-binder-voila")
                           if page.locator(f"a.{cls}").count()}
+        switch = page.locator("nav.attn-language")
+        if switch.count() == 1 and switch.locator("a").count() == 1:
+            link = switch.locator("a")
+            link.focus()
+            facts["switch"] = {"heard": switch.aria_snapshot(), "text": link.inner_text(),
+                               "visible": link.is_visible(), "tab_index": link.evaluate("(a) => a.tabIndex"),
+                               "focused": link.evaluate("(a) => document.activeElement === a")}
+        else:
+            facts["switch"] = {"count": switch.count(), "links": switch.locator("a").count()}
         facts["axe"] = axe_violations(page)
+        if pdf is not None:
+            facts["pdf"] = handouts.print_page(page, pdf)
+            page.emulate_media(media="print")
+            page.set_viewport_size({"width": PRINT_WIDTH, "height": VIEWPORT["height"]})
+            facts["printed"] = page.evaluate(_PRINTED)
     finally:
         context.close()
     return facts
 
 
 @pytest.fixture(scope="module")
-def visited(site_browser):
-    """page name -> what ``_visit`` saw (each page opened once for all the tests below)."""
+def visited(site_browser, tmp_path_factory):
+    """page -> what ``_visit`` saw (each page opened once for all the tests below, each
+    notebook page printed then as its handout)."""
     url, browser = site_browser
+    pdfs = tmp_path_factory.mktemp("handouts")
     seen: dict[str, dict] = {}
 
     def visit(name: str) -> dict:
         if name not in seen:
-            seen[name] = _visit(browser, url, name)
+            seen[name] = _visit(browser, url, name, pdfs / handouts.pdf_name(name) if name in PAGES else None)
         return seen[name]
     return visit
 
 
 def test_the_site_has_every_notebook_and_an_index(built_site):
-    assert (built_site / "index.html").is_file()
+    for edition in site.EDITIONS.values():
+        assert (built_site / edition.prefix / "index.html").is_file(), f"no index.html in the site's {edition.prefix!r}"
     for name in PAGES:
-        assert (built_site / f"{name}.html").is_file(), f"no page for notebooks/{name}.ipynb"
+        assert (built_site / f"{name}.html").is_file(), f"no page for {notebook_of(name).relative_to(site.REPO)}"
 
 
-def test_index_opens_the_start_page(visited):
-    facts = visited("index.html")
-    assert facts["url"].endswith(f"/{site.START}.html"), facts["url"]
+@pytest.mark.parametrize("edition", site.EDITIONS)
+def test_index_opens_the_start_page(site_browser, edition):
+    url, browser = site_browser
+    folder = site.EDITIONS[edition].prefix
+    context, page, facts = _watched(browser, url)
+    try:
+        page.goto(f"{url}{folder}index.html", wait_until="load")
+        page.wait_for_url(f"{url}{folder}{site.START}.html", timeout=10_000)
+        site.wait_rendered(page)
+    finally:
+        context.close()
     assert facts["refused"] == facts["failed"] == facts["errors"] == []
 
 
-@pytest.mark.parametrize("name", PAGES + GUIDES)
+@pytest.mark.parametrize("name", PAGES + OTHERS)
 def test_page_loads_with_nothing_from_outside(visited, name):
-    facts = visited(f"{name}.html")
+    facts = visited(name)
     assert facts["refused"] == [], f"{name}: requests outside the site: {facts['refused']}"
     assert facts["failed"] == [], f"{name}: failed requests: {facts['failed']}"
     assert facts["errors"] == [], f"{name}: errors in the page: {facts['errors']}"
@@ -159,14 +223,16 @@ def test_page_loads_with_nothing_from_outside(visited, name):
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_shows_pictures_math_and_no_widget_repr(visited, name):
-    facts = visited(f"{name}.html")
+    facts = visited(name)
     images = facts["images"]
     blank = [i for i in images if i["spread"] == 0]
     assert blank == [], f"{name}: images without pixels: {blank}"
-    nb = json.loads((site.NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    nb = json.loads(notebook_of(name).read_text(encoding="utf-8"))
     explorers = [i for i in images if i["explorer"]]
     assert len(explorers) == len(explorer_outputs(nb)), f"{name}: explorers shown: {explorers}"
-    assert all(i["alt"].startswith("Picture: ") for i in explorers), f"{name}: an explorer picture without its text"
+    with language(site.edition_of(name).code):
+        picture = tr("Picture: {title}", title="")  # "Picture: ", "图："
+    assert all(i["alt"].startswith(picture) for i in explorers), f"{name}: an explorer picture without its text"
     # every static figure is an <img> whose alt is its description (not the PNG's file name)
     figures = [i["imgAlt"] for i in images if i["figure"]]
     assert figures == [out.get("metadata", {}).get("image/png", {}).get("alt") for _, out in static_figures(nb)], (
@@ -182,14 +248,15 @@ def test_page_shows_pictures_math_and_no_widget_repr(visited, name):
 @pytest.mark.parametrize("name", PAGES)
 def test_page_links_to_run_it_live(visited, name):
     base = "https://mybinder.org/v2/gh/OWNER/REPO/main?urlpath="
-    assert visited(f"{name}.html")["links"] == {
-        "attn-binder-lab": f"{base}lab/tree/notebooks/{name}.ipynb",
-        "attn-binder-voila": f"{base}voila/render/notebooks/{name}.ipynb"}
+    notebook = notebook_of(name).relative_to(site.REPO).as_posix()  # notebooks/zh/02_qkv.ipynb
+    assert visited(name)["links"] == {
+        "attn-binder-lab": f"{base}lab/tree/{notebook}",
+        "attn-binder-voila": f"{base}voila/render/{notebook}"}
 
 
-@pytest.mark.parametrize("name", PAGES + GUIDES)
+@pytest.mark.parametrize("name", PAGES + OTHERS)
 def test_axe_finds_no_serious_violation(visited, name):
-    violations = visited(f"{name}.html")["axe"]
+    violations = visited(name)["axe"]
     for v in violations:
         print(f"axe, {name}: {v['impact']}: {v['id']} ({len(v['nodes'])} nodes, e.g. {v['nodes'][0][:100]})")
     serious = [v for v in violations if v["impact"] in SERIOUS]
@@ -200,21 +267,28 @@ def test_axe_finds_no_serious_violation(visited, name):
 # --- the guides, and the links between pages ----------------------------------------------
 
 class _Anchors(HTMLParser):
-    """The targets of a page's ``<a href>`` and every id (or ``<a name>``) it has."""
+    """The targets of a page's ``<a href>``, every id (or ``<a name>``) it has, its language
+    (``<html lang>``) and the attributes of its language switch's links."""
 
     def __init__(self) -> None:
         super().__init__()
         self.hrefs: list[str] = []
         self.ids: set[str] = set()
+        self.lang: str | None = None
+        self.switch: list[dict[str, str | None]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
         if a.get("id"):
             self.ids.add(a["id"])
+        if tag == "html":
+            self.lang = a.get("lang")
         if tag == "a" and a.get("name"):
             self.ids.add(a["name"])
         if tag == "a" and a.get("href") is not None:
             self.hrefs.append(a["href"])
+        if tag == "a" and "attn-language-switch" in (a.get("class") or "").split():
+            self.switch.append(a)
 
 
 @pytest.fixture(scope="module")
@@ -287,19 +361,146 @@ def test_each_guide_is_a_page_in_the_table_of_contents(built_site, anchors_of):
             assert f"{name}.html" in listed, f"{page}: the guide {name} is not in the table of contents"
 
 
+def test_the_chinese_site_leads_to_the_guides(built_site, anchors_of):
+    # its table of contents has the page 指南（英文）, which links every guide of the English site
+    for page in (f"{ZH}{site.START}.html", f"{ZH}{PAGES[1]}.html"):
+        html = (built_site / page).read_text(encoding="utf-8")
+        assert 'class="caption-text">指南（英文）<' in html, f"{page}: no part 指南（英文） in the table of contents"
+        listed = {found[0] for href in anchors_of(page).hrefs if (found := local_target(page, href))}
+        assert f"{ZH}{site.ZH_GUIDES}.html" in listed, f"{page}: the page {site.ZH_GUIDES} is not in the table of contents"
+    page = f"{ZH}{site.ZH_GUIDES}.html"
+    linked = {found[0] for href in anchors_of(page).hrefs if (found := local_target(page, href))}
+    assert {f"{name}.html" for name in GUIDES} <= linked, f"{page}: links to {sorted(linked)}"
+
+
 @pytest.mark.parametrize("name", GUIDES)
 def test_guide_page_shows_the_guide(built_site, visited, name):
     source = site.GUIDES[name.split("/", 1)[1]].read_text(encoding="utf-8")
     title = source.splitlines()[0].lstrip("# ").strip()
     html = (built_site / f"{name}.html").read_text(encoding="utf-8")
     assert re.search(r"<h1>" + re.escape(title), html), f"{name}: the guide's title {title!r} is not the page's heading"
-    assert visited(f"{name}.html")["links"] == {}, f"{name}: a guide is not a notebook to run on Binder"
+    assert visited(name)["links"] == {}, f"{name}: a guide is not a notebook to run on Binder"
+
+
+@pytest.mark.parametrize("edition", site.EDITIONS)
+def test_each_site_has_its_title_language_and_table_of_contents(built_site, anchors_of, edition):
+    e = site.EDITIONS[edition]
+    own = site.site_pages(edition)
+    for name in own:
+        page = f"{name}.html"
+        assert anchors_of(page).lang == LANG[edition], f"{page}: <html lang={anchors_of(page).lang!r}>"
+    start = f"{e.prefix}{site.START}.html"
+    html = (built_site / start).read_text(encoding="utf-8")
+    assert re.search(r"<title>[^<]*" + re.escape(e.title) + r"[^<]*</title>", html), f"{start}: the title is not {e.title!r}"
+    for caption in e.captions:
+        assert f'class="caption-text">{caption}<' in html, f"{start}: no part {caption!r} in the table of contents"
+    listed = {found[0] for href in anchors_of(start).hrefs if (found := local_target(start, href))}
+    assert {f"{name}.html" for name in own} <= listed, f"{start}: not in its table of contents: {sorted({f'{n}.html' for n in own} - listed)}"
+    # the theme's own words in the site's language (its search box)
+    search = {"en": "Search", "zh": "搜索"}[edition]
+    assert re.search(r'class="search-button__default-text">\s*' + search, html), f"{start}: the search button is not {search!r}"
+
+
+# --- the language switch -------------------------------------------------------------------
+
+def expected_switch(name: str) -> str:
+    """Where a page's language switch must lead: its twin in the other language; for a page
+    with none (a guide, zh/guides), the other edition's start page."""
+    if name.startswith(ZH):
+        twin = name.removeprefix(ZH)
+        return twin if twin in site.notebook_pages("en") else site.START
+    return ZH + name if name in site.notebook_pages("zh") else ZH + site.START
+
+
+def test_switch_targets_and_what_is_no_page(monkeypatch):
+    assert site.switch_target("02_qkv") == ("zh/02_qkv", True)
+    assert site.switch_target("zh/solutions/02_qkv_solutions") == ("solutions/02_qkv_solutions", True)
+    assert site.switch_target("guides/setup") == ("zh/00_start_here", False)
+    assert site.switch_target("zh/guides") == ("00_start_here", False)
+    with pytest.raises(ValueError, match="page: expected a page of the site .*got 'zh/guides/setup'"):
+        site.switch_target("zh/guides/setup")
+    with pytest.raises(ValueError, match=r"language: expected one of \['en', 'zh'\], got 'fr'"):
+        site.notebook_pages("fr")
+    monkeypatch.setitem(site.GUIDES, "translating", site.REPO / "docs" / "translating.md")
+    with pytest.raises(ValueError, match="ZH_GUIDES_PAGE: expected the guides .*'translating'"):
+        site.zh_guides_text()
+
+
+@pytest.mark.parametrize("name", PAGES + OTHERS)
+def test_language_switch_leads_to_the_twin_and_back(anchors_of, name):
+    page = f"{name}.html"
+    switch = anchors_of(page).switch
+    assert len(switch) == 1, f"{page}: {len(switch)} language switches"
+    target = expected_switch(name)
+    assert local_target(page, switch[0]["href"]) == (f"{target}.html", ""), f"{page}: the switch leads to {switch[0]['href']}"
+    other = "zh" if target.startswith(ZH) else "en"
+    assert switch[0]["lang"] == switch[0]["hreflang"] == LANG[other], f"{page}: the switch's lang and hreflang: {switch[0]}"
+    if name in PAGES:  # and back
+        back = anchors_of(f"{target}.html").switch
+        assert [local_target(f"{target}.html", a["href"]) for a in back] == [(page, "")], (
+            f"{target}.html: its switch does not lead back to {page}: {back}")
+
+
+@pytest.mark.parametrize("name", PAGES + OTHERS)
+def test_language_switch_is_named_and_takes_the_focus(visited, name):
+    switch = visited(name)["switch"]
+    assert "heard" in switch, f"{name}: expected one language switch with one link, got {switch}"
+    # (Playwright's accessibility snapshot: '- navigation "语言":\n  - link "This page in English":\n ...')
+    heard = re.match(r'- navigation "([^"]+)":\s*- link "([^"]+)"', switch["heard"])
+    assert heard, f"{name}: a screen reader hears {switch['heard']!r}"
+    assert switch["text"] in heard.group(2), f"{name}: the link shows {switch['text']!r}, is named {heard.group(2)!r}"
+    assert switch["visible"] and switch["focused"] and switch["tab_index"] >= 0, (
+        f"{name}: the switch is not visible, or not in the order of Tab, or takes no focus: {switch}")
+
+
+def test_language_switch_by_keyboard(site_browser):
+    """From a page's top, Tab reaches the switch and Enter opens the twin; there too, and back."""
+    url, browser = site_browser
+    name = next(n for n in PAGES if n.startswith("solutions/"))  # a short page
+    context, page, facts = _watched(browser, url)
+    try:
+        page.goto(f"{url}{name}.html", wait_until="load")
+        for target in (f"{ZH}{name}", name):
+            for _ in range(200):
+                page.keyboard.press("Tab")
+                if page.evaluate("() => document.activeElement.classList.contains('attn-language-switch')"):
+                    break
+            else:
+                pytest.fail(f"{page.url}: 200 presses of Tab never reach the language switch")
+            page.keyboard.press("Enter")
+            page.wait_for_url(f"{url}{target}.html", timeout=10_000)
+    finally:
+        context.close()
+    assert facts["refused"] == facts["failed"] == []
+
+
+# --- the links between pages ----------------------------------------------------------------
+
+_NOTEBOOK_LINK = re.compile(r"\]\((?P<path>[^)\s#:]+\.ipynb)[)#]")  # (a link to another notebook, with no scheme)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_each_link_between_notebooks_is_a_link_of_the_page(anchors_of, name):
+    # the link of the English 00 to zh/00_start_here.ipynb and of the Chinese 00 back to
+    # ../00_start_here.ipynb too: the other edition is another Sphinx project
+    nb = json.loads(notebook_of(name).read_text(encoding="utf-8"))
+    prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    page = f"{name}.html"
+    # (the links of the page but its language switch, which leads to its twin too)
+    hrefs = Counter(anchors_of(page).hrefs) - Counter(a["href"] for a in anchors_of(page).switch)
+    leads_to = {found[0] for href in hrefs if (found := local_target(page, href))}
+    missing = []
+    for m in _NOTEBOOK_LINK.finditer(prose):  # (where an anchor leads: the test below)
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(name), unquote(m.group("path"))))
+        if f"{target.removesuffix('.ipynb')}.html" not in leads_to:
+            missing.append(m.group(0))
+    assert missing == [], f"{page}: the notebook's links {missing} are no links of the page"
 
 
 def test_every_link_and_anchor_between_pages_resolves(built_site, anchors_of):
     broken = []
     # (a page missing from the site is the business of the tests above)
-    for page in [f"{n}.html" for n in PAGES + GUIDES if (built_site / f"{n}.html").is_file()]:
+    for page in [f"{n}.html" for n in PAGES + OTHERS if (built_site / f"{n}.html").is_file()]:
         for href in anchors_of(page).hrefs:
             found = local_target(page, href)
             if found is None:
@@ -340,52 +541,81 @@ def mapped_text(cmap: str) -> str:
 
 
 def _pdf_facts(path: Path) -> tuple[int, list[tuple[int, int]], set[str]]:
-    """(pages, pixel sizes of the images, CJK characters that a font of the PDF maps)."""
+    """(pages, pixel sizes of the images, CJK characters that a font of the PDF maps). The
+    sizes are read from the images' dictionaries (/Width, /Height), not by decoding them."""
     from pypdf import PdfReader
 
     reader = PdfReader(path)
     sizes, cjk = [], set()
-    for p in reader.pages:
-        sizes += [im.image.size for im in p.images]
-        for font in (p["/Resources"].get("/Font") or {}).values():
+
+    def walk(resources) -> None:  # a page's resources, and those of the forms it draws
+        resources = resources.get_object() if resources is not None else {}
+        for font in (resources.get("/Font") or {}).values():
             to_unicode = font.get_object().get("/ToUnicode")
             if to_unicode is not None:
-                cjk |= set(CJK_OR_RADICAL.findall(mapped_text(to_unicode.get_object().get_data().decode("latin-1"))))
+                cjk.update(CJK_OR_RADICAL.findall(mapped_text(to_unicode.get_object().get_data().decode("latin-1"))))
+        for xobject in (resources.get("/XObject") or {}).values():
+            xobject = xobject.get_object()
+            if xobject.get("/Subtype") == "/Image":
+                sizes.append((int(xobject["/Width"]), int(xobject["/Height"])))
+            elif xobject.get("/Subtype") == "/Form":
+                walk(xobject.get("/Resources"))
+
+    for page in reader.pages:
+        walk(page.get("/Resources"))
     return len(reader.pages), sizes, cjk
 
 
 @pytest.fixture(scope="module")
-def printed(site_browser, tmp_path_factory):
+def printed(visited):
+    """page -> (its handout, printed where the page was visited by ``handouts.print_page``;
+    what the page shows in print: its article's text, blocks whose lines are cut)."""
     reason = handouts.cjk_font_missing()
     if reason:
         unavailable(f"handouts test: {reason}")
+    return lambda name: (visited(name)["pdf"], visited(name)["printed"])
+
+
+def test_make_handouts_prints_one_pdf_per_notebook_and_language(site_browser, tmp_path):
+    assert PAGES == [e.prefix + n for e in site.EDITIONS.values() for n in site.notebook_pages(e.code)]
+    names = [handouts.pdf_name(name) for name in PAGES]
+    assert len(set(names)) == len(PAGES), "two pages would print to one PDF"
+    reason = handouts.cjk_font_missing()
+    if reason:
+        unavailable(f"handouts test: {reason}")
+    # make handouts' own loop, on a small page of each language
     url, browser = site_browser
+    pages = [name for name in PAGES if name.endswith("/02_qkv_solutions")]
     t0 = time.monotonic()
-    pdfs = handouts.print_pages(browser, url, tmp_path_factory.mktemp("handouts"))
-    print(f"make handouts: {time.monotonic() - t0:.1f} s for {len(pdfs)} PDFs")
-    return pdfs
+    written = handouts.print_pages(browser, url, tmp_path, pages)
+    print(f"make handouts: {time.monotonic() - t0:.1f} s for {len(written)} PDFs")
+    assert written == {"solutions/02_qkv_solutions": tmp_path / "02_qkv_solutions.pdf",
+                       f"{ZH}solutions/02_qkv_solutions": tmp_path / ZH / "02_qkv_solutions.pdf"}
+    for name, path in written.items():
+        n_pages, _, cjk = _pdf_facts(path)
+        assert n_pages >= 1, f"{path}: no page"
+        assert cjk or not name.startswith(ZH), f"{path}: a Chinese page printed without Chinese glyphs"
 
 
 @pytest.mark.parametrize("name", PAGES)
 def test_handout_has_pages_pictures_and_chinese_glyphs(printed, name):
-    path = printed[name]
+    path, shown = printed(name)
+    assert shown["cut"] == [], f"{name}: lines cut at the paper's edge in the blocks {shown['cut']}"
     n_pages, sizes, cjk = _pdf_facts(path)
-    print(f"{path.name}: {n_pages} pages, {len(sizes)} images, {path.stat().st_size / 1024:.0f} KiB")
+    print(f"{handouts.pdf_name(name)}: {n_pages} pages, {len(sizes)} images, {path.stat().st_size / 1024:.0f} KiB")
     assert n_pages >= 1
-    nb = json.loads((site.NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    nb = json.loads(notebook_of(name).read_text(encoding="utf-8"))
     for _, png in explorer_outputs(nb):
         size = Image.open(io.BytesIO(png)).size
         assert size in sizes, f"{path.name}: no image of the explorer's size {size} (images: {sizes})"
     pictures = sum("image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
     assert len(sizes) >= pictures, f"{path.name}: {len(sizes)} images for {pictures} pictures in the notebook"
-    text = "".join("".join(c["source"]) + "".join(
-        "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", "")) + "".join(o.get("data", {}).get("text/html", ""))
-        for o in c.get("outputs", [])) for c in nb["cells"])  # all the notebook's text
-    chinese = set(CJK.findall(text))
-    # Each Chinese character of the text is mapped by a font of the PDF, or its glyph is mapped
-    # to a variant the text does not use (长 -> the radical ⾧, whose NFKC form is 長). With no
-    # CJK font, no glyph maps to any of them.
+    chinese = set(CJK.findall(shown["text"]))
+    assert chinese or not name.startswith(ZH), f"{name}: no Chinese on a page of the Chinese site"
+    # Each Chinese character the page shows is mapped by a font of the PDF, or its glyph is
+    # mapped to a variant the page does not use (长 -> the radical ⻓, which NFKC leaves as it
+    # is). With no CJK font, no glyph maps to any of them.
     missing, variants = chinese - cjk, cjk - chinese
     assert len(missing) <= len(variants), (
-        f"{path.name}: {len(missing)} Chinese characters of the notebook are drawn by no "
-        f"CJK font in the PDF: {''.join(sorted(missing))[:40]}")
+        f"{handouts.pdf_name(name)}: {len(missing)} of the page's {len(chinese)} Chinese characters are drawn "
+        f"by no CJK font in the PDF: {''.join(sorted(missing))[:40]}")

@@ -1,7 +1,20 @@
 """Build the course website offline: ``make site`` (``python -m tools.site``) -> build/site/.
 
-Jupyter Book 1 turns the executed, nbval-checked notebooks into pages without running them
-(``execute_notebooks: off``). Every script a page needs comes from the site itself:
+One site per language of the course, each a Jupyter Book 1 book of its own, with its own
+table of contents, title and Sphinx language (so that the theme's own words are in it):
+
+- the English edition (notebooks/) at build/site/, with the guides (docs/*.md and
+  CONTRIBUTING.md) as pages under ``guides/``: the book's source is a copy of notebooks/
+  without zh/, the guides beside it, their links rewritten for the site (``copy_guides``);
+- the Chinese edition (notebooks/zh/) at build/site/zh/, with one page of its own, 指南,
+  that leads to the English guides.
+
+Every page carries a language switch, a link to the same page in the other language (a page
+without a twin: to the other edition's start page), and a link from one edition's notebook to
+the other's (``zh/00_start_here.ipynb``, ``../00_start_here.ipynb``) leads to its page
+(site/_ext/attn_site.py). Jupyter Book turns the executed, nbval-checked notebooks into pages
+without running them (``execute_notebooks: off``). Every script a page needs comes from the
+site itself:
 
 - the widget manager ``@jupyter-widgets/html-manager`` (its ``embed.js``, which renders the
   explorers from the widget state saved in each notebook, with no require.js),
@@ -9,10 +22,6 @@ Jupyter Book 1 turns the executed, nbval-checked notebooks into pages without ru
 
 both copied from the npm packages pinned in site/package.json (installed by ``npm ci`` into
 site/node_modules). Nothing is fetched while building and no page loads anything from outside.
-
-The guides (docs/*.md and CONTRIBUTING.md) are pages of the site too, under ``guides/``: the
-book's source is a copy of notebooks/ with the guides beside it, their links rewritten for the
-site (``copy_guides``).
 """
 from __future__ import annotations
 
@@ -22,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,14 +41,65 @@ NODE_MODULES = SITE_SRC / "node_modules"
 BUILD = REPO / "build"
 OUT = BUILD / "site"
 START = "00_start_here"
-# The guides, as pages of the site: page name under guides/ -> the Markdown file of the
-# repository (in the order of the table of contents).
+# The guides, as pages of the English site: page name under guides/ -> the Markdown file of
+# the repository (in the order of the table of contents).
 GUIDES = {
     "setup": REPO / "docs" / "setup.md",
     "teaching": REPO / "docs" / "teaching.md",
     "performance": REPO / "docs" / "performance.md",
     "contributing": REPO / "CONTRIBUTING.md",
 }
+
+
+@dataclass(frozen=True)
+class Edition:
+    """One language of the course as a site of its own.
+
+    Attributes:
+        code: the language's code in ``attn.language`` (``"en"``, ``"zh"``).
+        notebooks: the edition's notebooks folder.
+        prefix: the edition's folder in the site, ``""`` or ``"zh/"``.
+        sphinx_language: Sphinx's ``language``, in which the theme writes its own words.
+        title: the site's title.
+        captions: the parts of the table of contents: lessons, worked solutions, guides.
+    """
+
+    code: str
+    notebooks: Path
+    prefix: str
+    sphinx_language: str
+    title: str
+    captions: tuple[str, str, str]
+
+
+EDITIONS = {
+    "en": Edition("en", NOTEBOOKS, "", "en", "Self-attention and multi-head attention",
+                  ("Lessons", "Worked solutions", "Guides")),
+    "zh": Edition("zh", NOTEBOOKS / "zh", "zh/", "zh_CN", "自注意力与多头注意力",
+                  ("课程", "参考答案", "指南（英文）")),
+}
+# The Chinese site's one page that is no notebook: where its readers find the guides, which
+# are written in English and are pages of the English site. Each guide: its name in Chinese
+# (the English title in brackets) and what it holds.
+ZH_GUIDES = "guides"
+ZH_GUIDES_PAGE = ("指南（英文）", "课程的指南只有英文版，它们是英文网站上的页面：", {
+    "setup": ("安装（Set-up）", "在自己的电脑上安装并运行课程，所需的 Python 与下载量，以及不用 make 的做法"),
+    "teaching": ("教学指南（Teaching with the course）",
+                 "在 JupyterHub、Binder 或学员的电脑上教学，作业与评分，以及网站、幻灯片、应用模式和讲义"),
+    "performance": ("性能（Performance）", "注意力的耗时与内存，以及基准测试的表格"),
+    "contributing": ("参与开发（Contributing）", "软件包 `attn`、测试、重新执行笔记本，以及用“埋入错误”来证明测试"),
+})
+
+
+def zh_guides_text() -> str:
+    """The Markdown of the Chinese site's page that leads to the guides (``zh/guides``)."""
+    title, intro, guides = ZH_GUIDES_PAGE
+    if list(guides) != list(GUIDES):
+        raise ValueError(f"ZH_GUIDES_PAGE: expected the guides {list(GUIDES)}, got {list(guides)}")
+    lines = [f"# {title}", "", intro, ""]
+    lines += [f"- [{name}](../guides/{page}.md)：{holds}。" for page, (name, holds) in guides.items()]
+    return "\n".join(lines) + "\n"
+
 
 # What each page may load, copied from npm packages: destination folder -> (package folder,
 # files or folders inside it). MathJax loads its input/output/ui components on demand,
@@ -50,31 +111,87 @@ VENDOR = {
 }
 
 
-def notebook_pages() -> list[str]:
-    """Every notebook of the course as a page name (path under notebooks/ without .ipynb),
-    the start page first, then the lessons, then the worked solutions. The site is the
-    English edition's: the Chinese twins (notebooks/zh/) are not pages of it yet."""
-    names = sorted(str(p.relative_to(NOTEBOOKS).with_suffix("")) for p in NOTEBOOKS.rglob("*.ipynb")
-                   if ".ipynb_checkpoints" not in p.parts and p.relative_to(NOTEBOOKS).parts[0] != "zh")
+def _edition(language: str) -> Edition:
+    if language not in EDITIONS:
+        raise ValueError(f"language: expected one of {sorted(EDITIONS)}, got {language!r}")
+    return EDITIONS[language]
+
+
+def _other_editions(edition: Edition) -> list[Edition]:
+    return [e for e in EDITIONS.values() if e != edition]
+
+
+def notebook_pages(language: str = "en") -> list[str]:
+    """Every notebook of one edition as a page name (path under its notebooks folder, without
+    .ipynb): the start page first, then the lessons, then the worked solutions. The English
+    edition's folder holds the Chinese one (notebooks/zh/), which is no part of it."""
+    edition = _edition(language)
+    others = [e.notebooks for e in _other_editions(edition) if e.notebooks.is_relative_to(edition.notebooks)]
+    names = sorted(str(p.relative_to(edition.notebooks).with_suffix("")) for p in edition.notebooks.rglob("*.ipynb")
+                   if ".ipynb_checkpoints" not in p.parts and not any(p.is_relative_to(o) for o in others))
     if START not in names:
-        raise FileNotFoundError(f"notebooks/{START}.ipynb: the site's start page is missing")
+        raise FileNotFoundError(f"{edition.notebooks.relative_to(REPO)}/{START}.ipynb: the site's start page is missing")
     lessons = [n for n in names if "/" not in n and n != START]
-    others = [n for n in names if "/" in n]
-    return [START] + lessons + others
+    solutions = [n for n in names if "/" in n]
+    return [START] + lessons + solutions
 
 
-def guide_pages() -> list[str]:
-    """Every guide as a page name of the site: ``guides/setup``, ..."""
-    return [f"guides/{name}" for name in GUIDES]
+def guide_pages(language: str = "en") -> list[str]:
+    """The pages of one edition that are no notebook: the guides (``guides/setup``, ...) in
+    English, the page that leads to them (``guides``) in Chinese."""
+    if _edition(language).code == "en":
+        return [f"guides/{name}" for name in GUIDES]
+    return [ZH_GUIDES]
 
 
-def write_toc(path: Path) -> None:
-    """The book's table of contents: the start page, the lessons, the worked solutions, the guides."""
-    pages = notebook_pages()
+def site_pages(language: str | None = None) -> list[str]:
+    """Every page of the site (of one edition, or of both) as its path under build/site/
+    without .html: ``02_qkv``, ``guides/setup``, ``zh/02_qkv``, ``zh/guides``."""
+    editions = EDITIONS.values() if language is None else [_edition(language)]
+    return [e.prefix + name for e in editions for name in notebook_pages(e.code) + guide_pages(e.code)]
+
+
+def edition_of(page: str) -> Edition:
+    """The edition a page of the site belongs to.
+
+    Args:
+        page: the page's path under build/site/ without .html (``02_qkv``, ``zh/guides``).
+
+    Returns:
+        its ``Edition`` (``zh/02_qkv`` -> ``EDITIONS["zh"]``).
+    """
+    for edition in sorted(EDITIONS.values(), key=lambda e: -len(e.prefix)):  # zh/ before ""
+        if page.startswith(edition.prefix) and page in site_pages(edition.code):
+            return edition
+    raise ValueError(f"page: expected a page of the site ({', '.join(site_pages()[:2])}, ...), got {page!r}")
+
+
+def switch_target(page: str) -> tuple[str, bool]:
+    """Where the language switch of a page leads: the same page in the other language, or, for
+    a page without a twin (a guide), the other edition's start page.
+
+    Args:
+        page: the page's path under build/site/ without .html (``02_qkv``, ``zh/02_qkv``).
+
+    Returns:
+        ``(target, twin)``: the other page's path under build/site/ without .html
+        (``zh/02_qkv``, ``02_qkv``), and whether it is the page's twin.
+    """
+    edition = edition_of(page)
+    other = _other_editions(edition)[0]
+    name = page[len(edition.prefix):]
+    twin = name in notebook_pages(other.code)
+    return other.prefix + (name if twin else START), twin
+
+
+def write_toc(path: Path, language: str = "en") -> None:
+    """An edition's table of contents: the start page, the lessons, the worked solutions, the guides."""
+    edition = _edition(language)
+    pages = notebook_pages(language)
     lessons = [n for n in pages[1:] if "/" not in n]
     solutions = [n for n in pages[1:] if n.startswith("solutions/")]
     lines = ["format: jb-book", f"root: {pages[0]}", "parts:"]
-    for caption, names in (("Lessons", lessons), ("Worked solutions", solutions), ("Guides", guide_pages())):
+    for caption, names in zip(edition.captions, (lessons, solutions, guide_pages(language))):
         if names:
             lines += [f"  - caption: {caption}", "    chapters:"] + [f"      - file: {n}" for n in names]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -175,15 +292,77 @@ def copy_guides(dest: Path) -> None:
         (dest / f"{name}.md").write_text(text, encoding="utf-8")
 
 
-def write_config(path: Path, vendor: Path) -> None:
+def write_config(path: Path, vendor: Path, language: str = "en") -> None:
+    """An edition's Jupyter Book configuration: site/_config.yml with its paths filled in; the
+    edition's title, Sphinx language and notebooks folder (for the Binder links); what the
+    site's extension needs to join the editions (site/_ext/attn_site.py): where the edition
+    lies in the site, the other edition's pages, and where each page's switch leads. An edition
+    in a folder of the site (zh/) loads the widget manager and MathJax from the English site's
+    _static/: one copy of them (14 MiB) serves both."""
+    import yaml
+
+    edition = _edition(language)
     text = (SITE_SRC / "_config.yml").read_text(encoding="utf-8")
     for key, value in {"@EXT@": SITE_SRC / "_ext", "@STATIC@": SITE_SRC / "_static", "@VENDOR@": vendor}.items():
         text = text.replace(key, str(value))
-    path.write_text(text, encoding="utf-8")
+    config = yaml.safe_load(text)
+    config["title"] = edition.title
+    config["repository"]["path_to_book"] = edition.notebooks.relative_to(REPO).as_posix()
+    sphinx = config["sphinx"]["config"]
+    up = "../" * edition.prefix.count("/")  # from the edition's folder to the site's top
+    if up:  # the widget manager and MathJax: one copy, in the English site's _static/
+        sphinx["html_static_path"].remove(str(vendor))
+        sphinx["mathjax_path"] = f"{up}../_static/{sphinx['mathjax_path']}"  # (relative to _static/)
+        sphinx["nb_ipywidgets_js"] = {f"{up}../_static/{js}": options for js, options in sphinx["nb_ipywidgets_js"].items()}
+    own = site_pages(language)
+    sphinx.update({
+        "language": edition.sphinx_language,
+        "attn_site_prefix": edition.prefix,
+        "attn_site_elsewhere": [page for page in site_pages() if page not in own],
+        "attn_site_switch": {page[len(edition.prefix):]: list(switch_target(page)) for page in own},
+    })
+    path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
 
 
-def build(out: Path = OUT, *, quiet: bool = True) -> float:
-    """Build the website into ``out``; returns the seconds it took."""
+def _book_source(edition: Edition, book: Path) -> None:
+    """The book's source: a copy of the edition's notebooks, and its pages that are no notebook."""
+    others = {e.notebooks for e in _other_editions(edition)}
+    skip = {".ipynb_checkpoints", "__pycache__", "_build"}
+    shutil.copytree(edition.notebooks, book,
+                    ignore=lambda folder, names: {n for n in names if n in skip or Path(folder, n) in others})
+    clash = sorted(p.name for p in book.glob("guides*"))
+    if clash:
+        raise FileExistsError(f"{edition.notebooks}: {clash} would be hidden by the site's guides")
+    if edition.code == "en":
+        copy_guides(book / "guides")
+    else:
+        (book / f"{ZH_GUIDES}.md").write_text(zh_guides_text(), encoding="utf-8")
+
+
+def _start_book(edition: Edition, work: Path, vendor: Path, *, quiet: bool) -> subprocess.Popen:
+    """Start building one edition's book in ``work`` (its HTML: work/_build/html); Jupyter
+    Book's output goes to work/build.log, or to the terminal unless ``quiet``."""
+    work.mkdir(parents=True)
+    write_config(work / "_config.yml", vendor, edition.code)
+    write_toc(work / "_toc.yml", edition.code)
+    _book_source(edition, work / "book")
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(work / "book"),
+           "--config", str(work / "_config.yml"), "--toc", str(work / "_toc.yml"),
+           "--path-output", str(work), "--builder", "html"]
+    if not quiet:
+        return subprocess.Popen(cmd, cwd=REPO)
+    with (work / "build.log").open("w", encoding="utf-8") as log:  # (the process keeps it open)
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+
+
+def build(out: Path = OUT, *, quiet: bool = True) -> dict[str, float]:
+    """Build the website into ``out``: the English edition there, the Chinese one in ``out/zh/``.
+    The two books are built at once, each by its own Jupyter Book process.
+
+    Returns:
+        each edition's code -> the seconds from the start until its book was built
+        (``{"en": 31.2, "zh": 30.5}``; the largest is the build's time, but for the copy to ``out``).
+    """
     t0 = time.monotonic()
     work = BUILD / "site-work"
     if work.exists():  # from scratch: Sphinx keeps stale static files and cached pages
@@ -191,25 +370,29 @@ def build(out: Path = OUT, *, quiet: bool = True) -> float:
     work.mkdir(parents=True)
     vendor = work / "vendor"
     copy_vendor(vendor)
-    write_config(work / "_config.yml", vendor)
-    write_toc(work / "_toc.yml")
-    book = work / "book"  # the book's source: the notebooks, and the guides beside them
-    shutil.copytree(NOTEBOOKS, book, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "_build"))
-    if (book / "guides").exists():
-        raise FileExistsError(f"{NOTEBOOKS}/guides: the site's guides/ folder would hide it")
-    copy_guides(book / "guides")
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book),
-           "--config", str(work / "_config.yml"), "--toc", str(work / "_toc.yml"),
-           "--path-output", str(work), "--builder", "html"]
-    r = subprocess.run(cmd, capture_output=quiet, text=True, cwd=REPO)
-    if r.returncode != 0:
-        raise RuntimeError(f"jupyter-book failed ({r.returncode}):\n{r.stdout}\n{r.stderr}" if quiet
-                           else f"jupyter-book failed ({r.returncode})")
-    html = work / "_build" / "html"
+    builds = {e.code: _start_book(e, work / e.code, vendor, quiet=quiet) for e in EDITIONS.values()}
+    seconds = {}
+    while len(seconds) < len(builds):  # (each book's time: until its process ends)
+        for code, process in builds.items():
+            if code not in seconds and process.poll() is not None:
+                seconds[code] = time.monotonic() - t0
+        time.sleep(0.1)
+    failed = {code: p.returncode for code, p in builds.items() if p.returncode != 0}
+    if failed:
+        logs = "".join(f"\n--- {code}: {work / code / 'build.log'}\n" + (work / code / "build.log").read_text(encoding="utf-8")[-3000:]
+                       for code in failed) if quiet else ""
+        raise RuntimeError(f"jupyter-book failed (edition: return code): {failed}{logs}")
     if out.exists():
         shutil.rmtree(out)
-    shutil.copytree(html, out)
-    return time.monotonic() - t0
+    for edition in EDITIONS.values():  # English first: the Chinese site is a folder of it
+        shutil.copytree(work / edition.code / "_build" / "html", out / edition.prefix)
+    return seconds
+
+
+def folder_size(folder: Path, *, leave_out: tuple[Path, ...] = ()) -> int:
+    """The bytes of the files under ``folder``, those under ``leave_out`` left out."""
+    return sum(p.stat().st_size for p in folder.rglob("*")
+               if p.is_file() and not any(p.is_relative_to(x) for x in leave_out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,9 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="output folder (default build/site)")
     parser.add_argument("--verbose", action="store_true", help="show Jupyter Book's output")
     args = parser.parse_args(argv)
+    t0 = time.monotonic()
     seconds = build(args.out, quiet=not args.verbose)
-    print(f"website: {args.out / 'index.html'} ({len(notebook_pages())} notebook pages, "
-          f"{len(guide_pages())} guides, {seconds:.1f} s)")
+    print(f"website: {time.monotonic() - t0:.1f} s, both books built at once")
+    folders = {e.code: args.out / e.prefix for e in EDITIONS.values()}
+    for code, folder in folders.items():
+        inner = tuple(f for f in folders.values() if f != folder and f.is_relative_to(folder))
+        print(f"website ({code}): {folder / 'index.html'} ({len(notebook_pages(code))} notebook pages, "
+              f"{len(guide_pages(code))} other pages, {seconds[code]:.1f} s, "
+              f"{folder_size(folder, leave_out=inner) / 2**20:.1f} MiB)")
     return 0
 
 

@@ -1,5 +1,14 @@
-"""Sphinx extension of the course website.
+"""Sphinx extension of the course website (one Sphinx project per language: tools/site.py).
 
+- A language switch at the top of every page: a link to the same page in the other language
+  (a page without a twin: the other edition's start page), named for screen readers and
+  marked with the language it leads to. tools/site.py gives each edition where its pages
+  lie in the site (``attn_site_prefix``) and where each page's switch leads
+  (``attn_site_switch``).
+- A link from one edition to the other (``zh/00_start_here.ipynb`` in English,
+  ``../00_start_here.ipynb`` in Chinese, ``../guides/setup.md`` in Chinese) leads to that
+  page of the other site (``attn_site_elsewhere``: its pages), which this Sphinx project
+  does not hold.
 - A "run it live" line under the title of every notebook page. The line links the page's notebook on Binder twice: in JupyterLab (code and explorers) and in
 Voilà's app mode (explorers only, code hidden). The Binder address is built from the book's
 ``repository`` settings in site/_config.yml (``OWNER/REPO`` until the course is published).
@@ -19,6 +28,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import posixpath
 import re
 from html import escape
 from pathlib import Path
@@ -29,6 +39,26 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# The words the extension writes, in each language of the site (Sphinx's language up to "_"):
+# the language's code for the lang attribute and its own name; what a screen reader says of a
+# switch that leads to it (to a page's twin, to its start page); the name of the switch on a
+# page in that language; the "run it live" line.
+WORDS = {
+    "en": {
+        "lang": "en", "name": "English", "twin": "This page in English",
+        "start": "The English course's start page", "switch": "Language",
+        "run_live": 'This page shows the notebook as it was last run; its explorers show their saved pictures '
+                    'and do not redraw here. <a class="attn-binder-lab" href="{lab}">Run it live on Binder</a> '
+                    '(JupyterLab) or <a class="attn-binder-voila" href="{voila}">open it in app mode</a> '
+                    "(Voilà: explorers only, code hidden).",
+    },
+    "zh": {
+        "lang": "zh-CN", "name": "中文", "twin": "本页的中文版", "start": "中文版课程的起始页", "switch": "语言",
+        "run_live": "本页显示的是笔记本最近一次运行后的样子：其中的探索器显示保存下来的图片，在这里不会重画。"
+                    '<a class="attn-binder-lab" href="{lab}">在 Binder 上实时运行</a>（JupyterLab），或'
+                    '<a class="attn-binder-voila" href="{voila}">以应用模式打开</a>（Voilà：只有探索器，代码隐藏）。',
+    },
+}
 _MODEL_ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -141,16 +171,74 @@ def _run_live(app: Sphinx, pagename: str, templatename: str, context: dict, doct
     folder = options.get("path_to_docs", "").strip("/")
     path = f"{folder}/{pagename}.ipynb" if folder else f"{pagename}.ipynb"
     urls = binder_urls(options["repository_url"], options.get("repository_branch", "main"), path)
-    line = (
-        '<p class="attn-run-live">This page shows the notebook as it was last run; its explorers '
-        "show their saved pictures and do not redraw here. "
-        f'<a class="attn-binder-lab" href="{escape(urls["lab"])}">Run it live on Binder</a> '
-        f'(JupyterLab) or <a class="attn-binder-voila" href="{escape(urls["voila"])}">open it in '
-        "app mode</a> (Voilà: explorers only, code hidden).</p>"
-    )
+    run_live = _words(app)["run_live"].format(lab=escape(urls["lab"]), voila=escape(urls["voila"]))
+    line = f'<p class="attn-run-live">{run_live}</p>'
     body = context.get("body", "")
     # Under the page's title (the notebook's first heading), or on top if it has none.
     context["body"] = body.replace("</h1>", "</h1>" + line, 1) if "</h1>" in body else line + body
+
+
+def _words(app: Sphinx) -> dict[str, str]:
+    """The words of the page's language (Sphinx's ``language``: ``en``, ``zh_CN``)."""
+    code = (app.config.language or "en").split("_")[0]
+    if code not in WORDS:
+        raise ValueError(f"language: expected one of {sorted(WORDS)} (up to '_'), got {app.config.language!r}")
+    return WORDS[code]
+
+
+def page_url(target: str, page: str) -> str:
+    """The relative address of one page of the site from another.
+
+    Args:
+        target: the page led to, its path under the site without .html (``zh/02_qkv``).
+        page: the page the link is on, the same way (``solutions/02_qkv_solutions``).
+
+    Returns:
+        ``../zh/02_qkv.html``.
+    """
+    return posixpath.relpath(f"{target}.html", posixpath.dirname(page) or ".")
+
+
+def switch_html(target: str, page: str, *, twin: bool, to: dict[str, str], here: dict[str, str]) -> str:
+    """The language switch of ``page``: a link to ``target`` (both paths under the site without
+    .html), in the language of ``to`` (its words, ``WORDS[...]``) on a page in the language of
+    ``here``; ``twin``: whether ``target`` is the same page (else the other edition's start)."""
+    name = to["twin"] if twin else to["start"]
+    return (f'<nav class="attn-language" aria-label="{escape(here["switch"])}">'
+            f'<a class="attn-language-switch" href="{escape(page_url(target, page))}" hreflang="{to["lang"]}" '
+            f'lang="{to["lang"]}" aria-label="{escape(name)}">{escape(to["name"])}</a></nav>')
+
+
+def _other_words(app: Sphinx) -> dict[str, str]:
+    here = _words(app)
+    others = [w for w in WORDS.values() if w is not here]
+    if len(others) != 1:
+        raise ValueError(f"WORDS: expected two languages, got {sorted(WORDS)}")
+    return others[0]
+
+
+def _language_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
+    switch = app.config.attn_site_switch
+    if doctree is None or pagename not in switch:
+        return
+    target, twin = switch[pagename]
+    html = switch_html(target, app.config.attn_site_prefix + pagename, twin=twin, to=_other_words(app),
+                       here=_words(app))
+    context["body"] = html + context.get("body", "")
+
+
+def _links_to_the_other_edition(app: Sphinx, doctree: nodes.document) -> None:
+    elsewhere = set(app.config.attn_site_elsewhere)
+    page = app.config.attn_site_prefix + app.env.docname
+    for xref in list(doctree.findall(addnodes.pending_xref)):
+        if xref.get("reftype") != "myst" or xref.get("refdomain"):
+            continue  # (links MyST resolved to a page of this edition have the "doc" domain)
+        path, _, fragment = xref["reftarget"].partition("#")
+        stem, suffix = posixpath.splitext(posixpath.normpath(posixpath.join(posixpath.dirname(page), path)))
+        if suffix not in (".ipynb", ".md") or stem not in elsewhere:
+            continue
+        url = page_url(stem, page) + (f"#{fragment}" if fragment else "")
+        xref.replace_self(nodes.reference("", "", *xref.children, refuri=url, internal=True))
 
 
 def _scripts_once(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
@@ -165,8 +253,13 @@ def _scripts_once(app: Sphinx, pagename: str, templatename: str, context: dict, 
 
 
 def setup(app: Sphinx) -> dict[str, object]:
+    app.add_config_value("attn_site_prefix", "", "html", types=[str])
+    app.add_config_value("attn_site_elsewhere", [], "html", types=[list])
+    app.add_config_value("attn_site_switch", {}, "html", types=[dict])
     app.connect("doctree-read", _figure_alt)
+    app.connect("doctree-read", _links_to_the_other_edition)
     app.connect("doctree-read", _folder_links)
     app.connect("html-page-context", _run_live)
+    app.connect("html-page-context", _language_switch)
     app.connect("html-page-context", _scripts_once, priority=900)  # after myst-nb adds its own
     return {"parallel_read_safe": True, "parallel_write_safe": True}
