@@ -41,15 +41,15 @@ TORCH_PIP_FLAGS := --no-deps --retries 2 --timeout 30
 UNAME := $(shell uname -s)
 
 # The course's Jupyter configuration (tools/jupyter_config.py): JupyterLab's settings
-# overrides (lab-settings/) and the Voilà templates of app mode and the slide deck
-# (app-template/), installed where JupyterLab and Voilà read a Python environment's configuration.
-JUPYTER_CONFIG := tools/jupyter_config.py lab-settings/overrides.json app-template/voila.json \
-                  app-template/course/conf.json app-template/course/index.html.j2 \
-                  app-template/course-deck/conf.json app-template/course-deck/index.html.j2
-# The slide deck's template (app-template/course-deck, make deck) needs reveal.js: a pinned npm
-# package (app-template/package.json, package-lock.json) that tools/jupyter_config.py copies
+# overrides (deploy/lab-settings/) and the Voilà templates of app mode and the slide deck
+# (deploy/app-template/), installed where JupyterLab and Voilà read a Python environment's configuration.
+JUPYTER_CONFIG := tools/jupyter_config.py deploy/lab-settings/overrides.json deploy/app-template/voila.json \
+                  deploy/app-template/course/conf.json deploy/app-template/course/index.html.j2 \
+                  deploy/app-template/course-deck/conf.json deploy/app-template/course-deck/index.html.j2
+# The slide deck's template (deploy/app-template/course-deck, make deck) needs reveal.js: a pinned npm
+# package (deploy/app-template/package.json, package-lock.json) that tools/jupyter_config.py copies
 # into the installed template, which DECK stands for.
-DECK_VENDOR := app-template/node_modules/.package-lock.json
+DECK_VENDOR := deploy/app-template/node_modules/.package-lock.json
 DECK := $(VENV)/share/jupyter/voila/templates/course-deck/static/reveal.js/dist/reveal.js
 
 # The teacher's tools (nbgrader, requirements-teacher.txt) live in a second venv, so that
@@ -62,8 +62,8 @@ TEACHER_STAMP := $(TEACHER)/.installed
 .PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides deck vendor
 NB ?= 00_start_here
 # JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
-# version is pinned by hub/package-lock.json).
-HUB_PROXY := hub/node_modules/.bin/configurable-http-proxy
+# version is pinned by deploy/hub/package-lock.json).
+HUB_PROXY := deploy/hub/node_modules/.bin/configurable-http-proxy
 # The website's JavaScript (widget manager, MathJax) and the tests' axe-core: pinned npm
 # packages (site/package.json, site/package-lock.json), in a project-local folder.
 VENDOR := site/node_modules/.package-lock.json
@@ -94,9 +94,9 @@ endif
 	$(BIN)/python -m tools.jupyter_config
 	touch $(STAMP)
 
-$(HUB_PROXY): hub/package.json hub/package-lock.json
+$(HUB_PROXY): deploy/hub/package.json deploy/hub/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
-	    echo "npm ci --prefix hub"; npm ci --prefix hub --no-audit --no-fund --loglevel=error && touch $@; \
+	    echo "npm ci --prefix deploy/hub"; npm ci --prefix deploy/hub --no-audit --no-fund --loglevel=error && touch $@; \
 	else \
 	    echo "npm not found: tests/test_hub.py will be skipped (install Node.js 20+ and npm to run it)"; \
 	fi
@@ -173,8 +173,8 @@ slides: setup
 	$(BIN)/python -m tools.slides
 
 # The slide deck: reveal.js from npm, then the template installed with it.
-$(DECK_VENDOR): app-template/package.json app-template/package-lock.json
-	npm ci --prefix app-template --no-audit --no-fund --ignore-scripts --loglevel=error
+$(DECK_VENDOR): deploy/app-template/package.json deploy/app-template/package-lock.json
+	npm ci --prefix deploy/app-template --no-audit --no-fund --ignore-scripts --loglevel=error
 
 $(DECK): $(STAMP) $(DECK_VENDOR)
 	$(BIN)/python -m tools.jupyter_config
@@ -214,4 +214,4 @@ grade: teacher
 	$(NBGRADER) export --to=grades.csv
 
 clean:
-	rm -rf $(VENV) $(TEACHER) hub/node_modules site/node_modules app-template/node_modules build
+	rm -rf $(VENV) $(TEACHER) deploy/hub/node_modules site/node_modules deploy/app-template/node_modules build

@@ -6,7 +6,7 @@
         ...                                             # learners follow it in Chromium
 
 The hub is the one an instructor runs, scaled down: JupyterHub (PyPI ``jupyterhub``) behind
-configurable-http-proxy (npm, installed into ``hub/node_modules`` by ``npm ci --prefix hub``,
+configurable-http-proxy (npm, installed into ``deploy/hub/node_modules`` by ``npm ci --prefix deploy/hub``,
 which ``make test`` runs), DummyAuthenticator (any password) for the listed learners only,
 and SimpleLocalProcessSpawner: each learner's single-user server (this venv's
 ``jupyterhub-singleuser``, so the course's pinned packages) runs as the hub's own user with its
@@ -41,7 +41,7 @@ from typing import Any, Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
-CHP = REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
+CHP = REPO / "deploy" / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
 SINGLEUSER = VENV_BIN / "jupyterhub-singleuser"
 JUPYTERHUB = VENV_BIN / "jupyterhub"
 # The clone's name in every learner's home (nbgitpuller names it after the repository URL's
@@ -51,7 +51,7 @@ START = "notebooks/00_start_here.ipynb"
 
 ENABLE_HINT = (
     "run `make test` (it installs the pinned packages into .venv and configurable-http-proxy "
-    "with `npm ci --prefix hub`, which needs Node.js 20+ and npm) and Debian's Chromium "
+    "with `npm ci --prefix deploy/hub`, which needs Node.js 20+ and npm) and Debian's Chromium "
     "(`apt-get install chromium`, giving /usr/bin/chromium)"
 )
 

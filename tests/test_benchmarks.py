@@ -211,10 +211,10 @@ HUB_FIGURES = REPO / "benchmarks" / "results" / "hub.json"
 
 
 def test_z2jh_cpu_guarantee_fits_the_measured_class():
-    """Learners per core the guarantee lets a node take (hub/z2jh-config.yaml): no more than the
+    """Learners per core the guarantee lets a node take (deploy/hub/z2jh-config.yaml): no more than the
     measured rule allows for every move under the target (benchmarks.hub.estimate_largest_class)."""
     yaml = pytest.importorskip("yaml")  # PyYAML: a dependency of jupyter_events, so of Lab
-    z2jh = yaml.safe_load((REPO / "hub" / "z2jh-config.yaml").read_text(encoding="utf-8"))
+    z2jh = yaml.safe_load((REPO / "deploy" / "hub" / "z2jh-config.yaml").read_text(encoding="utf-8"))
     figures = json.loads(HUB_FIGURES.read_text(encoding="utf-8"))
     per_core = hub.estimate_largest_class(figures) / figures["machine"]["cpu_count"]
     assert 1 / float(z2jh["singleuser"]["cpu"]["guarantee"]) <= per_core, (z2jh["singleuser"]["cpu"], per_core)

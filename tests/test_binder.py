@@ -87,13 +87,13 @@ def test_postbuild_installs_attn_and_the_nodeps_packages_without_touching_the_pi
 
 def test_postbuild_installs_reveal_js_before_the_course_templates():
     """The deck's template (Binder's deck links) is installed with its reveal.js: npm ci of
-    app-template's lock file, then tools.jupyter_config, which copies it in."""
+    deploy/app-template's lock file, then tools.jupyter_config, which copies it in."""
     commands = [line for line in (BINDER / "postBuild").read_text().splitlines()
                 if line.strip() and not line.startswith("#")]
-    npm = [i for i, line in enumerate(commands) if line.startswith("npm ci --prefix app-template")]
+    npm = [i for i, line in enumerate(commands) if line.startswith("npm ci --prefix deploy/app-template")]
     config = commands.index("python -m tools.jupyter_config")
     assert len(npm) == 1 and npm[0] < config, commands
-    assert (REPO / "app-template" / "package-lock.json").is_file()
+    assert (REPO / "deploy" / "app-template" / "package-lock.json").is_file()
 
 
 def test_binder_pins_match_requirements():
@@ -135,7 +135,7 @@ DOC_PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 @pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_doc_links_open_existing_notebooks(page):
     """Every Binder link in README.md and docs/*.md opens a notebook that exists (in JupyterLab
-    or in Voilà: app mode, or a template of app-template/ named by ``%3Ftemplate%3D``, as the
+    or in Voilà: app mode, or a template of deploy/app-template/ named by ``%3Ftemplate%3D``, as the
     deck links do), and so does every nbgitpuller link (in the clone's folder, REPO)."""
     text = page.read_text(encoding="utf-8")
     links = re.findall(r"https://mybinder\.org/v2/[^\s)\"'>]+", text)
@@ -149,8 +149,8 @@ def test_doc_links_open_existing_notebooks(page):
         assert (REPO / path).is_file(), f"{link} opens {path}, which does not exist"
         if query:
             template = re.fullmatch(r"template%3D([\w-]+)", query)
-            assert template and "voila" in link and (REPO / "app-template" / template.group(1)).is_dir(), (
-                f"{link}: expected ...ipynb%3Ftemplate%3DNAME with NAME a template of app-template/")
+            assert template and "voila" in link and (REPO / "deploy" / "app-template" / template.group(1)).is_dir(), (
+                f"{link}: expected ...ipynb%3Ftemplate%3DNAME with NAME a template of deploy/app-template/")
     for link in re.findall(r"https://HUB/hub/user-redirect/git-pull\?[^\s)\"'>`]+", text):
         urlpath = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(link).query)).get("urlpath", "")
         m = re.fullmatch(r"lab/tree/REPO/(.+)", urlpath)

@@ -331,9 +331,9 @@ def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_clas
 
 
 # --------------------------------------------------------------------------------------------
-# Zero to JupyterHub: hub/z2jh-config.yaml against the tested set-up and the measured figures.
+# Zero to JupyterHub: deploy/hub/z2jh-config.yaml against the tested set-up and the measured figures.
 
-HUB_CONFIG = REPO / "hub" / "z2jh-config.yaml"
+HUB_CONFIG = REPO / "deploy" / "hub" / "z2jh-config.yaml"
 HUB_FIGURES = REPO / "benchmarks" / "results" / "hub.json"
 IMAGE = "REGISTRY/attention-course"
 _UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}  # KubeSpawner's byte units

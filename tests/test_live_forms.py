@@ -48,7 +48,7 @@ pytestmark = pytest.mark.browser
 
 SLIDES_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a slider, a drop-down and toggle buttons
 DECK_NOTEBOOK = "zh/05_pytorch_implementation.ipynb"  # the deck in the Chinese edition
-DECK_TEMPLATE = "course-deck"  # app-template/course-deck
+DECK_TEMPLATE = "course-deck"  # deploy/app-template/course-deck
 APP_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a drop-down, a slider and toggle buttons
 A11Y_NOTEBOOK = "05_pytorch_implementation.ipynb"
 UNTRUSTED_NOTEBOOK = "03_worked_example.ipynb"  # opened, never run or saved by this module
@@ -178,7 +178,7 @@ def test_deck_keeps_the_explorer_live_and_hides_the_code(tmp_path, browser):
     installed = Path(sys.prefix) / "share/jupyter/voila/templates" / DECK_TEMPLATE / "static/reveal.js/dist/reveal.js"
     if not installed.exists():
         unavailable(f"the deck's template is not installed ({installed} is missing): `make deck` "
-                    "installs it (npm ci --prefix app-template, then python -m tools.jupyter_config)")
+                    "installs it (npm ci --prefix deploy/app-template, then python -m tools.jupyter_config)")
     with running_voila(notebooks_folder() / DECK_NOTEBOOK, tmp_path) as url:
         context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
@@ -295,7 +295,7 @@ def test_voila_hides_the_code_and_shows_the_explorer(voila_page):
 
 
 def test_voila_loads_nothing_from_outside(voila_page):
-    """The course's template (app-template/course) drops the lab template's CDN style sheets."""
+    """The course's template (deploy/app-template/course) drops the lab template's CDN style sheets."""
     page, _ = voila_page
     assert page.refused == [], f"app mode asked outside its server for: {page.refused}"
 

@@ -214,7 +214,7 @@ def test_make_says_when_it_finds_no_python():
 def test_make_setup_stops_before_creating_a_venv_with_a_refused_python(tmp_path):
     for name in ("Makefile", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml"):
         shutil.copy(REPO / name, tmp_path / name)
-    for folder in ("lab-settings", "app-template"):  # the set-up's other inputs
+    for folder in ("deploy/lab-settings", "deploy/app-template"):  # the set-up's other inputs
         shutil.copytree(REPO / folder, tmp_path / folder)
     (tmp_path / "tools").mkdir()
     shutil.copy(REPO / "tools" / "jupyter_config.py", tmp_path / "tools")
@@ -329,7 +329,7 @@ OVERRIDES = Path("share") / "jupyter" / "lab" / "settings" / "overrides.json"
 def test_lab_settings_turn_the_news_prompt_off_and_match_jupyterlabs_schema():
     import jsonschema
 
-    ours = json.loads((REPO / "lab-settings" / "overrides.json").read_text())
+    ours = json.loads((REPO / "deploy" / "lab-settings" / "overrides.json").read_text())
     assert ours == NEWS_OFF
     schema = json.loads((Path(sys.prefix) / "share/jupyter/lab/schemas/@jupyterlab/apputils-extension"
                          / "notification.json").read_text())
@@ -342,7 +342,7 @@ def test_lab_settings_turn_the_news_prompt_off_and_match_jupyterlabs_schema():
 
 def test_binder_postbuild_puts_the_lab_settings_where_jupyterlab_reads_them(tmp_path):
     """Run postBuild's lines that are not pip or npm installs, with `python` a fresh venv's
-    (npm ci's place in it: tests/test_binder.py; here app-template/node_modules is make's)."""
+    (npm ci's place in it: tests/test_binder.py; here deploy/app-template/node_modules is make's)."""
     venv = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     script = (REPO / "binder" / "postBuild").read_text()
@@ -361,14 +361,14 @@ APP_TEMPLATE = Path("share") / "jupyter" / "voila" / "templates" / "course"
 
 
 def assert_app_template_installed(prefix: Path) -> None:
-    """App mode's template and the config naming it, as app-template/ holds them, in ``prefix``."""
-    ours = json.loads((REPO / "app-template" / "voila.json").read_text())
+    """App mode's template and the config naming it, as deploy/app-template/ holds them, in ``prefix``."""
+    ours = json.loads((REPO / "deploy" / "app-template" / "voila.json").read_text())
     assert ours["VoilaConfiguration"]["template"] == "course"
     for config in APP_CONFIG:
         assert json.loads((prefix / config).read_text()) == ours, prefix / config
     for name in ("conf.json", "index.html.j2"):
         got = (prefix / APP_TEMPLATE / name).read_text()
-        assert got == (REPO / "app-template" / "course" / name).read_text(), prefix / APP_TEMPLATE / name
+        assert got == (REPO / "deploy" / "app-template" / "course" / name).read_text(), prefix / APP_TEMPLATE / name
 
 
 def test_make_setup_installs_app_modes_template():

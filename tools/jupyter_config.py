@@ -4,18 +4,18 @@
 
 Run from the repository's root. What it copies, into ``sys.prefix``:
 
-- ``lab-settings/overrides.json`` to ``share/jupyter/lab/settings/``: JupyterLab's settings
+- ``deploy/lab-settings/overrides.json`` to ``share/jupyter/lab/settings/``: JupyterLab's settings
   overrides (no prompt about Jupyter news);
-- ``app-template/course/`` to ``share/jupyter/voila/templates/course/``: app mode's Voilà
+- ``deploy/app-template/course/`` to ``share/jupyter/voila/templates/course/``: app mode's Voilà
   template (Voilà's "lab" template without its CDN style sheets);
-- ``app-template/voila.json`` to ``etc/jupyter/voila.json`` and
+- ``deploy/app-template/voila.json`` to ``etc/jupyter/voila.json`` and
   ``etc/jupyter/jupyter_server_config.d/attn-voila.json``: that template as the default, for
   ``voila`` and for Voilà inside Jupyter Server (Binder's ``voila/render`` links), and the
   JupyterLab extensions that Voilà's pages leave out (jupyterlab-slideshow and the
   jupyterlab-fonts it brings: made for JupyterLab alone, they fail to start in Voilà);
-- ``app-template/course-deck/`` to ``share/jupyter/voila/templates/course-deck/``: the slide
+- ``deploy/app-template/course-deck/`` to ``share/jupyter/voila/templates/course-deck/``: the slide
   deck's template (``make deck``, ``?template=course-deck``), with reveal.js in its
-  ``static/reveal.js/``, copied from the npm package that ``npm ci --prefix app-template``
+  ``static/reveal.js/``, copied from the npm package that ``npm ci --prefix deploy/app-template``
   installs (``make deck`` runs both). Without that package the deck's template is left out,
   and this says so.
 
@@ -30,14 +30,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: (source in the repository, destination under the environment's prefix)
 FILES = (
-    ("lab-settings/overrides.json", "share/jupyter/lab/settings/overrides.json"),
-    ("app-template/voila.json", "etc/jupyter/voila.json"),
-    ("app-template/voila.json", "etc/jupyter/jupyter_server_config.d/attn-voila.json"),
+    ("deploy/lab-settings/overrides.json", "share/jupyter/lab/settings/overrides.json"),
+    ("deploy/app-template/voila.json", "etc/jupyter/voila.json"),
+    ("deploy/app-template/voila.json", "etc/jupyter/jupyter_server_config.d/attn-voila.json"),
 )
-FOLDERS = (("app-template/course", "share/jupyter/voila/templates/course"),)
-DECK = ("app-template/course-deck", "share/jupyter/voila/templates/course-deck")
+FOLDERS = (("deploy/app-template/course", "share/jupyter/voila/templates/course"),)
+DECK = ("deploy/app-template/course-deck", "share/jupyter/voila/templates/course-deck")
 #: reveal.js as npm installs it, and the files of it that the deck loads
-REVEAL = "app-template/node_modules/reveal.js"
+REVEAL = "deploy/app-template/node_modules/reveal.js"
 REVEAL_FILES = ("LICENSE", "dist/reveal.js", "dist/reveal.css", "dist/theme/white.css")
 
 
@@ -57,7 +57,7 @@ def install(prefix: Path) -> None:
     else:
         shutil.rmtree(prefix / deck_dest, ignore_errors=True)
         print(f"The slide deck's template is not installed: {REVEAL} is missing "
-              "(`npm ci --prefix app-template` installs it; `make deck` runs it and this).")
+              "(`npm ci --prefix deploy/app-template` installs it; `make deck` runs it and this).")
 
 
 def _copy_folder(source: Path, dest: Path) -> None:
