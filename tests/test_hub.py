@@ -276,7 +276,20 @@ def _first_lesson(page, hub, link: str, user: str, start_name: str, explorer_nam
         kernel.close()
     assert where == str(clone / "src" / "attn" / "__init__.py"), (
         f"{user}: the kernel imported attn from {where}, not from the learner's clone")
-    latency = _move_explorer_slider(page, explorer_name)
+    try:
+        latency = _move_explorer_slider(page, explorer_name)
+    except AssertionError as first:
+        # Seen in 2 of about 10 fresh-clone runs, with the hub, two learners and the other test
+        # worker on 2 cores: every cell ran, but each explorer showed its saved picture (the
+        # output's image/png) instead of the live widget, as JupyterLab does when its widget
+        # manager is not attached to the kernel. A learner would run the cells again; so does
+        # the test, once, and says so. A second miss fails.
+        if "no explorer" not in str(first):
+            raise
+        print(f"{user}: {explorer_name}: no live explorer after Run All ({str(first).splitlines()[0]}); "
+              "Run All again")
+        seconds += _run_all(page, explorer_name)
+        latency = _move_explorer_slider(page, explorer_name)
     print(f"{user}: Run All of {explorer_name} {seconds:.1f} s in the browser; "
           f"slider to new picture {latency * 1000:.0f} ms")
     _edit_and_save(page, user)

@@ -335,7 +335,7 @@ def test_guide_links_for_the_site():
     assert site.site_link("../notebooks/02_qkv.ipynb", docs / "setup.md") == "../02_qkv.ipynb"
     github = "https://github.com/OWNER/REPO"
     assert site.site_link("../README.md#the-notebooks", docs / "teaching.md") == f"{github}/blob/main/README.md#the-notebooks"
-    assert site.site_link("../hub/z2jh-config.yaml", docs / "teaching.md") == f"{github}/blob/main/hub/z2jh-config.yaml"
+    assert site.site_link("../deploy/hub/z2jh-config.yaml", docs / "teaching.md") == f"{github}/blob/main/deploy/hub/z2jh-config.yaml"
     assert site.site_link("../binder", docs / "teaching.md") == f"{github}/tree/main/binder"
     assert site.site_link("https://mybinder.org", docs / "teaching.md") == "https://mybinder.org"
     with pytest.raises(FileNotFoundError, match="no-such-file.md"):
@@ -347,7 +347,7 @@ def test_guide_copies_load_nothing_from_outside(tmp_path):
     for name in GUIDES:
         text = (tmp_path / f"{name.split('/', 1)[1]}.md").read_text(encoding="utf-8")
         assert not re.search(r"!\[[^\]]*\]\(\s*<?[a-zA-Z][a-zA-Z0-9+.-]*:", text), f"{name}: an image from another site"
-        assert "](../README.md" not in text and "](../hub/" not in text, f"{name}: a link to a file outside the site"
+        assert "](../README.md" not in text and "](../deploy/" not in text, f"{name}: a link to a file outside the site"
 
 
 def test_each_guide_is_a_page_in_the_table_of_contents(built_site, anchors_of):

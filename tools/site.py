@@ -242,7 +242,7 @@ def site_link(target: str, source: Path) -> str:
 
     Args:
         target: the link's target as the guide on GitHub has it (``../README.md``,
-            ``teaching.md#app-mode``, ``../hub/z2jh-config.yaml``, ``#tests``, ``https://...``).
+            ``teaching.md#app-mode``, ``../deploy/hub/z2jh-config.yaml``, ``#tests``, ``https://...``).
         source: the guide's Markdown file in the repository.
 
     Returns:
