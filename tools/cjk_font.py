@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     subsetter = subset.Subsetter(options)
     subsetter.populate(unicodes=sorted(ord(c) for c in wanted & have))
     subsetter.subset(font)
+    font.recalcTimestamp = False  # the same characters give the same bytes
     font.save(FONT)
     lacking = sorted(wanted - have)
     print(f"{FONT.relative_to(ROOT)}: {len(wanted & have)} characters, {FONT.stat().st_size:,} bytes"
