@@ -288,6 +288,13 @@ def _first_lesson(page, hub, link: str, user: str, start_name: str, explorer_nam
             raise
         print(f"{user}: {explorer_name}: no live explorer after Run All ({str(first).splitlines()[0]}); "
               "Run All again")
+        # With it, JupyterLab has asked for a kernel ("Select Kernel", seen in the failed runs'
+        # screenshots): the learner answers with the proposed one.
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count() and "Select Kernel" in dialog.first.inner_text():
+            print(f"{user}: {explorer_name}: JupyterLab asked for a kernel; Select")
+            dialog.first.locator("button.jp-mod-accept").click()
+            _wait_notebook(page, explorer_name)
         seconds += _run_all(page, explorer_name)
         latency = _move_explorer_slider(page, explorer_name)
     print(f"{user}: Run All of {explorer_name} {seconds:.1f} s in the browser; "
