@@ -89,6 +89,20 @@ def check_bool_mask(name: str, mask: object, target: Sequence[int], legend: str,
     return mask
 
 
+def check_token_ids(name: str, tokens: object, *, max_len: int, vocab_size: int) -> Tensor:
+    """A batch of token ids: a long tensor (B, L) with L <= max_len and ids in 0..vocab_size-1."""
+    tokens = check_tensor(name, tokens)
+    check_rank(name, tokens, 2, "(B, L)")
+    if tokens.dtype != torch.long:
+        raise TypeError(f"{name}: expected dtype torch.long, got {tokens.dtype}")
+    if tokens.shape[1] > max_len:
+        raise ValueError(f"{name}: expected at most L={max_len} positions, got shape {shape_str(tokens)}")
+    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+        raise ValueError(f"{name}: expected ids in 0..{vocab_size - 1}, got "
+                         f"{tokens.min().item()}..{tokens.max().item()}")
+    return tokens
+
+
 def check_positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name}: expected a positive int, got {type(value).__name__} {value!r}")

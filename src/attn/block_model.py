@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._checks import (check_bool, check_bool_mask, check_float, check_int, check_like_parameters,
-                      check_number, check_positive_int, check_rank, check_tensor)
+                      check_number, check_positive_int, check_rank, check_token_ids)
 from .block import TransformerBlock
 from .exercises._layers import FUSED_NAMES, NAMINGS
 from .learner_layer import call_arguments, call_style, split_output
@@ -138,16 +138,7 @@ class BlockModel(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         """tokens (B, L) long -> logits (B, L, C)."""
-        check_tensor("tokens", tokens)
-        check_rank("tokens", tokens, 2, "(B, L)")
-        if tokens.dtype != torch.long:
-            raise TypeError(f"tokens: expected dtype torch.long, got {tokens.dtype}")
-        if tokens.shape[1] > self.seq_len:
-            raise ValueError(f"tokens: expected at most L={self.seq_len} positions, got shape "
-                             f"{tuple(tokens.shape)}")
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.tok.num_embeddings):
-            raise ValueError(f"tokens: expected ids in 0..{self.tok.num_embeddings - 1}, got "
-                             f"{tokens.min().item()}..{tokens.max().item()}")
+        check_token_ids("tokens", tokens, max_len=self.seq_len, vocab_size=self.tok.num_embeddings)
         x = self.tok(tokens) + self.pos(torch.arange(tokens.shape[1]))  # (B, L, E)
         for block in self.blocks:
             x = block(x)

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._checks import check_number, check_positive_int, check_rank, check_tensor, shape_str
+from .._checks import check_number, check_positive_int, check_token_ids
 from ..learner_layer import make_attention
 from ..modules import MultiHeadAttention
 from ..pattern_scores import pattern_mask, pattern_score
@@ -79,16 +79,7 @@ class TinyTransformer(nn.Module):
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor | None]:
         """tokens (B, L) long -> logits (B, L, C), attention weights (B, H, L, L) (None from
         a learner's layer that returns its output only)."""
-        check_tensor("tokens", tokens)
-        check_rank("tokens", tokens, 2, "(B, L)")
-        if tokens.dtype != torch.long:
-            raise TypeError(f"tokens: expected dtype torch.long, got {tokens.dtype}")
-        if tokens.shape[1] > self.seq_len:
-            raise ValueError(f"tokens: expected at most L={self.seq_len} positions, got shape "
-                             f"{shape_str(tokens)}")
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.tok.num_embeddings):
-            raise ValueError(f"tokens: expected ids in 0..{self.tok.num_embeddings - 1}, got "
-                             f"{tokens.min().item()}..{tokens.max().item()}")
+        check_token_ids("tokens", tokens, max_len=self.seq_len, vocab_size=self.tok.num_embeddings)
         h = self.tok(tokens) + self.pos(torch.arange(tokens.shape[1]))  # (B, L, E)
         a, weights = self.attn(h)  # (B, L, E), (B, H, L, L) or None
         h = h + a
