@@ -74,20 +74,16 @@ STATE = "application/vnd.jupyter.widget-state+json"
 
 def explorer_outputs(nb: dict) -> list[tuple[dict, bytes]]:
     """(output, PNG bytes of the explorer's picture in the saved widget state) for every output
-    that displays an explorer: a VBox whose children include an Image (the house Explorer)."""
+    that displays an explorer (``tools.site.explorer_outputs`` finds them)."""
+    from tools.site import explorer_outputs as places
+
     state = nb["metadata"].get("widgets", {}).get(STATE, {}).get("state", {})
     found = []
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            view = out.get("data", {}).get(VIEW)
-            if view is None:
-                continue
-            model = state.get(view["model_id"])
-            assert model is not None, f"widget {view['model_id']}: not in the saved widget state"
-            if model["model_name"] != "VBoxModel":
-                continue
-            for child in model["state"]["children"]:
-                image = state.get(child.removeprefix("IPY_MODEL_"), {})
-                if image.get("model_name") == "ImageModel":
-                    found.append((out, base64.b64decode(image["buffers"][0]["data"])))
+    for i, j in places(nb):
+        out = nb["cells"][i]["outputs"][j]
+        model = state[out["data"][VIEW]["model_id"]]
+        for child in model["state"]["children"]:
+            image = state.get(child.removeprefix("IPY_MODEL_"), {})
+            if image.get("model_name") == "ImageModel":
+                found.append((out, base64.b64decode(image["buffers"][0]["data"])))
     return found

@@ -15,6 +15,7 @@ saying how to enable them; under CI (CI=true) they fail instead.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from collections import Counter
@@ -34,7 +35,7 @@ from _pictures import explorer_outputs
 from test_figures_alt import static_figures
 from _support import unavailable
 from attn.language import language, tr
-from tools import handouts, site
+from tools import handouts, live_states, site
 from tools.lab import VIEWPORT, browser_unavailable
 from tools.serve import serving
 
@@ -56,8 +57,8 @@ def notebook_of(page: str) -> Path:
 # sees outside code (no raw $$ left by a failed MathJax, no widget repr).
 _IMAGES = """() => [...document.images].map((img) => {
   const r = {src: img.currentSrc.slice(0, 80), w: img.naturalWidth, h: img.naturalHeight,
-             alt: img.alt || img.title || '', explorer: img.classList.contains('widget-image'),
-             figure: !img.classList.contains('widget-image') && !!img.closest('.cell_output'),
+             alt: img.alt || img.title || '', explorer: img.classList.contains('attn-live-picture'),
+             figure: !img.classList.contains('attn-live-picture') && !img.classList.contains('widget-image') && !!img.closest('.cell_output'),
              imgAlt: img.getAttribute('alt')};
   if (!img.complete || !img.naturalWidth) return {...r, spread: 0};
   const c = document.createElement('canvas');
@@ -619,3 +620,187 @@ def test_handout_has_pages_pictures_and_chinese_glyphs(printed, name):
     assert len(missing) <= len(variants), (
         f"{handouts.pdf_name(name)}: {len(missing)} of the page's {len(chinese)} Chinese characters are drawn "
         f"by no CJK font in the PDF: {''.join(sorted(missing))[:40]}")
+
+
+# --- the explorers, live without a kernel (tools/live_states.py, site/_static/attn-live.js) ---
+#
+# On every explorer's page, in each language, offline: each control is moved through up to 5
+# of its values (every value of a control with fewer; a slider's two ends among them), by the
+# keyboard where the control takes it, and the same move is made on the explorer in Python,
+# built as the site's recipe builds it. After each move the page must show the state Python is
+# in: the same state number, a picture whose decoded pixels are those Python drew, the same
+# readout text and text alternative, and a slider heard as Python's ``value_text``.
+
+LIVE = [(ident, code) for ident, _recipe in live_states.all_ids() for code in site.EDITIONS]
+
+# The page's picture, decoded by the browser, as a SHA-256 of its RGBA pixels; the readout's
+# text; the picture's text alternative; the state number and the moves shown so far.
+_LIVE_SHOWN = """async (figure) => {
+  const img = figure.querySelector('img.attn-live-picture');
+  await img.decode();
+  const c = document.createElement('canvas');
+  c.width = img.naturalWidth; c.height = img.naturalHeight;
+  const g = c.getContext('2d');
+  g.drawImage(img, 0, 0);
+  const pixels = g.getImageData(0, 0, c.width, c.height).data;
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', pixels));
+  return {hash: [...digest].map((b) => b.toString(16).padStart(2, '0')).join(''),
+          size: [c.width, c.height], alt: img.alt, state: Number(figure.dataset.state),
+          readout: figure.querySelector('.attn-live-readout').textContent};
+}"""
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def _bare(html_or_text: str, *, html: bool = False) -> str:
+    """Text without any white space (an HTML fragment's text first, where ``html``)."""
+    if html:
+        parser = _Text()
+        parser.feed(html_or_text)
+        parser.close()
+        html_or_text = "".join(parser.parts)
+    return "".join(html_or_text.split())
+
+
+def _python_shown(explorer) -> dict:
+    image = Image.open(io.BytesIO(bytes(explorer.image.value))).convert("RGBA")
+    return {"hash": hashlib.sha256(image.tobytes()).hexdigest(), "size": list(image.size),
+            "alt": explorer.alt_text(), "readout": _bare(explorer.readout.value, html=True)}
+
+
+def _positions(explorer, offered) -> list[int]:
+    """Which of its offered values each control of the Python explorer shows."""
+    return [next(k for k, (_label, v) in enumerate(c.choices) if live_states._same(v, explorer.controls[c.name].value))
+            for c in offered]
+
+
+def _targets(allowed: list[int], start: int) -> list[int]:
+    """Up to 5 of the values a control allows now (``allowed``, ascending), both ends among
+    them, none twice in a row, starting from ``start``."""
+    if len(allowed) <= 6:
+        wanted = [k for k in allowed if k > start] + [k for k in allowed if k < start]
+    else:
+        at = allowed.index(start)
+        wanted = [allowed[at + 1 if at + 1 < len(allowed) else at - 1], allowed[-1], allowed[-2], allowed[0],
+                  allowed[len(allowed) // 2]]
+    out, now = [], start
+    for k in wanted:
+        if k != now:
+            out.append(k)
+            now = k
+    return out
+
+
+@pytest.fixture(scope="module")
+def live_site(built_site):
+    """(explorer, language) -> what the built site holds of it: its states, and what was
+    measured for it (07's times), from which the explorer in Python is built again."""
+    measured = json.loads((built_site / site.LIVE / "measured.json").read_text(encoding="utf-8"))
+
+    def read(ident: str, code: str) -> dict:
+        states = json.loads((built_site / site.LIVE / code / f"{ident}.json").read_text(encoding="utf-8"))
+        return {"states": states, "data": measured.get(ident)}
+    return read
+
+
+def _built(recipe, data, code: str):
+    """The explorer in Python, built as the site's recipe builds it, in the language ``code``."""
+    with language(code):
+        return recipe.build(data)
+
+
+# The site's first picture of an explorer is the one its notebook saved, at the notebook's
+# setting: the recipe builds the notebook's explorer. Not for 07's, whose times were measured on
+# the machine that built the site.
+@pytest.mark.parametrize("ident,code", [(i, c) for i, c in LIVE if not i.startswith("07_")])
+def test_live_explorer_starts_as_its_notebook_saved_it(live_site, built_site, ident, code):
+    recipe = dict(live_states.all_ids())[ident]
+    held = live_site(ident, code)
+    explorer = _built(recipe, held["data"], code)
+    offered = live_states.offered_controls(explorer, recipe)
+    start = live_states.state_index(offered, _positions(explorer, offered))
+    notebook = site.EDITIONS[code].notebooks / f"{recipe.notebook}.ipynb"
+    position = int(ident.rsplit("-", 1)[1])
+    _out, png = explorer_outputs(json.loads(notebook.read_text(encoding="utf-8")))[position]
+    saved = Image.open(io.BytesIO(png)).convert("RGB")
+    shown = Image.open(built_site / site.LIVE / "pictures" / held["states"][start][0]).convert("RGB")
+    assert shown.size == saved.size and shown.tobytes() == saved.tobytes(), (
+        f"{notebook.name}, explorer {position}: the site's first picture differs from the notebook's saved one")
+    page = (built_site / f"{site.EDITIONS[code].prefix}{recipe.notebook}.html").read_text(encoding="utf-8")
+    assert f'/pictures/{held["states"][start][0]}"' in page, f"{ident}: the page does not start at the notebook's setting"
+
+
+@pytest.mark.parametrize("ident,code", LIVE)
+def test_live_explorer_answers_every_control_offline(site_browser, live_site, ident, code):
+    url, browser = site_browser
+    recipe = dict(live_states.all_ids())[ident]
+    manifest = live_site(ident, code)
+    explorer = _built(recipe, manifest["data"], code)
+    offered = live_states.offered_controls(explorer, recipe)
+    context, page, facts = _watched(browser, url)
+    moves, seen = [], {}
+    try:
+        page.goto(f"{url}{site.EDITIONS[code].prefix}{recipe.notebook}.html", wait_until="load")
+        figure = page.locator(f"#live-{ident}")
+        page.wait_for_function("(id) => document.getElementById(id).dataset.live === 'ready'", arg=f"live-{ident}")
+        controls = figure.locator(".attn-live-control")
+        assert controls.count() == len(offered), f"{ident}: {controls.count()} controls drawn for {len(offered)}"
+        figure.locator(".attn-live-controls").dispatch_event("focusin")  # as a learner reaching for it
+        page.wait_for_function("(id) => document.getElementById(id).dataset.states === 'loaded'", arg=f"live-{ident}")
+        for i, control in enumerate(offered):
+            drawn = controls.nth(i)
+            at = _positions(explorer, offered)
+            seen[control.name] = {at[i]}
+            allowed = [k for k in range(len(control.choices))
+                       if manifest["states"][live_states.state_index(offered, at[:i] + [k] + at[i + 1:])]]
+            if control.kind == "select":  # what the explorer refuses here, the page does not offer
+                offered_now = drawn.locator("option").evaluate_all("(os) => os.map((o) => !o.disabled)")
+                assert offered_now == [k in allowed for k in range(len(control.choices))], f"{ident}: {control.name}"
+            for k in _targets(allowed, at[i]):
+                explorer.controls[control.name].value = control.choices[k][1]  # the same move in Python
+                before = figure.evaluate("(f) => Number(f.dataset.shown || 0)")
+                now = _positions(explorer, offered)[i]
+                if control.kind == "slider":
+                    handle = drawn.locator("input[type=range]")
+                    handle.focus()
+                    here = int(handle.input_value())
+                    key = {0: "Home", len(control.choices) - 1: "End"}.get(k, "ArrowRight" if k > here else "ArrowLeft")
+                    for _ in range(abs(k - here) if key.startswith("Arrow") else 1):
+                        page.keyboard.press(key)
+                elif control.kind == "select":
+                    drawn.locator("select").select_option(index=k)
+                elif control.kind == "toggle":
+                    drawn.locator("button").nth(k).press("Enter")
+                else:
+                    drawn.locator("input[type=checkbox]").press("Space")
+                page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n", arg=[figure.element_handle(), before])
+                page.wait_for_function("(f) => f.querySelector('img.attn-live-picture').complete", arg=figure.element_handle())
+                shown, expected = figure.evaluate(_LIVE_SHOWN), _python_shown(explorer)
+                where = f"{ident} ({code}), {control.name} -> {control.choices[now][0]}"
+                assert shown["state"] == live_states.state_index(offered, _positions(explorer, offered)), where
+                assert shown["size"] == expected["size"] and shown["hash"] == expected["hash"], (
+                    f"{where}: the picture shown is not the one the explorer draws")
+                assert _bare(shown["readout"]) == expected["readout"], f"{where}: readout {shown['readout'][:120]!r}"
+                assert shown["alt"] == expected["alt"], f"{where}: text alternative {shown['alt'][:120]!r}"
+                if control.kind == "slider":
+                    heard = drawn.locator("input[type=range]").get_attribute("aria-valuetext")
+                    assert heard == explorer.value_text(control.name), f"{where}: heard {heard!r}"
+                moves.append(where)
+                seen[control.name].add(now)
+        serious = [v for v in axe_violations(page) if v["impact"] in SERIOUS]
+        readout = figure.locator(".attn-live-readout")
+        live_region = (readout.get_attribute("role"), readout.get_attribute("aria-live"))
+    finally:
+        context.close()
+    few = {c.name: sorted(seen[c.name]) for c in offered if len(seen[c.name]) < min(5, len(c.choices))}
+    assert moves and few == {}, f"{ident}: controls moved through fewer than 5 values: {few}"
+    assert live_region == ("status", "polite")
+    assert serious == [], f"{ident} ({code}): axe-core: {serious}"
+    assert facts["refused"] == [] and facts["failed"] == [] and facts["errors"] == [], facts

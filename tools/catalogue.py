@@ -6,7 +6,8 @@
     python -m tools.catalogue --check          say what is out of date or untranslated; exit 1 if any
 
 The English sentences are the arguments of ``tr("...")`` and ``mark("...")`` (attn.language)
-in the package and in the English notebooks (the Chinese ones run the same code). They are
+in the package, in the English notebooks (the Chinese ones run the same code) and in the
+website's tools that write words of their own (``SITE_TOOLS``). They are
 written to ``src/attn/locale/attn.pot``; each language's ``attn.po`` keeps its translations,
 gains the new sentences (untranslated) and loses the ones no longer used; ``attn.mo`` is
 compiled from it, and is what the package reads.
@@ -31,6 +32,8 @@ PACKAGE = ROOT / "src" / "attn"
 LOCALE = PACKAGE / "locale"
 POT = LOCALE / "attn.pot"
 NOTEBOOKS = ROOT / "notebooks"
+#: the website's tools that write sentences of their own (the notes of its live explorers)
+SITE_TOOLS = (ROOT / "tools" / "live_states.py", ROOT / "tools" / "site.py")
 #: the languages with a catalogue (English is the source text: it has none)
 TRANSLATED = ("zh",)
 #: the functions whose first argument is a sentence of the catalogue
@@ -92,6 +95,7 @@ def extract() -> Catalog:
     pot = Catalog(project="attn", fuzzy=False)
     sources = [(p, p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))]
     sources += [(p, notebook_code(p)) for p in english_notebooks()]
+    sources += [(p, p.read_text(encoding="utf-8")) for p in SITE_TOOLS]
     for path, source in sources:
         where = str(path.relative_to(ROOT))
         for message, place in sentences_in(source, where):

@@ -26,6 +26,8 @@ site/node_modules). Nothing is fetched while building and no page loads anything
 from __future__ import annotations
 
 import argparse
+import html
+import json
 import re
 import shutil
 import subprocess
@@ -33,6 +35,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
@@ -339,13 +342,110 @@ def _book_source(edition: Edition, book: Path) -> None:
         (book / f"{ZH_GUIDES}.md").write_text(zh_guides_text(), encoding="utf-8")
 
 
-def _start_book(edition: Edition, work: Path, vendor: Path, *, quiet: bool) -> subprocess.Popen:
+# --- the explorers, live without a kernel (tools/live_states.py, site/_static/attn-live.js) ----
+
+LIVE = "_live"  # the site's folder of explorer states: pictures/ (both languages), en/, zh/
+EXPLORER_CLASS = "attn-explorer"  # (attn.widgets._base.EXPLORER_CLASS)
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def explorer_outputs(notebook: dict) -> list[tuple[int, int]]:
+    """Where a notebook shows its explorers: (cell, output) of each, in order. An explorer is
+    a saved widget view whose model carries the explorers' CSS class."""
+    state = notebook.get("metadata", {}).get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    explorers = {k for k, v in state.items() if EXPLORER_CLASS in v.get("state", {}).get("_dom_classes", [])}
+    return [(i, j) for i, cell in enumerate(notebook["cells"])
+            for j, out in enumerate(cell.get("outputs", []))
+            if out.get("data", {}).get(_WIDGET_VIEW, {}).get("model_id") in explorers]
+
+
+def live_figure(manifest: dict, ident: str, up: str) -> str:
+    """The HTML of one explorer on the site: without JavaScript, its title, its picture at the
+    notebook's setting with the text alternative, and the readout; with it, attn-live.js adds
+    the controls from the spec in the ``<script>`` and answers them from the states file.
+
+    Args:
+        manifest: the explorer's states in one language (``live_states.draw_states``).
+        ident: its name in the site (``live_states.explorer_id``).
+        up: from the page to the site's top (``""``, ``"../"``).
+    """
+    from attn.language import language, tr
+
+    base = f"{up}{LIVE}"
+    picture, readout, alt = manifest["states"][manifest["start"]]
+    with language(manifest["language"]):
+        live_link = tr("run the live notebook")
+    spec = {key: manifest[key] for key in ("controls", "fixed", "start", "note")}
+    spec.update(states=f"{base}/{manifest['language']}/{ident}.json", pictures=f"{base}/pictures/",
+                live_link=live_link)
+    data = json.dumps(spec, ensure_ascii=False).replace("</", "<\\/")
+    return (f'<figure class="attn-live" id="live-{ident}" data-explorer="{ident}">'
+            f'<figcaption class="attn-live-title">{manifest["title"]}</figcaption>'
+            f'<div class="attn-live-controls"></div>'
+            f'<img class="attn-live-picture" src="{base}/pictures/{picture}" alt="{html.escape(alt, quote=True)}">'
+            f'<div class="attn-live-readout" role="status" aria-live="polite">{readout}</div>'
+            f'<script type="application/json" class="attn-live-spec">{data}</script></figure>')
+
+
+def add_live_explorers(book: Path, edition: Edition, manifests: dict[tuple[str, str], dict]) -> None:
+    """Put each explorer of the book's notebooks on its page as a live figure (``live_figure``)
+    in place of its saved widget view.
+
+    Raises:
+        ValueError: a notebook shows a different number of explorers than live_states knows.
+    """
+    from tools import live_states
+
+    for name, recipes in live_states.recipes().items():
+        path = book / f"{name}.ipynb"
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        places = explorer_outputs(notebook)
+        if len(places) != len(recipes):
+            raise ValueError(f"{edition.notebooks / path.name}: expected {len(recipes)} explorer(s) "
+                             f"(tools/live_states.py), found {len(places)}")
+        for position, (i, j) in enumerate(places):
+            ident = live_states.explorer_id(name, position)
+            manifest = manifests[ident, edition.code]
+            _pic, _readout, alt = manifest["states"][manifest["start"]]
+            notebook["cells"][i]["outputs"][j] = {
+                "output_type": "display_data", "metadata": {},
+                "data": {"text/html": live_figure(manifest, ident, "../" * edition.prefix.count("/")),
+                         "text/plain": alt}}
+        path.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+
+
+def copy_live(out: Path, folders: dict[tuple[str, str], Path]) -> None:
+    """Copy the explorers' states into the site: every picture once into ``out/_live/pictures``,
+    each explorer's states (without its controls, which its page holds) into
+    ``out/_live/<language>/<id>.json``, and what was measured for them (07's times) into
+    ``out/_live/measured.json`` (explorer -> the measurements)."""
+    pictures = out / LIVE / "pictures"
+    pictures.mkdir(parents=True, exist_ok=True)
+    measured = {}
+    for (ident, language), folder in folders.items():
+        for picture in (folder / "pictures").iterdir():
+            target = pictures / picture.name
+            if not target.exists():
+                shutil.copyfile(picture, target)
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        (out / LIVE / language).mkdir(exist_ok=True)
+        (out / LIVE / language / f"{ident}.json").write_text(
+            json.dumps(manifest["states"], ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        if manifest["data"] is not None:
+            measured[ident] = manifest["data"]
+    (out / LIVE / "measured.json").write_text(json.dumps(measured, indent=1), encoding="utf-8")
+
+
+def _start_book(edition: Edition, work: Path, vendor: Path, *, quiet: bool,
+                manifests: dict[tuple[str, str], dict]) -> subprocess.Popen:
     """Start building one edition's book in ``work`` (its HTML: work/_build/html); Jupyter
     Book's output goes to work/build.log, or to the terminal unless ``quiet``."""
     work.mkdir(parents=True)
     write_config(work / "_config.yml", vendor, edition.code)
     write_toc(work / "_toc.yml", edition.code)
     _book_source(edition, work / "book")
+    add_live_explorers(work / "book", edition, manifests)
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(work / "book"),
            "--config", str(work / "_config.yml"), "--toc", str(work / "_toc.yml"),
            "--path-output", str(work), "--builder", "html"]
@@ -355,7 +455,7 @@ def _start_book(edition: Edition, work: Path, vendor: Path, *, quiet: bool) -> s
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
 
 
-def build(out: Path = OUT, *, quiet: bool = True) -> dict[str, float]:
+def build(out: Path = OUT, *, quiet: bool = True, log: Callable[[str], None] = print) -> dict[str, float]:
     """Build the website into ``out``: the English edition there, the Chinese one in ``out/zh/``.
     The two books are built at once, each by its own Jupyter Book process.
 
@@ -370,7 +470,13 @@ def build(out: Path = OUT, *, quiet: bool = True) -> dict[str, float]:
     work.mkdir(parents=True)
     vendor = work / "vendor"
     copy_vendor(vendor)
-    builds = {e.code: _start_book(e, work / e.code, vendor, quiet=quiet) for e in EDITIONS.values()}
+    from tools import live_states
+
+    folders = live_states.build_states(tuple(EDITIONS), log=log)
+    manifests = {key: json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+                 for key, folder in folders.items()}
+    builds = {e.code: _start_book(e, work / e.code, vendor, quiet=quiet, manifests=manifests)
+              for e in EDITIONS.values()}
     seconds = {}
     while len(seconds) < len(builds):  # (each book's time: until its process ends)
         for code, process in builds.items():
@@ -386,6 +492,7 @@ def build(out: Path = OUT, *, quiet: bool = True) -> dict[str, float]:
         shutil.rmtree(out)
     for edition in EDITIONS.values():  # English first: the Chinese site is a folder of it
         shutil.copytree(work / edition.code / "_build" / "html", out / edition.prefix)
+    copy_live(out, folders)
     return seconds
 
 

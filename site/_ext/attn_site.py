@@ -47,14 +47,15 @@ WORDS = {
     "en": {
         "lang": "en", "name": "English", "twin": "This page in English",
         "start": "The English course's start page", "switch": "Language",
-        "run_live": 'This page shows the notebook as it was last run; its explorers show their saved pictures '
-                    'and do not redraw here. <a class="attn-binder-lab" href="{lab}">Run it live on Binder</a> '
+        "run_live": 'This page shows the notebook as it was last run. Its explorers answer their controls '
+                    'here too, from pictures the explorers drew when the site was built; to change the '
+                    'code or type your own input, <a class="attn-binder-lab" href="{lab}">run it live on Binder</a> '
                     '(JupyterLab) or <a class="attn-binder-voila" href="{voila}">open it in app mode</a> '
                     "(Voilà: explorers only, code hidden).",
     },
     "zh": {
         "lang": "zh-CN", "name": "中文", "twin": "本页的中文版", "start": "中文版课程的起始页", "switch": "语言",
-        "run_live": "本页显示的是笔记本最近一次运行后的样子：其中的探索器显示保存下来的图片，在这里不会重画。"
+        "run_live": "本页显示的是笔记本最近一次运行后的样子。其中的探索器在这里也能响应控件，所显示的图片是建站时由探索器本身预先画好的；若要修改代码或输入自己的内容，可以"
                     '<a class="attn-binder-lab" href="{lab}">在 Binder 上实时运行</a>（JupyterLab），或'
                     '<a class="attn-binder-voila" href="{voila}">以应用模式打开</a>（Voilà：只有探索器，代码隐藏）。',
     },

@@ -1,0 +1,173 @@
+// The explorers of the website, live without a kernel (tools/live_states.py says how).
+//
+// This script does layout only. It computes no attention: every picture, readout and text
+// alternative was drawn by the explorer itself, in Python, when the site was built. Here we
+//   1. draw each control from the spec the page holds (a slider, a drop-down, toggle buttons,
+//      a check box: each named, each value announced);
+//   2. on a move, work out which state the controls name (mixed radix, the last control
+//      fastest, as live_states.state_index) and show that state's picture, its text
+//      alternative and its readout (a live region, so the change is announced).
+// The states (readouts and the names of the pictures) are fetched on the first move, each
+// picture when it is shown. Without JavaScript the page shows the notebook's setting.
+
+(() => {
+  "use strict";
+
+  // The number of the state in which control i shows its positions[i]-th value.
+  const stateIndex = (controls, positions) =>
+    controls.reduce((index, control, i) => index * control.labels.length + positions[i], 0);
+
+  // The setting the explorer refuses (a null state, 04: heads that do not divide d_model)
+  // becomes the nearest one it accepts: the moved control stays, each other one takes the
+  // nearest value at or below its own that gives a state, else the nearest above (what
+  // notebook 04's explorer does: the largest head count that divides the new d_model).
+  function nearestValid(controls, states, positions, moved) {
+    if (states[stateIndex(controls, positions)]) return positions;
+    for (let i = controls.length - 1; i >= 0; i -= 1) {
+      if (i === moved) continue;
+      const n = controls[i].labels.length;
+      const order = [];
+      for (let k = positions[i]; k >= 0; k -= 1) order.push(k);
+      for (let k = positions[i] + 1; k < n; k += 1) order.push(k);
+      for (const k of order) {
+        const tried = positions.slice();
+        tried[i] = k;
+        if (states[stateIndex(controls, tried)]) return tried;
+      }
+    }
+    return positions;
+  }
+
+  let counter = 0;
+  const uid = (what) => `attn-live-${what}-${(counter += 1)}`;
+
+  function element(tag, attributes = {}, text = "") {
+    const el = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes)) el.setAttribute(name, value);
+    if (text) el.textContent = text;
+    return el;
+  }
+
+  // One control, drawn for its kind; `moved(k)` is called with the index of the new value.
+  // Returns {root, show(k), allow(k, yes)}: show a value, allow or refuse one.
+  function drawControl(control, moved) {
+    const root = element("div", {class: `attn-live-control attn-live-${control.kind}`});
+    if (control.kind === "slider") {
+      const id = uid("slider");
+      const input = element("input", {type: "range", id, min: "0", max: String(control.labels.length - 1),
+                                        step: "1"});
+      const shown = element("output", {for: id, "aria-hidden": "true"});
+      root.append(element("label", {for: id}, control.label), input, shown);
+      input.addEventListener("input", () => moved(Number(input.value)));
+      return {root, show(k) {
+        input.value = String(k);
+        shown.textContent = control.labels[k];
+        input.setAttribute("aria-valuetext", `${control.label} = ${control.labels[k]}`);
+      }, allow() {}};
+    }
+    if (control.kind === "select") {
+      const id = uid("select");
+      const select = element("select", {id});
+      control.labels.forEach((label, k) => select.append(element("option", {value: String(k)}, label)));
+      root.append(element("label", {for: id}, control.label), select);
+      select.addEventListener("input", () => moved(Number(select.value)));
+      return {root, show(k) { select.value = String(k); },
+              allow(k, yes) { select.options[k].disabled = !yes; select.options[k].hidden = !yes; }};
+    }
+    if (control.kind === "toggle") {
+      const group = element("div", {role: "group", "aria-label": control.label});
+      const buttons = control.labels.map((label, k) => {
+        const button = element("button", {type: "button", "aria-pressed": "false"}, label);
+        button.addEventListener("click", () => moved(k));
+        return button;
+      });
+      group.append(...buttons);
+      root.append(element("span", {class: "attn-live-label", "aria-hidden": "true"}, control.label), group);
+      return {root, show(k) { buttons.forEach((b, i) => b.setAttribute("aria-pressed", String(i === k))); },
+              allow(k, yes) { buttons[k].disabled = !yes; }};
+    }
+    // a check box: its values are False, True
+    const id = uid("check");
+    const box = element("input", {type: "checkbox", id});
+    root.append(box, element("label", {for: id}, control.label));
+    box.addEventListener("change", () => moved(box.checked ? 1 : 0));
+    return {root, show(k) { box.checked = k === 1; }, allow() {}};
+  }
+
+  function start(figure) {
+    const spec = JSON.parse(figure.querySelector("script.attn-live-spec").textContent);
+    const picture = figure.querySelector("img.attn-live-picture");
+    const readout = figure.querySelector(".attn-live-readout");
+    const row = figure.querySelector(".attn-live-controls");
+    let positions = spec.controls.map((c) => c.start);
+    let states = null;
+    let loading = null;
+    let asked = 0; // the latest move: an older picture that decodes late is not shown
+    const load = () => {
+      loading = loading || fetch(spec.states).then((r) => {
+        if (!r.ok) throw new Error(`${spec.states}: ${r.status}`);
+        return r.json();
+      }).then((s) => {
+        states = s;
+        showControls();  // now it is known which values give no state
+        figure.dataset.states = "loaded";
+        return s;
+      });
+      return loading;
+    };
+
+    const drawn = spec.controls.map((control, i) => drawControl(control, (k) => move(i, k)));
+    row.append(...drawn.map((d) => d.root));
+    if (spec.note || spec.fixed.length) {
+      const note = element("p", {class: "attn-live-note"});
+      const fixed = spec.fixed.map((f) => `${f.label}: ${f.shown}.`).join(" ");
+      note.append(document.createTextNode([spec.note, fixed].filter(Boolean).join(" ") + " "));
+      const live = document.querySelector("a.attn-binder-lab");
+      if (live) note.append(element("a", {href: live.getAttribute("href")}, spec.live_link));
+      row.append(note);
+    }
+    const showControls = () => {
+      drawn.forEach((d, i) => d.show(positions[i]));
+      if (!states) return;
+      spec.controls.forEach((control, i) => {  // refuse the values that give no state
+        control.labels.forEach((_label, k) => {
+          const tried = positions.slice();
+          tried[i] = k;
+          drawn[i].allow(k, Boolean(states[stateIndex(spec.controls, tried)]));
+        });
+      });
+    };
+    showControls();
+    // The states file is fetched as soon as the learner reaches for a control.
+    row.addEventListener("pointerdown", load, {once: true});
+    row.addEventListener("focusin", load, {once: true});
+
+    async function move(i, k) {
+      const mine = (asked += 1);
+      const wanted = positions.slice();
+      wanted[i] = k;
+      await load();
+      if (mine !== asked) return;
+      positions = nearestValid(spec.controls, states, wanted, i);
+      showControls();
+      const index = stateIndex(spec.controls, positions);
+      const [name, html, alt] = states[index];
+      const next = new Image();
+      next.src = spec.pictures + name;
+      try { await next.decode(); } catch (error) { /* shown below: the browser reports it */ }
+      if (mine !== asked) return;
+      picture.src = next.src;
+      picture.alt = alt;
+      readout.innerHTML = html;
+      figure.dataset.state = String(index);
+      figure.dataset.shown = String(Number(figure.dataset.shown || 0) + 1);  // moves shown so far
+      figure.dispatchEvent(new CustomEvent("attn-live-shown", {detail: {index}}));
+    }
+    figure.dataset.state = String(spec.start);
+    figure.dataset.live = "ready";
+  }
+
+  const startAll = () => document.querySelectorAll("figure.attn-live:not([data-live])").forEach(start);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startAll);
+  else startAll();
+})();
