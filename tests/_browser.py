@@ -1,9 +1,13 @@
 """What the browser tests share besides the session fixtures (tests/conftest.py): the
-accessibility checker, axe-core, run in a page, and what a screen reader hears from an
-explorer (``heard_problems``)."""
+accessibility checker, axe-core, run in a page; what a screen reader hears from an explorer
+(``heard_problems``); and the steps of the notebook tests (tests/test_browser.py,
+tests/test_browser_zh.py): the errors a page shows (``watch_page``), a notebook run in
+JupyterLab (``run_all_checked``), a control's move (``check_move``), the errors left at the end
+(``check_no_errors``) and a screenshot (``screenshot``)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from _support import unavailable
 from tools import site
@@ -95,3 +99,88 @@ def serious_in(page, selector: str) -> list[dict]:
           v.nodes.map((n) => ({id: v.id, impact: v.impact, target: n.target.join(' ')})));
       }""", selector)
     return [f for f in found if f["impact"] in SERIOUS]
+
+
+# --- the steps of a notebook test in JupyterLab (tests/test_browser.py, tests/test_browser_zh.py) ---
+
+# Console errors that are not the course's fault: (pattern, why it cannot be a course bug).
+BENIGN_CONSOLE: list[tuple[str, str]] = []
+
+
+def _benign(text: str) -> bool:
+    return any(re.search(pattern, text) for pattern, _why in BENIGN_CONSOLE)
+
+
+def watch_page(page) -> list[str]:
+    """The list that every uncaught error in ``page`` and every console error (but the
+    ``BENIGN_CONSOLE`` ones) is added to from now on."""
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(f"uncaught error in the page: {e}"))
+    page.on("console", lambda m: m.type == "error" and not _benign(m.text)
+            and problems.append(f"console error: {m.text}"))
+    return problems
+
+
+def run_all_checked(nb) -> float:
+    """Open ``nb`` (a ``tools.lab.Notebook``) with Lab's Log Console, clear its outputs and run
+    all its cells: every code cell must run, no output or logged message may show an error and
+    every stored widget must render. Returns the seconds Run All took."""
+    name = nb.name
+    nb.open()
+    seconds = nb.run_all()
+    print(f"{name}: Run All Cells took {seconds:.1f} s")
+    assert nb.unexecuted_cells() == [], (
+        f"{name}: code cells {nb.unexecuted_cells()} did not run (an earlier cell failed?)")
+    errors = nb.error_outputs() + nb.logged_errors()
+    assert errors == [], f"{name}: error outputs after Run All:\n" + "\n---\n".join(errors)
+    assert nb.widget_views() == nb.n_widgets, (
+        f"{name}: the stored notebook shows {nb.n_widgets} widgets, the page {nb.widget_views()}")
+    return seconds
+
+
+def check_move(nb, lab, control, move, log_start: int) -> str:
+    """After ``move`` (a ``tools.lab.Move``) of ``control``: nothing in Lab's Log Console, no
+    error in the server's log since byte ``log_start``, and a new picture. Returns the move
+    with its latency, for the test's printout."""
+    def log_tail() -> str:
+        return "\n".join(lab.log_since(log_start)[-30:])
+
+    logged = nb.logged_errors()
+    assert logged == [], (f"{nb.name}: {control}: after {move.action}, the kernel "
+                          f"reported (Log Console):\n" + "\n---\n".join(logged))
+    failures = lab.failures(log_start)
+    assert failures == [], (f"{nb.name}: {control}: after {move.action}, the server's "
+                            f"log shows errors:\n" + "\n".join(failures)
+                            + f"\n(last lines of the log:)\n{log_tail()}")
+    assert move.picture_changed, (
+        f"{nb.name}: {control}: after {move.action}, the picture is the same "
+        f"(last lines of the server's log:\n{log_tail()})")
+    ms = "?" if move.latency_s is None else f"{move.latency_s * 1000:.0f} ms"
+    return f"{control}: {move.action}: {ms}"
+
+
+def check_no_errors(nb, lab, log_start: int, problems: list[str]) -> None:
+    """At the end of a notebook's test: no error output, nothing in Lab's Log Console, no
+    error in the server's log since byte ``log_start``, none in the browser (``problems``,
+    from ``watch_page``)."""
+    name = nb.name
+    errors = nb.error_outputs() + nb.logged_errors()
+    assert errors == [], f"{name}: error outputs after the moves:\n" + "\n---\n".join(errors)
+    failures = lab.failures(log_start)
+    assert failures == [], (f"{name}: the server's log shows errors:\n" + "\n".join(failures)
+                            + "\n(last lines of the log:)\n" + "\n".join(lab.log_since(log_start)[-30:]))
+    assert problems == [], f"{name}: errors in the browser:\n" + "\n".join(problems)
+
+
+def screenshot(page, folder: Path, name: str) -> None:
+    """A screenshot of ``page`` at its first widget into ``folder``; a failure is printed, not
+    raised (it must not hide the test's own failure)."""
+    try:
+        first = page.locator(".jp-OutputArea-output > .jupyter-widgets").first
+        if first.count():
+            first.scroll_into_view_if_needed(timeout=5000)
+        shot = folder / (name.replace("/", "_").removesuffix(".ipynb") + ".png")
+        page.screenshot(path=str(shot))
+        print(f"{name}: screenshot {shot}")
+    except Exception as e:  # noqa: BLE001 - reported, not raised
+        print(f"{name}: no screenshot ({e})")

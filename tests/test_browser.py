@@ -23,25 +23,16 @@ instead. ATTN_NOTEBOOKS_DIR=folder runs them on other notebooks.
 """
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from tools.lab import Notebook, notebook_names, notebooks_folder, shows_widgets
 
-from _browser import heard_problems, serious_in
+from _browser import (check_move, check_no_errors, heard_problems, run_all_checked, screenshot, serious_in,
+                      watch_page)
 
 NOTEBOOKS = [name for name in notebook_names(notebooks_folder())
              if shows_widgets(notebooks_folder() / name)]
 pytestmark = pytest.mark.browser
-
-# Console errors that are not the course's fault: (pattern, why it cannot be a course bug).
-BENIGN_CONSOLE: list[tuple[str, str]] = []
-
-
-def _benign(text: str) -> bool:
-    return any(re.search(pattern, text) for pattern, _why in BENIGN_CONSOLE)
-
 
 # The readout (the explorer's last HTML child) marked before the moves; after them, still it?
 _MARK_READOUT = "(v) => { [...v.querySelectorAll(':scope > .widget-html')].pop().attnMark = true; }"
@@ -70,27 +61,11 @@ def _arrow_key_in(nb, explorer, control) -> str:
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
-    problems: list[str] = []
-    page.on("pageerror", lambda e: problems.append(f"uncaught error in the page: {e}"))
-    page.on("console", lambda m: m.type == "error" and not _benign(m.text)
-            and problems.append(f"console error: {m.text}"))
+    problems = watch_page(page)
     log_start = lab.log_size()
-
-    def log_tail() -> str:
-        return "\n".join(lab.log_since(log_start)[-30:])
-
     nb = Notebook(page, lab, name)
     try:
-        nb.open()
-        seconds = nb.run_all()
-        print(f"{name}: Run All Cells took {seconds:.1f} s")
-        assert nb.unexecuted_cells() == [], (
-            f"{name}: code cells {nb.unexecuted_cells()} did not run (an earlier cell failed?)")
-        errors = nb.error_outputs() + nb.logged_errors()
-        assert errors == [], f"{name}: error outputs after Run All:\n" + "\n---\n".join(errors)
-        assert nb.widget_views() == nb.n_widgets, (
-            f"{name}: the stored notebook shows {nb.n_widgets} widgets, the page {nb.widget_views()}")
-
+        run_all_checked(nb)
         explorers, unknown = nb.explorers()
         assert unknown == [], f"{name}: controls the test cannot drive (teach tools.lab): {unknown}"
         moved = []
@@ -106,18 +81,7 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
                 start.sort(key=lambda cv: cv[0] is not control)
                 start_picture = explorer.picture()
                 for move in control.moves():  # each checked before the next is made
-                    logged = nb.logged_errors()
-                    assert logged == [], (f"{name}: {control}: after {move.action}, the kernel "
-                                          f"reported (Log Console):\n" + "\n---\n".join(logged))
-                    failures = lab.failures(log_start)
-                    assert failures == [], (f"{name}: {control}: after {move.action}, the server's "
-                                            f"log shows errors:\n" + "\n".join(failures)
-                                            + f"\n(last lines of the log:)\n{log_tail()}")
-                    assert move.picture_changed, (
-                        f"{name}: {control}: after {move.action}, the picture is the same "
-                        f"(last lines of the server's log:\n{log_tail()})")
-                    ms = "?" if move.latency_s is None else f"{move.latency_s * 1000:.0f} ms"
-                    moved.append(f"{control}: {move.action}: {ms}")
+                    moved.append(check_move(nb, lab, control, move, log_start))
                 assert len(moved) > n_moves, f"{name}: {control} offers no other value to choose"
                 # Back to where it was (and any control it changed, such as the choices of
                 # another), so that every control moves from the notebook's own settings.
@@ -137,21 +101,7 @@ def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
         print(f"{name}: {len(explorers)} explorers, {len(moved)} moves", *moved, sep="\n  ")
         serious = serious_in(page, ".jp-OutputArea-output [data-attn-explorer]")
         assert serious == [], f"{name}: axe-core, serious or critical, in the explorers: {serious}"
-
-        errors = nb.error_outputs() + nb.logged_errors()
-        assert errors == [], f"{name}: error outputs after the moves:\n" + "\n---\n".join(errors)
-        failures = lab.failures(log_start)
-        assert failures == [], (f"{name}: the server's log shows errors:\n" + "\n".join(failures)
-                                + f"\n(last lines of the log:)\n{log_tail()}")
-        assert problems == [], f"{name}: errors in the browser:\n" + "\n".join(problems)
+        check_no_errors(nb, lab, log_start, problems)
     finally:
-        try:  # a failed screenshot must not hide the real failure
-            first = page.locator(".jp-OutputArea-output > .jupyter-widgets").first
-            if first.count():
-                first.scroll_into_view_if_needed(timeout=5000)
-            shot = tmp_path / (name.replace("/", "_").removesuffix(".ipynb") + ".png")
-            page.screenshot(path=str(shot))
-            print(f"{name}: screenshot {shot}")
-        except Exception as e:  # noqa: BLE001 - reported, not raised
-            print(f"{name}: no screenshot ({e})")
+        screenshot(page, tmp_path, name)
         lab.shutdown_kernels()

@@ -10,6 +10,8 @@ and what a learner meets in JupyterLab before and after running a notebook (axe-
   From JupyterLab: run, select the explorer's cell, the deck button of the notebook's toolbar.
   The deck: the Chinese twin (notebooks/zh/05_pytorch_implementation.ipynb), opened as a
   Binder deck link opens it (``?template=course-deck``), code hidden.
+- Voilà, app mode and the deck: the page's language (``<html lang>``) is the notebook's, "en"
+  or, for the Chinese edition, "zh-CN" (as on the website), in both templates.
 - Voilà (``make app NB=...``), with every request outside its server refused: nothing is
   asked from outside (the course's template drops the CDN style sheets); every control of the explorer is reached with Tab alone and
   moved with the keyboard alone, and each move changes the picture.
@@ -27,6 +29,7 @@ Without Chromium the tests are skipped, saying how; under CI they fail instead.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -49,6 +52,9 @@ pytestmark = pytest.mark.browser
 SLIDES_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a slider, a drop-down and toggle buttons
 DECK_NOTEBOOK = "zh/05_pytorch_implementation.ipynb"  # the deck in the Chinese edition
 DECK_TEMPLATE = "course-deck"  # deploy/app-template/course-deck
+APP_TEMPLATE = "course"  # deploy/app-template/course, Voilà's default (deploy/app-template/voila.json)
+PAGE_LANGUAGE = {"en": "en", "zh": "zh-CN"}  # <html lang> of each edition, as the website writes it
+LANGUAGE_NOTEBOOK = "00_start_here.ipynb"  # its twins, in both templates
 APP_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a drop-down, a slider and toggle buttons
 A11Y_NOTEBOOK = "05_pytorch_implementation.ipynb"
 UNTRUSTED_NOTEBOOK = "03_worked_example.ipynb"  # opened, never run or saved by this module
@@ -173,12 +179,16 @@ _DECK_SLIDE = "() => { const i = Reveal.getIndices(); return [i.h, i.v]; }"
 _DECK_SHOWN = ".reveal section.present:not(.stack)"  # a vertical stack is "present" too
 
 
-def test_deck_keeps_the_explorer_live_and_hides_the_code(tmp_path, browser):
-    """The deck without code, on the Chinese twin (module docstring)."""
+def _need_the_deck() -> None:
     installed = Path(sys.prefix) / "share/jupyter/voila/templates" / DECK_TEMPLATE / "static/reveal.js/dist/reveal.js"
     if not installed.exists():
         unavailable(f"the deck's template is not installed ({installed} is missing): `make deck` "
                     "installs it (npm ci --prefix deploy/app-template, then python -m tools.jupyter_config)")
+
+
+def test_deck_keeps_the_explorer_live_and_hides_the_code(tmp_path, browser):
+    """The deck without code, on the Chinese twin (module docstring)."""
+    _need_the_deck()
     with running_voila(notebooks_folder() / DECK_NOTEBOOK, tmp_path) as url:
         context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
@@ -191,6 +201,7 @@ def test_deck_keeps_the_explorer_live_and_hides_the_code(tmp_path, browser):
                       "() => window.Reveal && Reveal.isReady() && document.querySelector('.reveal img.widget-image')",
                       timeout=180)
         print(f"Voilà deck: {DECK_NOTEBOOK} ready in {time.monotonic() - t0:.1f} s")
+        assert page.evaluate("() => document.documentElement.lang") == PAGE_LANGUAGE["zh"]
         title = page.locator(_DECK_SHOWN).inner_text()
         assert title.startswith("05 · ") and any("\u4e00" <= ch <= "\u9fff" for ch in title), title[:120]
         assert page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor").count() == 0  # code hidden
@@ -212,7 +223,8 @@ def test_deck_keeps_the_explorer_live_and_hides_the_code(tmp_path, browser):
 @contextmanager
 def running_voila(notebook: Path, workdir: Path, timeout: float = 120) -> Iterator[str]:
     """``voila notebook`` on 127.0.0.1 (as ``make app`` runs it, without opening a browser);
-    yields the page's URL."""
+    yields the page's URL. ``notebook`` may be a folder: its notebooks are then at
+    ``URL + "voila/render/" + name``."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -249,6 +261,37 @@ def running_voila(notebook: Path, workdir: Path, timeout: float = 120) -> Iterat
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_voila_page_language_is_the_notebooks(tmp_path):
+    """App mode and the deck write ``<html lang>`` in the notebook's language: "zh-CN" for the
+    Chinese edition, "en" otherwise (the templates read the language that the first code cell
+    sets, as tools/twins.py requires of every notebook). On both twins of LANGUAGE_NOTEBOOK, cut
+    after that cell (what the templates read; a page that runs in about two seconds)."""
+    import nbformat
+
+    _need_the_deck()
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for language, path in (("en", notebooks_folder() / LANGUAGE_NOTEBOOK),
+                           ("zh", notebooks_folder() / "zh" / LANGUAGE_NOTEBOOK)):
+        nb = nbformat.read(path, as_version=4)
+        first_code = next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code")
+        nb.cells = nb.cells[:first_code + 1]
+        nbformat.write(nb, folder / f"{language}.ipynb")
+    got, want = {}, {}
+    with running_voila(folder, tmp_path) as url:
+        for language in PAGE_LANGUAGE:
+            for template in (APP_TEMPLATE, DECK_TEMPLATE):
+                page_url = f"{url}voila/render/{language}.ipynb?template={template}"
+                with urllib.request.urlopen(page_url, timeout=120) as response:
+                    html = response.read().decode()
+                assert ("Reveal.initialize(" in html) == (template == DECK_TEMPLATE), (
+                    f"{page_url}: not the page of the template {template}")
+                tag = re.search(r"<html\b[^>]*>", html)
+                got[language, template] = tag and tag.group(0)
+                want[language, template] = f'<html lang="{PAGE_LANGUAGE[language]}">'
+    assert got == want
 
 
 # Which control the focused element belongs to: "kind:index" (index among the explorer's
@@ -288,6 +331,7 @@ def voila_page(tmp_path_factory, browser):
 
 def test_voila_hides_the_code_and_shows_the_explorer(voila_page):
     page, errors = voila_page
+    assert page.evaluate("() => document.documentElement.lang") == PAGE_LANGUAGE["en"]
     assert page.locator(".jp-CodeCell .jp-InputArea, .jp-CodeMirrorEditor").count() == 0  # code hidden
     assert "mask_explorer(" not in page.locator("body").inner_text()
     assert page.locator("img.widget-image").count() == 1
@@ -386,6 +430,7 @@ def test_voila_every_explorer_is_heard_and_its_drop_downs_take_the_arrow_keys(vo
     """... and in the Chinese gallery, each explorer's labels and readout hold Chinese (an
     English explorer may show Chinese too: the chapter's Chinese tokens)."""
     page, errors, names, language = voila_gallery
+    assert page.evaluate("() => document.documentElement.lang") == PAGE_LANGUAGE[language]
     explorers = page.locator(_EXPLORER).all()
     assert len(explorers) == len(names)
     n_keys = 0
