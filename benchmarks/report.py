@@ -131,8 +131,26 @@ def decoding_section(d: dict[str, Any]) -> str:
     return head + "\n\n" + d["table"] + "\n\n- " + d["target"]
 
 
+def site_section(d: dict[str, Any]) -> str:
+    t = d["targets"]
+    head = (f"**The website's explorers without a kernel** (`benchmarks/site.py`, {_machine(d['machine'])}): "
+            f"`make site`'s work took {d['build_cold_s']:.0f} s from an empty cache of explorer states "
+            f"and {d['build_cached_s']:.0f} s with it (target < {t['make_site_s']:.0f} s); the site is "
+            f"{d['site_mb']:.1f} MB, {d['live_mb']:.1f} MB of them explorer states (target ≤ {t['site_mb']:.0f} MB).")
+    if d.get("skipped"):
+        return head + f" Browser part skipped: {d['skipped']}."
+    big = d["largest_first_load"]
+    head += (f" The largest first load of a notebook page is {big['page']}'s, {big['first_load_mb']:.2f} MB "
+             f"(target < {t['page_first_load_mb']:.0f} MB). A move, from the keydown to the first frame "
+             f"after the new picture is on the page, in Chromium from a local static server with every "
+             f"other request refused ({d['refused']} refused), {d['moves_per_control']} moves per control; "
+             f"the slowest control's median is {d['slowest_median_ms']:.1f} ms (target ≤ {t['move_median_ms']:.0f} ms).")
+    return head + "\n\n" + d["table"]
+
+
 SECTIONS = (("latency", latency_section), ("browser", browser_section),
-            ("course", course_section), ("scale", scale_section), ("decoding", decoding_section))
+            ("course", course_section), ("scale", scale_section), ("decoding", decoding_section),
+            ("site", site_section))
 
 
 def render(results: Path = RESULTS) -> str:

@@ -14,14 +14,14 @@ without a twin: to the other edition's start page), and a link from one edition'
 the other's (``zh/00_start_here.ipynb``, ``../00_start_here.ipynb``) leads to its page
 (site/_ext/attn_site.py). Jupyter Book turns the executed, nbval-checked notebooks into pages
 without running them (``execute_notebooks: off``). Every script a page needs comes from the
-site itself:
+site itself: MathJax 3, copied from the npm package pinned in site/package.json (installed by
+``npm ci`` into site/node_modules), and the site's own scripts (site/_static/). Nothing is
+fetched while building and no page loads anything from outside.
 
-- the widget manager ``@jupyter-widgets/html-manager`` (its ``embed.js``, which renders the
-  explorers from the widget state saved in each notebook, with no require.js),
-- MathJax 3,
-
-both copied from the npm packages pinned in site/package.json (installed by ``npm ci`` into
-site/node_modules). Nothing is fetched while building and no page loads anything from outside.
+The explorers answer their controls without a kernel (``tools.live_states`` draws their
+states, site/_static/attn-live.js shows them); a static figure is an ``<img>`` with its text
+alternative (site/_ext/attn_site.py). So no page needs a widget manager: the book's copy of
+each notebook leaves out its saved widget state, and the pages load no ipywidgets script.
 """
 from __future__ import annotations
 
@@ -108,8 +108,6 @@ def zh_guides_text() -> str:
 # files or folders inside it). MathJax loads its input/output/ui components on demand,
 # relative to its own script.
 VENDOR = {
-    "html-manager": ("@jupyter-widgets/html-manager/dist",
-                     ["embed.js", "embed.js.LICENSE.txt", "*.woff", "*.woff2", "*.ttf", "*.eot", "*.svg"]),
     "mathjax": ("mathjax/es5", ["tex-mml-chtml.js", "input", "output", "ui", "a11y", "adaptors", "sre"]),
 }
 
@@ -300,8 +298,8 @@ def write_config(path: Path, vendor: Path, language: str = "en") -> None:
     edition's title, Sphinx language and notebooks folder (for the Binder links); what the
     site's extension needs to join the editions (site/_ext/attn_site.py): where the edition
     lies in the site, the other edition's pages, and where each page's switch leads. An edition
-    in a folder of the site (zh/) loads the widget manager and MathJax from the English site's
-    _static/: one copy of them (14 MiB) serves both."""
+    in a folder of the site (zh/) loads MathJax from the English site's _static/: one copy of it
+    serves both."""
     import yaml
 
     edition = _edition(language)
@@ -313,10 +311,9 @@ def write_config(path: Path, vendor: Path, language: str = "en") -> None:
     config["repository"]["path_to_book"] = edition.notebooks.relative_to(REPO).as_posix()
     sphinx = config["sphinx"]["config"]
     up = "../" * edition.prefix.count("/")  # from the edition's folder to the site's top
-    if up:  # the widget manager and MathJax: one copy, in the English site's _static/
+    if up:  # MathJax: one copy, in the English site's _static/
         sphinx["html_static_path"].remove(str(vendor))
         sphinx["mathjax_path"] = f"{up}../_static/{sphinx['mathjax_path']}"  # (relative to _static/)
-        sphinx["nb_ipywidgets_js"] = {f"{up}../_static/{js}": options for js, options in sphinx["nb_ipywidgets_js"].items()}
     own = site_pages(language)
     sphinx.update({
         "language": edition.sphinx_language,
@@ -376,7 +373,7 @@ def live_figure(manifest: dict, ident: str, up: str) -> str:
     picture, readout, alt = manifest["states"][manifest["start"]]
     with language(manifest["language"]):
         live_link = tr("run the live notebook")
-    spec = {key: manifest[key] for key in ("controls", "fixed", "start", "note")}
+    spec = {key: manifest[key] for key in ("controls", "start", "note")}
     spec.update(states=f"{base}/{manifest['language']}/{ident}.json", pictures=f"{base}/pictures/",
                 live_link=live_link)
     data = json.dumps(spec, ensure_ascii=False).replace("</", "<\\/")
@@ -413,6 +410,27 @@ def add_live_explorers(book: Path, edition: Edition, manifests: dict[tuple[str, 
                 "data": {"text/html": live_figure(manifest, ident, "../" * edition.prefix.count("/")),
                          "text/plain": alt}}
         path.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+    for path in book.rglob("*.ipynb"):  # no page needs the saved widget state any more
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        if notebook.get("metadata", {}).pop("widgets", None) is not None:
+            path.write_text(json.dumps(notebook, ensure_ascii=False), encoding="utf-8")
+
+
+# The theme's Font Awesome script (1.5 MB) redraws its icons as SVG; its style sheet already
+# draws the same icons from Font Awesome's web fonts, which it ships. A page leaves it out.
+_ICON_SCRIPT = re.compile(r'<script defer src="[^"]*_static/scripts/fontawesome\.js[^"]*"></script>\n?')
+
+
+def drop_icon_script(out: Path) -> int:
+    """Remove the theme's Font Awesome script from every page under ``out``; how many pages."""
+    changed = 0
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        lean = _ICON_SCRIPT.sub("", text)
+        if lean != text:
+            page.write_text(lean, encoding="utf-8")
+            changed += 1
+    return changed
 
 
 def copy_live(out: Path, folders: dict[tuple[str, str], Path]) -> None:
@@ -493,6 +511,7 @@ def build(out: Path = OUT, *, quiet: bool = True, log: Callable[[str], None] = p
     for edition in EDITIONS.values():  # English first: the Chinese site is a folder of it
         shutil.copytree(work / edition.code / "_build" / "html", out / edition.prefix)
     copy_live(out, folders)
+    drop_icon_script(out)
     return seconds
 
 
@@ -527,25 +546,27 @@ if __name__ == "__main__":
 
 _RENDERED = """() => {
   if (document.readyState !== 'complete') return false;
-  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]');
-  if (document.querySelectorAll('.widget-subarea').length < views.length) return false;
+  if (document.querySelector('script[type="application/vnd.jupyter.widget-view+json"]')) return false;
+  if (document.querySelector('figure.attn-live:not([data-live])')) return false;
   return [...document.images].every((img) => img.complete);
 }"""
 
 
 def wait_rendered(page: object, timeout: float = 30) -> None:
-    """Wait until a page of the site (a Playwright page) shows everything: loaded, every saved
-    widget rendered by the widget manager, every image decoded, MathJax done typesetting."""
+    """Wait until a page of the site (a Playwright page) shows everything: loaded, every
+    explorer's controls drawn (site/_static/attn-live.js), every image decoded, MathJax done
+    typesetting. A saved widget view left on the page fails it: no page loads a widget
+    manager, so it would never be drawn."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
         page.wait_for_function(_RENDERED, timeout=timeout * 1000)
     except PlaywrightTimeout:
         state = page.evaluate("""() => ({ready: document.readyState,
-            saved: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
-            rendered: document.querySelectorAll('.widget-subarea').length,
+            views: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
+            waiting: document.querySelectorAll('figure.attn-live:not([data-live])').length,
             loading: [...document.images].filter((i) => !i.complete).map((i) => i.src.slice(0, 80))})""")
-        raise RuntimeError(f"{page.url}: not rendered after {timeout} s: {state['saved']} saved widgets, "
-                           f"{state['rendered']} rendered by the widget manager; document "
-                           f"{state['ready']}; images still loading: {state['loading']}") from None
+        raise RuntimeError(f"{page.url}: not rendered after {timeout} s: {state['views']} saved widget views "
+                           f"(no widget manager draws them), {state['waiting']} explorers without their "
+                           f"controls; document {state['ready']}; images still loading: {state['loading']}") from None
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise.then(() => true) : true")

@@ -118,10 +118,9 @@
 
     const drawn = spec.controls.map((control, i) => drawControl(control, (k) => move(i, k)));
     row.append(...drawn.map((d) => d.root));
-    if (spec.note || spec.fixed.length) {
+    if (spec.note) {  // what the page leaves out of the notebook's explorer, and where it is
       const note = element("p", {class: "attn-live-note"});
-      const fixed = spec.fixed.map((f) => `${f.label}: ${f.shown}.`).join(" ");
-      note.append(document.createTextNode([spec.note, fixed].filter(Boolean).join(" ") + " "));
+      note.append(document.createTextNode(`${spec.note} `));
       const live = document.querySelector("a.attn-binder-lab");
       if (live) note.append(element("a", {href: live.getAttribute("href")}, spec.live_link));
       row.append(note);
