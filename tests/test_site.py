@@ -778,6 +778,9 @@ def test_live_explorer_answers_every_control_offline(site_browser, live_site, id
                     drawn.locator("select").select_option(index=k)
                 elif control.kind == "toggle":
                     drawn.locator("button").nth(k).press("Enter")
+                    page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n", arg=[figure.element_handle(), before])
+                    pressed = drawn.locator("button").evaluate_all("(bs) => bs.map((b) => b.getAttribute('aria-pressed'))")
+                    assert pressed == [str(j == k).lower() for j in range(len(pressed))], f"{ident}: {control.name}: {pressed}"
                 else:
                     drawn.locator("input[type=checkbox]").press("Space")
                 page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n", arg=[figure.element_handle(), before])
@@ -804,3 +807,28 @@ def test_live_explorer_answers_every_control_offline(site_browser, live_site, id
     assert live_region == ("status", "polite")
     assert serious == [], f"{ident} ({code}): axe-core: {serious}"
     assert facts["refused"] == [] and facts["failed"] == [] and facts["errors"] == [], facts
+
+
+@pytest.mark.parametrize("code", list(site.EDITIONS))
+def test_live_explorer_reads_without_javascript(site_browser, code):
+    """With JavaScript off, an explorer's page still shows what the notebook showed: its
+    title, its picture with the text alternative, and its readout (no control)."""
+    url, browser = site_browser
+    recipe = dict(live_states.all_ids())["06_visualization-0"]
+    context = browser.new_context(viewport=VIEWPORT, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(f"{url}{site.EDITIONS[code].prefix}{recipe.notebook}.html", wait_until="load")
+        figure = page.locator("figure.attn-live")
+        img = figure.locator("img.attn-live-picture")
+        shown = img.evaluate("(i) => i.complete && i.naturalWidth > 0")
+        alt, readout = img.get_attribute("alt"), figure.locator(".attn-live-readout").inner_text()
+        title, controls = figure.locator("figcaption").inner_text(), figure.locator(".attn-live-control").count()
+    finally:
+        context.close()
+    with language(code):
+        explorer = recipe.build(None)
+    assert shown, f"{code}: the explorer's picture is not shown without JavaScript"
+    assert alt == explorer.alt_text() and title == explorer.title
+    assert _bare(readout) == _bare(explorer.readout.value, html=True)
+    assert controls == 0
