@@ -783,7 +783,9 @@ def test_live_explorer_answers_every_control_offline(site_browser, live_site, id
                     assert pressed == [str(j == k).lower() for j in range(len(pressed))], f"{ident}: {control.name}: {pressed}"
                 else:
                     drawn.locator("input[type=checkbox]").press("Space")
-                page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n", arg=[figure.element_handle(), before])
+                # shown, and no move still under way (each key press of a slider is a move)
+                page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n && f.dataset.pending === '0'",
+                                       arg=[figure.element_handle(), before])
                 page.wait_for_function("(f) => f.querySelector('img.attn-live-picture').complete", arg=figure.element_handle())
                 shown, expected = figure.evaluate(_LIVE_SHOWN), _python_shown(explorer)
                 where = f"{ident} ({code}), {control.name} -> {control.choices[now][0]}"

@@ -141,7 +141,20 @@
     row.addEventListener("pointerdown", load, {once: true});
     row.addEventListener("focusin", load, {once: true});
 
+    // Moves under way: a move that a later one overtook ends without showing its picture.
+    let pending = 0;
     async function move(i, k) {
+      pending += 1;
+      figure.dataset.pending = String(pending);
+      try {
+        await show(i, k);
+      } finally {
+        pending -= 1;
+        figure.dataset.pending = String(pending);
+      }
+    }
+
+    async function show(i, k) {
       const mine = (asked += 1);
       const wanted = positions.slice();
       wanted[i] = k;
