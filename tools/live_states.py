@@ -215,8 +215,8 @@ def control_choices(control) -> list[tuple[str, object]]:
                     f"got {type(control).__name__}")
 
 
-#: How the page shows a control (site/_static/attn-live.js draws each kind).
 def control_kind(control) -> str:
+    """How the page shows a control: site/_static/attn-live.js draws each kind."""
     import ipywidgets as widgets
 
     if isinstance(control, widgets.Checkbox):
@@ -337,15 +337,13 @@ def draw_states(recipe: Recipe, language: str, folder: Path, data: dict | None =
             continue
         image = picture_pixels(bytes(explorer.image.value))
         states.append([_write_picture(image, pictures), explorer.readout.value, explorer.alt_text()])
-    fixed = [{"name": name, "label": explorer.controls[name].description,
-              "shown": str(explorer.controls[name].value)} for name in recipe.fixed]
     manifest = {
         "notebook": recipe.notebook, "module": recipe.module, "language": language,
         "title": explorer.title, "note": tr(recipe.note) if recipe.note else "",
         "controls": [{"name": c.name, "label": c.label, "kind": c.kind,
                       "labels": [label for label, _v in c.choices], "start": k}
                      for c, k in zip(offered, start)],
-        "fixed": fixed, "start": state_index(offered, start), "states": states, "data": data,
+        "start": state_index(offered, start), "states": states, "data": data,
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, separators=(",", ":")))
     return manifest

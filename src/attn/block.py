@@ -138,7 +138,7 @@ class TransformerBlock(nn.Module):
         check_rank("x", x, 3, "(B, L, d_model)")
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x: expected last dim d_model={self.d_model}, got shape {shape_str(x)}")
-        check_like_parameters("x", x, self.linear1.weight)
+        check_like_parameters("x", x, self.norm1.weight)  # (every block has norm1)
         check_bool("causal", causal)
         if mask is not None:
             B, L, _ = x.shape

@@ -30,8 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import (check_bool, check_bool_mask, check_float, check_int, check_like_parameters,
-                      check_number, check_positive_int, check_rank, check_token_ids)
+from ._checks import check_int, check_number, check_positive_int, check_token_ids
 from .block import TransformerBlock
 from .exercises._layers import FUSED_NAMES, NAMINGS
 from .learner_layer import call_arguments, call_style, split_output
@@ -71,19 +70,6 @@ class AttentionOnlyBlock(TransformerBlock):
         if self.norm_first:
             return x + self.attention_sublayer(self.norm1(x), mask, causal)  # (B, L, E)
         return self.norm1(x + self.attention_sublayer(x, mask, causal))  # (B, L, E)
-
-    def check_inputs(self, x: object, mask: object, causal: object) -> None:
-        """As ``TransformerBlock.check_inputs``, x compared with ``norm1``'s parameters (this
-        block has no ``linear1``)."""
-        check_float("x", x)
-        check_rank("x", x, 3, "(B, L, d_model)")
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected last dim d_model={self.d_model}, got shape {tuple(x.shape)}")
-        check_like_parameters("x", x, self.norm1.weight)
-        check_bool("causal", causal)
-        if mask is not None:
-            B, L, _ = x.shape
-            check_bool_mask("mask", mask, (B, self.num_heads, L, L), "(B, H, L, L)", device=x.device)
 
 
 def _accepted(cls: type, names: tuple[str, ...]) -> set[str]:
