@@ -46,6 +46,33 @@ def near(px: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> np.ndarray
     return (np.abs(px - np.array(rgb)) <= tol).all(-1)
 
 
+# A picture drawn on another machine (a notebook's saved picture, against one drawn here) may
+# differ by round-off: a value that sits on the edge of a colour level falls on either side of
+# it (issue 30: one level in the 240 pixels of one cell of notebook 06). attn.plotting.settle
+# removes the edges that exact values sit on; what is left is a value that lands within
+# round-off of an edge by chance, one level in one cell. So a picture from another machine is
+# the same picture when no channel differs by more than ACROSS_LEVELS and at most ACROSS_SHARE
+# of its pixels differ at all. A real change differs by more: another head's map, a moved cell
+# or a changed number moves whole cells by many levels (tests/test_site.py plants each).
+ACROSS_LEVELS = 2
+ACROSS_SHARE = 0.01
+
+
+def across_machines_problem(here: np.ndarray, there: np.ndarray) -> str | None:
+    """Why ``here`` is not the picture ``there`` drawn on another machine ((H, W, 3) ints, see
+    ``ACROSS_LEVELS``); None when it is."""
+    if here.shape != there.shape:
+        return f"sizes differ: {here.shape[1]}x{here.shape[0]} against {there.shape[1]}x{there.shape[0]}"
+    delta = np.abs(here.astype(int) - there.astype(int)).max(axis=-1)  # (H, W)
+    share = float((delta > 0).mean())
+    if delta.max() > ACROSS_LEVELS or share > ACROSS_SHARE:
+        rows, cols = np.nonzero(delta)
+        return (f"{int((delta > 0).sum())} pixels ({share:.2%}) differ, by up to {int(delta.max())} levels, "
+                f"in rows {rows.min()}-{rows.max()} and columns {cols.min()}-{cols.max()} "
+                f"(round-off allows {ACROSS_LEVELS} levels in {ACROSS_SHARE:.0%} of the pixels)")
+    return None
+
+
 def changed(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape != b.shape or bool((a != b).any())
 

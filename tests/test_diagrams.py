@@ -316,3 +316,21 @@ def test_draws_into_a_given_axes():
 def test_bad_input_names_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_grid_draws_values_a_round_off_apart_alike():
+    """Shades and written numbers of a diagram's grid do not depend on round-off
+    (attn.plotting.settle): 1/8 is a colour-level edge and a tie of two decimals."""
+    from matplotlib.colors import Normalize
+
+    from attn.diagrams._drawing import grid
+    from attn.plotting import new_figure
+
+    tie = np.array([[0.125 - 1.4e-17, 0.125 + 5.6e-17, 0.375 - 5e-17]])
+    exact = np.array([[0.125, 0.125, 0.375]])
+    drawn = []
+    for values in (tie, exact):
+        ax = new_figure(3, 1).add_subplot()
+        g = grid(ax, values, 0, 1, norm=Normalize(0, 1), cell=(1, 1), written=[(0, 0), (0, 1), (0, 2)])
+        drawn.append(([c.get_facecolor() for c in g.cells[0]], [t.get_text() for t in g.numbers.values()]))
+    assert drawn[0] == drawn[1]

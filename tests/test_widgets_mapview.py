@@ -126,3 +126,19 @@ def test_map_view_colorbar_uses_the_maps_colours():
     view = MapView(ax, cmap="Purples", clim=(0.0, 2.0))
     cb = view.colorbar(fig.add_axes((0.96, 0.25, 0.02, 0.6)))
     assert cb.mappable.cmap.name == "Purples" and cb.mappable.norm.vmax == 2.0
+
+
+def test_cell_map_draws_values_a_round_off_apart_alike():
+    """A uniform row over 8 keys is 1/8 plus round-off that differs by CPU; 1/8 is the edge of
+    colour level 32 and a tie of "{:.2f}": both must come out the same (attn.plotting.settle)."""
+    tie = np.array([[0.125 - 1.4e-17, 0.125 + 5.6e-17, -1e-17], [1e-17, 0.5 - 1e-16, 0.5 + 1e-16]])
+    exact = np.array([[0.125, 0.125, 0.0], [0.0, 0.5, 0.5]])
+    drawn = []
+    for values, cmap, clim in [(v, c, l) for c, l in (("Blues", (0.0, 1.0)), ("RdBu_r", (-1.0, 1.0)))
+                               for v in (tie, exact)]:
+        fig, ax = one_axes()
+        cm = CellMap(ax, cmap, clim, numbers=True, signs=True)
+        cm.set_values(values)
+        drawn.append((cm.rgba(), draw_only(fig, cm), cm.text.strings))
+    for (rgba, px, strings), (rgba_x, px_x, strings_x) in (drawn[:2], drawn[2:]):
+        assert (rgba == rgba_x).all() and (px == px_x).all() and strings == strings_x

@@ -20,7 +20,7 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.text import Text
 from torch import Tensor
 
-from ..plotting import new_figure, real_minus, text_colors, text_font
+from ..plotting import new_figure, real_minus, settle, text_colors, text_font
 
 __all__ = ["DPI", "CMAP", "ALLOWED", "BLOCKED", "MAX_TOKENS", "MAX_E", "WORDS", "SMALL", "NUMBERS", "number",
            "Grid", "canvas", "grid", "frame", "words", "arrow", "extent", "shape_text"]
@@ -96,12 +96,13 @@ def grid(ax: Axes, values: np.ndarray, left: float, top: float, *, norm: Normali
     white, whichever contrasts more with the cell."""
     R, C = values.shape
     w, h = cell
-    faces = (colormaps[CMAP](norm(values)) if colors is None
+    shown = values if norm is None else settle(values, norm.vmin, norm.vmax)  # as every CPU draws it
+    faces = (colormaps[CMAP](norm(shown)) if colors is None
              else to_rgba_array(np.ravel(colors)).reshape(R, C, 4))  # (R, C, 4)
     cells = [[ax.add_patch(Rectangle((left + c * w, top - (r + 1) * h), w, h, facecolor=faces[r, c],
                                      edgecolor="#9a9a9a", linewidth=0.6))
               for c in range(C)] for r in range(R)]
-    numbers = {(r, c): ax.text(left + (c + 0.5) * w, top - (r + 0.5) * h, number(values[r, c]),
+    numbers = {(r, c): ax.text(left + (c + 0.5) * w, top - (r + 0.5) * h, number(shown[r, c]),
                                ha="center", va="center", fontproperties=text_font(NUMBERS),
                                color=str(text_colors(faces[r, c])))
                for r, c in written}

@@ -26,7 +26,7 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.colors import Colormap, Normalize, to_rgba
 from matplotlib.font_manager import FontProperties
 
-from ..plotting import is_diverging, text_colors
+from ..plotting import is_diverging, settle, text_colors
 from ._bitmaps import AxesTitle, CellText, TickLabels, cell_edges
 
 __all__ = ["CellMap", "MapView"]
@@ -136,9 +136,13 @@ class CellMap(Artist):
         self.boxes, self._strings = boxes, strings
         self.stale = True
 
+    def settled(self) -> np.ndarray:
+        """(L, S) the values as drawn: ``attn.plotting.settle``d to the colour range."""
+        return settle(self.values, self.norm.vmin, self.norm.vmax)
+
     def rgba(self) -> np.ndarray:
         """(L, S, 4) uint8 colour of every cell."""
-        rgba = self.cmap(self.norm(self.values), bytes=True)  # (L, S, 4)
+        rgba = self.cmap(self.norm(self.settled()), bytes=True)  # (L, S, 4)
         if self.blocked is not None:
             rgba[self.blocked] = self._blocked_rgba
         return rgba
@@ -158,7 +162,7 @@ class CellMap(Artist):
         if self.signs:
             ink = np.where(text_colors(rgba / 255.0) == "black", 0, 255).astype(np.uint8)  # (L, S)
             middle = (self.norm.vmin + self.norm.vmax) / 2
-            below = self.values < middle  # (L, S); NaN compares False: no bar
+            below = self.settled() < middle  # (L, S); NaN compares False: no bar
             if self.blocked is not None:
                 below &= ~self.blocked
             for i, j in zip(*np.nonzero(below)):
@@ -192,7 +196,7 @@ class CellMap(Artist):
         gc.restore()
         if self.text is not None:
             strings = self._strings or [["NaN" if np.isnan(v) else self._fmt(v) for v in row]
-                                        for row in self.values]
+                                        for row in self.settled()]
             self.text.set_strings(strings,
                                   text_colors(self.rgba() / 255.0).tolist())  # (L, S)
             self.text.draw(renderer)
