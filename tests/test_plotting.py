@@ -82,11 +82,14 @@ def test_settle_gives_values_a_round_off_apart_one_colour_and_one_string():
     assert (cmap(settle(_TIE), bytes=True) == cmap(exact, bytes=True)).all()
     assert [f"{v:.2f}" for v in settle(_TIE)[0]] == [f"{v:.2f}" for v in exact[0]]
     assert settle(_TIE_F32)[0, 0] == settle(_TIE_F32)[0, 1] == 0.125
-    # and keeps what a picture can show: a millionth of the range
-    assert settle(0.1234564) == 0.123456 and settle(5.0, -10.0, 10.0) == 5.0
+    # and keeps what a picture can show: a millionth
+    assert settle(0.1234564) == 0.123456 and settle(-0.0) == 0.0 and str(settle(-1e-17)) == "0.0"
     assert np.isnan(settle(np.nan))
+    # values that a colour map is given in their own range
+    moved = plotting.settled_for_colour(_TIE * 4 - 2, -2.0, 2.0)
+    assert (cmap((moved + 2) / 4, bytes=True) == cmap(exact, bytes=True)).all()
     with pytest.raises(ValueError, match="vmin, vmax: expected vmin < vmax"):
-        settle(1.0, 1.0, 1.0)
+        plotting.settled_for_colour(1.0, 1.0, 1.0)
 
 
 def test_heatmap_draws_values_a_round_off_apart_alike():

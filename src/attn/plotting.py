@@ -30,7 +30,7 @@ from .language import get_language, tr
 
 __all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "text_font", "title_font",
            "label_font", "relative_luminance",
-           "contrast_ratio", "text_colors", "is_diverging", "real_minus", "settle", "Heatmap", "heatmap",
+           "contrast_ratio", "text_colors", "is_diverging", "real_minus", "settle", "settled_for_colour", "Heatmap", "heatmap",
            "HeadGrid", "head_grid"]
 
 
@@ -169,28 +169,33 @@ def real_minus(text: str) -> str:
 # units of round-off (about 1e-17 in float64, 1e-8 in float32) that differ between CPUs and
 # math libraries, and 1/8 is both the edge of a colour level (32 of the colour map's 256) and a
 # rounding tie of "{:.2f}": one machine drew level 31 and "0.12", another level 32 and "0.13".
-# So every renderer rounds its values to a millionth of the colour range before they meet the
-# colour map, the sign bars or a format: far coarser than round-off, far finer than a level.
+# So every renderer settles what it shows: the values written as digits, and the values
+# normalised to 0..1 that pick a colour, rounded to SETTLE_DECIMALS decimals: far coarser than
+# round-off, far finer than a colour level (1/256) or a written digit.
 SETTLE_DECIMALS = 6
 
 
-def settle(values: object, vmin: float = 0.0, vmax: float = 1.0) -> np.ndarray:
-    """``values`` as a picture draws them: rounded to ``10**-SETTLE_DECIMALS`` of the range
-    ``vmin``..``vmax``, so that values a round-off apart get the same colour and digits on every
-    CPU (NaN and infinities stay as they are).
+def settle(values: object) -> np.ndarray:
+    """``values`` rounded to ``SETTLE_DECIMALS`` decimals, without negative zeros: what a
+    picture shows of them, the same on every CPU (NaN and infinities stay as they are).
 
     Args:
-        values: an array (any shape) or a number.
-        vmin, vmax: the colour range, vmin < vmax.
+        values: an array (any shape) or a number: values to write as digits, or values
+            normalised to 0..1 that pick a colour (``settled_colours``).
 
     Returns:
         A new float64 array of the same shape.
     """
-    v = np.array(values, dtype=float)  # a copy
+    return np.round(np.array(values, dtype=float), SETTLE_DECIMALS) + 0.0  # + 0.0: -0.0 -> 0.0
+
+
+def settled_for_colour(values: object, vmin: float, vmax: float) -> np.ndarray:
+    """``values`` moved onto the settled colour levels of ``vmin``..``vmax`` (for a picture
+    that normalises them itself, as ``imshow`` does): values a round-off apart come out equal."""
     if not vmin < vmax:
         raise ValueError(f"vmin, vmax: expected vmin < vmax, got {vmin!r}, {vmax!r}")
     span = vmax - vmin
-    return vmin + np.round((v - vmin) / span, SETTLE_DECIMALS) * span
+    return vmin + settle((np.array(values, dtype=float) - vmin) / span) * span
 
 
 @dataclass
@@ -220,7 +225,7 @@ class Heatmap:
         w = to_numpy("weights", weights, ndim=2, legend="(L, S)")
         L, S = w.shape
         old = self.image.get_array().shape
-        self.image.set_data(settle(w, *self.image.get_clim()))
+        self.image.set_data(settled_for_colour(w, *self.image.get_clim()))
         if old != (L, S):
             self.image.set_extent((-0.5, S - 0.5, L - 0.5, -0.5))
             self.ax.set_xlim(-0.5, S - 0.5)
@@ -229,7 +234,7 @@ class Heatmap:
             self._set_ticks(L, S, x_tokens if x_tokens is not None else None,
                             y_tokens if y_tokens is not None else x_tokens, font_size)
         if self.annotate:
-            self._annotate(settle(w, *self.image.get_clim()))
+            self._annotate(w)
         if title is not None:
             self.ax.set_title(title, fontproperties=title_font())
         return self
@@ -238,7 +243,8 @@ class Heatmap:
         L, S = w.shape
         while len(self.texts) < L * S:  # grow the pool once; later moves reuse it
             self.texts.append(self.ax.text(0, 0, "", ha="center", va="center", fontsize=8))
-        colors = text_colors(self.image.to_rgba(w))  # (L, S): the cell's own colour, NaN's too
+        colors = text_colors(self.image.to_rgba(settled_for_colour(w, *self.image.get_clim())))  # (L, S), NaN's too
+        w = settle(w)  # the digits written
         for n, t in enumerate(self.texts):
             if n < L * S:
                 i, j = divmod(n, S)
@@ -281,8 +287,7 @@ def heatmap(
     w = to_numpy("weights", weights, ndim=2, legend="(L, S)")
     if ax is None:
         ax = new_figure(4, 4, dpi=80).add_subplot()
-    w = settle(w, vmin, vmax)
-    image = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
+    image = ax.imshow(settled_for_colour(w, vmin, vmax), cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
     hm = Heatmap(ax=ax, image=image, annotate=annotate, fmt=fmt)
     hm._set_ticks(w.shape[0], w.shape[1], x_tokens,
                   y_tokens if y_tokens is not None else x_tokens, font_size)

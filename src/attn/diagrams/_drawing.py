@@ -96,13 +96,12 @@ def grid(ax: Axes, values: np.ndarray, left: float, top: float, *, norm: Normali
     white, whichever contrasts more with the cell."""
     R, C = values.shape
     w, h = cell
-    shown = values if norm is None else settle(values, norm.vmin, norm.vmax)  # as every CPU draws it
-    faces = (colormaps[CMAP](norm(shown)) if colors is None
+    faces = (colormaps[CMAP](settle(norm(values))) if colors is None  # settled: as every CPU draws it
              else to_rgba_array(np.ravel(colors)).reshape(R, C, 4))  # (R, C, 4)
     cells = [[ax.add_patch(Rectangle((left + c * w, top - (r + 1) * h), w, h, facecolor=faces[r, c],
                                      edgecolor="#9a9a9a", linewidth=0.6))
               for c in range(C)] for r in range(R)]
-    numbers = {(r, c): ax.text(left + (c + 0.5) * w, top - (r + 0.5) * h, number(shown[r, c]),
+    numbers = {(r, c): ax.text(left + (c + 0.5) * w, top - (r + 0.5) * h, number(settle(values[r, c])),
                                ha="center", va="center", fontproperties=text_font(NUMBERS),
                                color=str(text_colors(faces[r, c])))
                for r, c in written}

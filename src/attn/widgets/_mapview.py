@@ -136,13 +136,14 @@ class CellMap(Artist):
         self.boxes, self._strings = boxes, strings
         self.stale = True
 
-    def settled(self) -> np.ndarray:
-        """(L, S) the values as drawn: ``attn.plotting.settle``d to the colour range."""
-        return settle(self.values, self.norm.vmin, self.norm.vmax)
+    def levels(self) -> np.ndarray:
+        """(L, S) the values normalised to 0..1 as the colour map reads them, settled
+        (``attn.plotting.settle``): the same on every CPU."""
+        return settle(self.norm(self.values))
 
     def rgba(self) -> np.ndarray:
         """(L, S, 4) uint8 colour of every cell."""
-        rgba = self.cmap(self.norm(self.settled()), bytes=True)  # (L, S, 4)
+        rgba = self.cmap(self.levels(), bytes=True)  # (L, S, 4)
         if self.blocked is not None:
             rgba[self.blocked] = self._blocked_rgba
         return rgba
@@ -161,8 +162,7 @@ class CellMap(Artist):
             cells[top:bottom, right - w:right] = self._box_rgba
         if self.signs:
             ink = np.where(text_colors(rgba / 255.0) == "black", 0, 255).astype(np.uint8)  # (L, S)
-            middle = (self.norm.vmin + self.norm.vmax) / 2
-            below = self.settled() < middle  # (L, S); NaN compares False: no bar
+            below = self.levels() < 0.5  # (L, S): below the middle; NaN compares False: no bar
             if self.blocked is not None:
                 below &= ~self.blocked
             for i, j in zip(*np.nonzero(below)):
@@ -196,7 +196,7 @@ class CellMap(Artist):
         gc.restore()
         if self.text is not None:
             strings = self._strings or [["NaN" if np.isnan(v) else self._fmt(v) for v in row]
-                                        for row in self.settled()]
+                                        for row in settle(self.values)]
             self.text.set_strings(strings,
                                   text_colors(self.rgba() / 255.0).tolist())  # (L, S)
             self.text.draw(renderer)

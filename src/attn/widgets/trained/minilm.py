@@ -17,7 +17,7 @@ import numpy as np
 from ...examples import PHRASED_SENTENCES
 from ...language import mark, tr
 from ...pattern_scores import head_scores
-from ...plotting import new_figure, settle, text_font, token_font
+from ...plotting import new_figure, settled_for_colour, text_font, token_font
 from .._base import Explorer, options, sentences
 from .._mapview import MapView
 
@@ -184,7 +184,7 @@ def score_grids(scores: Mapping[str, object], *, width: float = 10, height: floa
         g = np.asarray(grid.detach() if hasattr(grid, "detach") else grid, dtype=float)
         if g.ndim != 2:
             raise ValueError(f"scores[{name!r}]: expected 2 dims (N, H), got shape {g.shape}")
-        image = ax.imshow(settle(g), cmap=GRID_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        image = ax.imshow(settled_for_colour(g, 0, 1), cmap=GRID_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
         best = np.unravel_index(int(g.argmax()), g.shape)
         ax.plot([best[1]], [best[0]], "s", ms=9, mfc="none", mec="tab:orange", mew=1.5)
         ax.set_title(tr(name), fontproperties=text_font(10))
