@@ -50,6 +50,23 @@ def test_the_language_comes_back_after_a_with_block():
     assert language.get_language() == "en"
 
 
+def test_the_language_comes_back_when_the_with_block_raises():
+    set_language("en")
+    with pytest.raises(ZeroDivisionError):
+        with language.language("zh"):
+            assert language.get_language() == "zh"
+            1 / 0
+    assert language.get_language() == "en"
+    set_language("zh")
+    try:
+        with pytest.raises(KeyError):
+            with language.language("en"):
+                {}["missing"]
+        assert language.get_language() == "zh"
+    finally:
+        set_language("en")
+
+
 def test_a_missing_translation_is_recorded_and_shown_in_english():
     with language.language("zh"):
         assert tr("a sentence nobody wrote") == "a sentence nobody wrote"
@@ -70,6 +87,48 @@ def test_a_bad_language_is_refused(bad, error, match):
 def test_tr_refuses_a_non_string():
     with pytest.raises(TypeError, match="message: expected a str, got int"):
         tr(3)
+
+
+POST_LN = ("Post-LN: every activation stays at RMS 1 (a LayerNorm ends each sub-layer); the gradient "
+           "reaching the input is {ratio:.2f} times the one leaving the top.")
+
+
+def _problems_of_an_edited_catalogue(tmp_path, monkeypatch, edit):
+    """``catalogue.problems("zh")`` on a copy of the Chinese catalogue changed by ``edit(po)``,
+    compiled beside it (so that only the edit can be wrong)."""
+    po = catalogue.read(catalogue.po_path("zh"), "zh")
+    edit(po)
+    po_file, mo_file = tmp_path / "attn.po", tmp_path / "attn.mo"
+    catalogue.write(po, po_file)
+    mo_file.write_bytes(catalogue.compiled(catalogue.read(po_file, "zh")))
+    monkeypatch.setattr(catalogue, "po_path", lambda language: po_file)
+    monkeypatch.setattr(catalogue, "mo_path", lambda language: mo_file)
+    return catalogue.problems("zh")
+
+
+def test_problems_sees_nothing_in_an_unchanged_copy(tmp_path, monkeypatch):
+    assert _problems_of_an_edited_catalogue(tmp_path, monkeypatch, lambda po: None) == []
+
+
+def test_problems_reports_an_untranslated_sentence(tmp_path, monkeypatch):
+    def untranslate(po):
+        po[POST_LN].string = ""
+
+    assert _problems_of_an_edited_catalogue(tmp_path, monkeypatch, untranslate) == [
+        f"zh: untranslated: {POST_LN!r}"]
+
+
+@pytest.mark.parametrize("wrong, has", [
+    ("到达输入的梯度是离开顶层时的 {rate:.2f} 倍。", ["rate"]),  # another name
+    ("到达输入的梯度比离开顶层时的小。", []),  # the field left out
+    ("{ratio:.2f} 倍，第 {l} 块。", ["l", "ratio"]),  # a field added
+], ids=["another name", "left out", "one more"])
+def test_problems_reports_a_translation_whose_fields_differ(tmp_path, monkeypatch, wrong, has):
+    def mistranslate(po):
+        po[POST_LN].string = wrong
+
+    assert _problems_of_an_edited_catalogue(tmp_path, monkeypatch, mistranslate) == [
+        f"zh: fields differ: {POST_LN!r} has ['ratio'], {wrong!r} has {has}"]
 
 
 def test_fields_of_a_translation_must_match():
