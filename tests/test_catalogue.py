@@ -9,6 +9,11 @@ from attn.language import mark, missing_messages, set_language, tr
 from attn.plotting import _font_path, text_font, token_font
 from tools import catalogue
 
+#: Two sentences of the catalogue, with fields.
+OK_MESSAGE = "largest difference < 1e-12: {ok}"
+POST_LN = ("Post-LN: every activation stays at RMS 1 (a LayerNorm ends each sub-layer); the gradient "
+           "reaching the input is {ratio:.2f} times the one leaving the top.")
+
 
 def test_the_chinese_catalogue_is_complete_and_compiled():
     assert catalogue.problems("zh") == []
@@ -87,10 +92,62 @@ def test_a_bad_language_is_refused(bad, error, match):
 def test_tr_refuses_a_non_string():
     with pytest.raises(TypeError, match="message: expected a str, got int"):
         tr(3)
+    with pytest.raises(TypeError, match="message: expected a str, got NoneType"):
+        language.translation(None)
 
 
-POST_LN = ("Post-LN: every activation stays at RMS 1 (a LayerNorm ends each sub-layer); the gradient "
-           "reaching the input is {ratio:.2f} times the one leaving the top.")
+@pytest.mark.parametrize("code", ["en", "zh"])
+def test_tr_names_a_missing_field(code):
+    with language.language(code):
+        with pytest.raises(ValueError, match=r"fields: expected the field\(s\) \['ok'\] of the message "
+                                             r"'largest difference < 1e-12: \{ok\}', got \['wrong'\]: "
+                                             r"\['ok'\] missing"):
+            tr(OK_MESSAGE, wrong=1)
+        with pytest.raises(ValueError, match=r"fields: expected the field\(s\) \['ok'\] of the message "
+                                             r"'largest difference < 1e-12: \{ok\}', got none"):
+            tr(OK_MESSAGE)  # never the sentence with "{ok}" left in it
+        with pytest.raises(ValueError, match=r"\['ratio'\] missing"):
+            tr("{n} tokens, {ratio:.2f}", n=3)
+        assert "{ok}" in language.translation(OK_MESSAGE)  # the template, for a caller who fills it
+
+
+@pytest.mark.parametrize("code", ["en", "zh"])
+def test_tr_names_a_field_its_format_cannot_take(code):
+    with language.language(code):
+        with pytest.raises(TypeError, match=r"x: expected a value that the format \{x:\.2f\} of the message "
+                                            r"'\{x:\.2f\}' takes, got str 'a'"):
+            tr("{x:.2f}", x="a")
+        with pytest.raises(TypeError, match=r"ratio: expected a value that the format \{ratio:\.2f\} .* "
+                                            r"got NoneType None"):
+            tr(POST_LN, ratio=None)
+
+
+def test_tr_takes_what_it_always_took():
+    assert tr("{n} tokens", n=3, unused="x") == "3 tokens"  # one call for whichever sentence of a table
+    assert tr("h_{t-1}: how many states wait?") == "h_{t-1}: how many states wait?"  # braces, no field
+    assert tr("a sentence with no field") == "a sentence with no field"
+    assert tr("{x!r:>5}", x=1) == "    1"
+    with pytest.raises(ValueError, match=r"message: expected named fields .* got 'h_\{t-1\} \{n\}', in which "
+                                         r"str.format reads the field 't-1'"):
+        tr("h_{t-1} {n}", n=1)
+
+
+def test_tr_names_a_translation_whose_fields_differ(monkeypatch):
+    """A catalogue with {rate} for {ratio} (the audit's P01): a ValueError naming the message and
+    both sets of fields, not a bare KeyError: 'rate'."""
+    class Wrong:
+        def gettext(self, message):
+            return message.replace("{ratio:.2f}", "{rate:.2f}")
+
+    monkeypatch.setattr(language, "_catalogue", lambda code: Wrong())
+    with pytest.raises(ValueError, match=r"fields: the en translation of 'Post-LN: .* whose fields \['rate'\] "
+                                         r"differ from the message's \['ratio'\]"):
+        tr(POST_LN, ratio=0.58)
+
+
+def test_message_fields_are_the_catalogues_fields():
+    assert language.message_fields("{a} {b:.2f} {c!r} {d.real} {e[0]} {{f}} {} {0} h_{t-1} {") == set()  # lone {
+    assert language.message_fields("{a} {b:.2f} {c!r} {d.real} {e[0]} {{f}} {} {0} h_{t-1}") == set("abcde")
 
 
 def _problems_of_an_edited_catalogue(tmp_path, monkeypatch, edit):
