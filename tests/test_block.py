@@ -264,3 +264,39 @@ def test_errors_come_before_any_computation():
     with pytest.raises(ValueError, match=r"mask: expected a shape broadcastable"):
         block(rand(B, L, E), torch.ones(4, 4, dtype=torch.bool))
     assert ran == []
+
+
+def test_sizes_whose_weights_cannot_be_allocated_are_refused_before_any():
+    with pytest.raises(ValueError, match=r"^d_ff: expected a \(d_ff, d_model\) weight of at most 2\*\*28 = "
+                                         r"268,435,456 entries, got \(d_ff, d_model\) = \(1099511627776, 8\), "
+                                         r"8,796,093,022,208 entries$"):
+        TransformerBlock(8, 2, 2**40)
+    with pytest.raises(ValueError, match=r"^d_model: expected a \(d_model, d_model\) weight of at most 2\*\*28"):
+        TransformerBlock(2**22, 2, 8)
+    with torch.device("meta"):  # shapes only: the largest linear1 that is built
+        assert TransformerBlock(8, 2, 2**25).linear1.weight.numel() == 2**28
+
+
+def test_numpy_ints_are_sizes_as_elsewhere_in_the_package():
+    np = pytest.importorskip("numpy")
+    block = TransformerBlock(np.int64(8), np.int64(2), np.int64(24))
+    assert (block.d_model, block.num_heads, block.d_ff) == (8, 2, 24)
+    assert all(type(n) is int for n in (block.d_model, block.num_heads, block.d_ff))
+    assert block(torch.zeros(1, 3, 8)).shape == (1, 3, 8)
+
+
+def test_a_2d_mask_is_refused_when_the_batch_is_as_long_as_the_sequence():
+    """B = L = 5: a (B, L) key-padding mask would read as an (L, L) mask. Refused at the block's
+    door, before norm1 runs; each meaning written with its own dims is taken."""
+    block = TransformerBlock(E, H, F).double().eval()
+    x = rand(L, L, E)  # B = L = 5
+    ran = []
+    block.norm1.register_forward_hook(lambda *a: ran.append(True))
+    for mask in (causal_mask(L), padding_mask([5, 4, 3, 2, 1], L)[:, 0, 0]):
+        with pytest.raises(ValueError, match=r"^mask: expected a mask of 3 or 4 dims when the batch has as many "
+                                             r"sequences as queries \(B = L = 5\), got shape \(5, 5\)"):
+            block(x, mask)
+    assert ran == []
+    one_for_all = block(x, causal_mask(L)[None])  # (1, L, L)
+    torch.testing.assert_close(one_for_all, block(x, causal=True), atol=TOL, rtol=0)
+    assert block(x, padding_mask([5, 4, 3, 2, 1], L)).shape == (L, L, E)  # (B, 1, 1, L)

@@ -134,3 +134,96 @@ def test_find_attention_reads_names_only():
     m.blocks[0] = torch.nn.Identity()
     with pytest.raises(ValueError, match="block 0 \\(Identity\\) has no attention layer"):
         attention_maps(m, torch.zeros(1, 3, dtype=torch.long))
+
+
+# ---- what is not a block, not a model, not examples: named at the door --------------------
+
+class ThreeWide(attn.TransformerBlock):
+    """A block whose output is 3 numbers wide instead of d_model."""
+
+    def forward(self, x, mask=None):
+        return super().forward(x, mask)[..., :3]
+
+
+class ShrinksLongSequences(attn.TransformerBlock):
+    """Right on the constructor's short probe, wrong from 5 tokens on: only forward can see it."""
+
+    def forward(self, x, mask=None):
+        out = super().forward(x, mask)
+        return out if x.shape[1] < 5 else out[:, :-1]
+
+
+class Unwritten(attn.TransformerBlock):
+    def forward(self, x, mask=None):
+        raise NotImplementedError("write forward")
+
+
+def test_a_class_that_is_not_a_block_is_refused_when_the_model_is_built():
+    with pytest.raises(ValueError, match=r"^block_class: expected blocks that return \(B, L, d_model\) = \(1, 2, 32\), "
+                                         r"the shape of their input, got \(1, 2, 2\) from block 0 \(Linear\)$"):
+        BlockModel(torch.nn.Linear, 10, 10)  # Linear(32, 2, bias=128) would be built
+    with pytest.raises(ValueError, match=r"got \(1, 2, 3\) from block 0 \(ThreeWide\)"):
+        build_block_model(ThreeWide, 10, 10)
+    with pytest.raises(TypeError, match=r"^block_class: expected a block called as block\(x\) on x \(B, L, d_model\), "
+                                        r"got Unwritten, which raised NotImplementedError: write forward$"):
+        build_block_model(Unwritten, 10, 10)
+
+    class DrawsWhenCalled(Block):
+        def forward(self, x, mask=None):
+            torch.rand(1)
+            return super().forward(x, mask)
+
+    after = []
+    for cls in (Block, DrawsWhenCalled):  # the same parameters drawn; the probe's draw forked away
+        torch.manual_seed(0)
+        m = BlockModel(cls, 10, 10, dropout=0.5)
+        after.append(torch.rand(3))
+        assert all(b.training for b in m.blocks)  # the probe ran in eval mode, and put it back
+    assert torch.equal(*after)
+
+
+def test_a_block_output_of_the_wrong_shape_is_named_at_forward():
+    m = build_block_model(ShrinksLongSequences, 10, 10, num_blocks=2)
+    assert m(torch.zeros(2, 4, dtype=torch.long)).shape == (2, 4, 10)
+    with pytest.raises(ValueError, match=r"^block_class: expected blocks that return \(B, L, d_model\) = \(2, 6, 32\), "
+                                         r"the shape of their input, got \(2, 5, 32\) from block 0 "
+                                         r"\(ShrinksLongSequences\)$"):
+        m(torch.zeros(2, 6, dtype=torch.long))  # not torch's "mat1 and mat2 shapes cannot be multiplied"
+    m.blocks[1] = torch.nn.Identity()
+    m.blocks[1].forward = lambda x: "output"
+    with pytest.raises(TypeError, match=r"^block_class: expected blocks that return a tensor \(B, L, d_model\) .* "
+                                        r"got str from block 1 \(Identity\)$"):
+        m(torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_model_sizes_whose_weights_cannot_be_allocated_are_refused():
+    with pytest.raises(ValueError, match=r"^vocab_size: expected a \(vocab_size, d_model\) weight of at most 2\*\*28"):
+        BlockModel(attn.TransformerBlock, 2**40, 10)
+    with pytest.raises(ValueError, match=r"^num_classes: expected a \(num_classes, d_model\) weight"):
+        BlockModel(attn.TransformerBlock, 10, 2**40)
+    with pytest.raises(ValueError, match=r"^seq_len: expected a \(seq_len, d_model\) weight"):
+        BlockModel(attn.TransformerBlock, 10, 10, seq_len=2**40)
+    with pytest.raises(ValueError, match=r"^d_ff: expected a \(d_ff, d_model\) weight"):
+        BlockModel(attn.TransformerBlock, 10, 10, d_ff=2**40)
+    with pytest.raises(TypeError, match=r"^d_model: expected a positive int, got str"):
+        BlockModel(attn.TransformerBlock, 10, 10, d_model="32")
+
+
+def test_training_and_accuracy_name_what_is_not_a_model_a_draw_or_examples():
+    m = build_block_model(attn.TransformerBlock, 10, 10, num_blocks=1)
+    with pytest.raises(TypeError, match=r"^model: expected an nn.Module from tokens \(B, L\) to logits \(B, L, C\), "
+                                        r"such as build_block_model\(...\), got NoneType$"):
+        train_block_model(None, digit_sum_batch, steps=1)
+    with pytest.raises(TypeError, match=r"^draw: expected a function draw\(batch_size, generator\) -> Examples, "
+                                        r"such as digit_sum_batch or task_batch\('reverse'\), got NoneType None$"):
+        train_block_model(m, None, steps=1)
+    with pytest.raises(TypeError, match=r"^draw: expected draw\(batch_size, generator\) to return an "
+                                        r"attn.block_model.Examples \(tokens, targets\), got Tensor$"):
+        train_block_model(m, lambda b, g: digit_sum_batch(b, g).tokens, steps=1)
+    assert not m.training  # left in eval mode, as after training
+    with pytest.raises(TypeError, match=r"^examples: expected an attn.block_model.Examples \(tokens, targets\), "
+                                        r"such as held_out\(digit_sum_batch\) or task_held_out\('reverse'\), "
+                                        r"got NoneType$"):
+        accuracy(m, None)
+    with pytest.raises(TypeError, match=r"^model: expected an nn.Module"):
+        accuracy("model", held_out(digit_sum_batch, 4))

@@ -13,6 +13,31 @@ def _decoder(E=16, H=2, N=3, seed=0):
     return Decoder(E, H, N).double().eval()
 
 
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_decoder_layer_is_its_formula(cached):
+    """DecoderLayer, as its docstring defines it: a = causal self-attention of x (with the
+    cache: of the new positions after the cached ones), y = x + a, then y + ffn(y); computed
+    here from the layer's own sub-modules, and its weights are the attention's."""
+    layer = _decoder(N=1).layers[0]
+    g = torch.Generator().manual_seed(2)
+    prompt, x = (torch.randn(2, n, 16, dtype=torch.float64, generator=g) for n in (3, 4))
+    if cached:
+        mine, theirs = KVCache(), KVCache()
+        layer(prompt, mine)
+        layer.attn(prompt, cache=theirs)  # the same prefill through the attention alone
+        a, w = layer.attn(x, cache=theirs)  # (B, L, E), (B, H, L, T + L)
+        out, weights = layer(x, mine)
+    else:
+        a, w = layer.attn(x, causal=True)  # (B, L, E), (B, H, L, L)
+        out, weights = layer(x)
+    y = x + a  # the attention's residual
+    expected = y + layer.ffn(y)  # the feed-forward's residual
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(weights, w, atol=0, rtol=0)
+    assert (out - (a + layer.ffn(a))).abs().max() > 0.1  # the attention's residual matters here
+    assert (out - layer.ffn(y)).abs().max() > 0.1  # and so does the feed-forward's
+
+
 @pytest.mark.parametrize("prefill", [1, 3, 7])
 def test_prefill_then_single_steps_equals_the_full_causal_pass(prefill):
     dec = _decoder()

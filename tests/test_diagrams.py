@@ -312,6 +312,16 @@ def test_draws_into_a_given_axes():
     (lambda: kv_cache_diagram(*kv_example()[:2], torch.randn(1, 2, 8)), ValueError, "x_new"),
     (lambda: kv_cache_diagram(kv_example()[0], torch.randn(1, 8, 8), torch.randn(1, 1, 8)), ValueError, "prompt"),
     (lambda: kv_cache_diagram(*kv_example(), head=2), ValueError, "head"),
+    # the argument at fault, not the layer's own (query) nor x's shape for the layer's size
+    (lambda: split_merge_diagram(MultiHeadAttention(32, 2), torch.randn(1, 4, 32)), ValueError,
+     r"^mha: expected d_model <= 8 to draw, got d_model=32$"),
+    (lambda: kv_cache_diagram(kv_example()[0], kv_example()[1].double(), kv_example()[2]), TypeError,
+     r"^prompt: expected dtype torch.float32 \(the dtype of the module's parameters\), got torch.float64$"),
+    (lambda: kv_cache_diagram(*kv_example()[:2], kv_example()[2].double()), TypeError, r"^x_new: expected dtype"),
+    (lambda: kv_cache_diagram(kv_example()[0], torch.randn(1, 4, 6), kv_example()[2]), ValueError,
+     r"^prompt: expected \(1, T, E\) with 1 <= T <= \d+ and E = d_model = 8, got shape \(1, 4, 6\)$"),
+    (lambda: kv_cache_diagram(*kv_example()[:2], torch.randn(1, 1, 6)), ValueError,
+     r"^x_new: expected \(1, 1, E\) with E = d_model = 8"),
 ])
 def test_bad_input_names_the_argument(call, error, match):
     with pytest.raises(error, match=match):

@@ -277,6 +277,41 @@ def test_the_case_is_named():
         block_with("residual after the norm")).message
 
 
+def near_miss(off, *, placement=None, masked=None):
+    """A correct block whose output is off by ``off`` in every entry: always, or only in one
+    placement of the norms (``placement``), or only with a mask or without one (``masked``)."""
+    class NearMiss(Block):
+        def forward(self, x, mask=None):
+            out = super().forward(x, mask)
+            hit = ((placement is None or placement == self.norm_first)
+                   and (masked is None or masked == (mask is not None)))
+            return out + off if hit else out
+
+    return NearMiss
+
+
+@pytest.mark.parametrize("where", [{}, {"placement": False}, {"placement": True},
+                                   {"masked": True}, {"masked": False}],
+                         ids=["always", "post-LN only", "pre-LN only", "with a mask only", "without a mask only"])
+def test_near_misses_are_rejected(where):
+    """Off by 1e-3: far above float32 round-off (the checker's 1e-5), far below any classic bug;
+    the same block off by 1e-7 is round-off and passes."""
+    assert nb12.check_transformer_block(near_miss(1e-7, **where)).correct
+    fb = nb12.check_transformer_block(near_miss(1e-3, **where))
+    assert not fb.correct, fb.message
+    assert "matches nn.TransformerEncoderLayer" not in fb.message
+
+
+def test_near_miss_layer_norms_and_counts_are_rejected():
+    for off in (1e-3, -1e-4):
+        fb = nb12.check_layer_norm(lambda x, g, b, eps, off=off: layer_norm_right(x, g, b, eps) + off)
+        assert not fb.correct, fb.message
+    total = sum(nb12.block_parameters(nb12.BASE["d_model"], nb12.BASE["d_ff"]).values())
+    assert nb12.check_block_parameters(total).correct
+    for near in (total - 1, total + 1):
+        assert not nb12.check_block_parameters(near).correct, near
+
+
 def test_no_dropout_in_training():
     class NeverDrops(Block):
         def sa(self, x, mask):

@@ -212,6 +212,29 @@ def test_error_mask_wrong_shape():
         scaled_dot_product_attention(rand(2, 4), rand(5, 4), rand(5, 4), torch.ones(3, 5, dtype=torch.bool))
 
 
+@pytest.mark.parametrize("batch", [(3,), (3, 2)], ids=["(B, L, E)", "(B, H, L, E)"])
+def test_error_a_2d_mask_when_the_batch_is_as_long_as_the_queries(batch):
+    """B = L = 3 queries over S = 5 keys: a (B, S) mask has the shape of an (L, S) one. Refused by
+    the forward and the backward alike; written with its dims, each meaning is taken."""
+    from attn.functional import attention_backward
+
+    q, k, v = rand(*batch, 3, 4), rand(*batch, 5, 4, seed=1), rand(*batch, 5, 2, seed=2)
+    grad = rand(*batch, 3, 2, seed=3)
+    ambiguous = (r"^mask: expected a mask of 3 or 4 dims when the batch has as many sequences as queries "
+                 r"\(B = L = 3\), got shape \(3, 5\), .* write mask\[None\], \(1, L, S\), for one mask for the "
+                 r"whole batch, or attn.padding_mask\(lengths, S\), \(B, 1, 1, S\), for one row per sequence$")
+    mask = causal_mask(3, 5)
+    with pytest.raises(ValueError, match=ambiguous):
+        scaled_dot_product_attention(q, k, v, mask)
+    with pytest.raises(ValueError, match=ambiguous):
+        attention_backward(q, k, v, grad, mask)
+    one_for_all = mask[None] if len(batch) == 1 else mask[None, None]
+    out, w = scaled_dot_product_attention(q, k, v, one_for_all)
+    assert torch.equal(w[0].triu(1) if len(batch) == 1 else w[0, 0].triu(1), torch.zeros(3, 5, dtype=w.dtype))
+    assert scaled_dot_product_attention(q[:1], k[:1], v[:1], mask)[0].shape == (1, *batch[1:], 3, 2)  # B = 1
+    assert scaled_dot_product_attention(q[0], k[0], v[0], mask)[0].shape == (*batch[1:], 3, 2)  # one dim fewer
+
+
 @pytest.mark.parametrize("scale", [0.0, -1.0, math.inf])
 def test_error_bad_scale(scale):
     with pytest.raises(ValueError, match=r"scale: expected a positive finite float"):

@@ -48,6 +48,25 @@ def inputs(seed=1):
     return x, memory
 
 
+class ArticleNamedMask(ArticleMultiHeadAttention):
+    """The article's layer with its mask under another name, ``forward(q, k, v, attn_mask=None)``:
+    the mask goes in fourth place, after q, k, v (``call_style`` gives (True, 3))."""
+
+    def forward(self, q, k, v, attn_mask=None):
+        return super().forward(q, k, v, attn_mask)
+
+
+class ChapterPositionalMask(ChapterMultiHeadAttention):
+    """The chapter's layer with its mask under another name, ``forward(x, m=None)``: the mask goes
+    in second place, after x (``call_style`` gives (False, 1))."""
+
+    def forward(self, x, m=None):
+        return super().forward(x, m)
+
+
+#: The learner-style layers, and two whose mask is not called ``mask`` (given by position).
+LAYERS = [*LEARNER_CLASSES.values(), ArticleNamedMask, ChapterPositionalMask]
+
 CASES = {  # name -> (memory?, keyword arguments)
     "self, no mask": (False, {}),
     "self, causal": (False, {"causal": True}),
@@ -58,7 +77,7 @@ CASES = {  # name -> (memory?, keyword arguments)
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("cls", list(LEARNER_CLASSES.values()), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", LAYERS, ids=lambda c: c.__name__)
 def test_a_learners_layer_gives_the_packages_numbers(cls, case):
     wrapped, package = learner_and_package(cls)
     x, memory = inputs()
@@ -67,7 +86,7 @@ def test_a_learners_layer_gives_the_packages_numbers(cls, case):
     out, weights = wrapped(*args, **kwargs)
     want_out, want_weights = package(*args, **kwargs)
     torch.testing.assert_close(out, want_out, atol=1e-12, rtol=0)
-    if cls is ChapterMultiHeadAttention:  # the only one of the three that returns its weights
+    if issubclass(cls, ChapterMultiHeadAttention):  # the only form that returns its weights
         assert weights.shape == (B, H, L, S if with_memory else L)
         torch.testing.assert_close(weights, want_weights, atol=1e-12, rtol=0)
     else:
@@ -184,6 +203,11 @@ def test_call_style_reads_forwards_signature(signature, style):
     assert call_style(module) == style
 
 
+def test_masks_under_other_names_go_by_position():
+    assert call_style(make_attention(ArticleNamedMask, E, H).layer) == (True, 3)
+    assert call_style(make_attention(ChapterPositionalMask, E, H).layer) == (False, 1)
+
+
 def test_call_arguments_and_split_output():
     x, memory = inputs()
     mask = torch.ones(L, S, dtype=torch.bool)
@@ -191,6 +215,9 @@ def test_call_arguments_and_split_output():
     assert args[0] is x and args[1] is memory and args[2] is memory and kwargs == {"mask": mask}
     args, kwargs = call_arguments(False, 1, x, memory, mask)
     assert args[0] is x and args[1] is mask and len(args) == 2 and kwargs == {}
+    args, kwargs = call_arguments(True, 3, x, memory, mask)  # forward(q, k, v, m): the mask fourth
+    assert [a is b for a, b in zip(args, (x, memory, memory, mask))] == [True] * 4 and len(args) == 4
+    assert kwargs == {}
     assert call_arguments(False, None, x, x, None) == ([x], {})
     assert call_arguments(False, None, x, x, mask) is None
     assert split_output(x)[0] is x and split_output(x)[1] is None

@@ -411,3 +411,94 @@ def test_error_dropout_not_a_probability():
         MultiHeadAttention(8, 2, dropout="0.1")
     with pytest.raises(TypeError, match=r"dropout: expected a number, got bool True"):
         MultiHeadAttention(8, 2, dropout=True)
+
+
+# ---- sizes that cannot be allocated, and a 2-D mask that could be read two ways ----
+
+def test_sizes_whose_weights_cannot_be_allocated_are_refused_before_any():
+    with pytest.raises(ValueError, match=r"^d_model: expected a \(d_model, d_model\) weight of at most 2\*\*28 = "
+                                         r"268,435,456 entries, got \(d_model, d_model\) = \(4194304, 4194304\), "
+                                         r"17,592,186,044,416 entries$"):
+        MultiHeadAttention(2**22, 2)  # 64 TiB a weight (a size torch's allocator refuses at once)
+    with pytest.raises(ValueError, match=r"^d_k: expected a \(d_k, d_model\) weight of at most 2\*\*28"):
+        SelfAttention(8, 2**40, 4)
+    with pytest.raises(ValueError, match=r"^d_v: expected a \(d_v, d_model\) weight"):
+        SelfAttention(8, 4, 2**40)
+    with torch.device("meta"):  # shapes only: the largest that is built, 2**28 entries a weight
+        assert MultiHeadAttention(2**14, 2).W_q.weight.numel() == 2**28
+
+
+def test_numpy_ints_are_sizes():
+    np = pytest.importorskip("numpy")
+    m = MultiHeadAttention(np.int64(8), np.int64(2))
+    assert (m.d_model, m.num_heads, m.head_dim) == (8, 2, 4) and type(m.d_model) is int
+    assert SelfAttention(np.int32(4), np.int64(2), np.int64(3)).d_v == 3
+    with pytest.raises(TypeError, match=r"d_model: expected a positive int, got float64"):
+        MultiHeadAttention(np.float64(8), 2)
+
+
+def test_weights_too_many_to_hold_name_need_weights_and_the_fast_path_needs_none(monkeypatch):
+    """At L = S = 2**15 the weights (B, H, L, S) cannot be held: need_weights is named, before
+    anything is computed (on the meta device, nothing could be); need_weights=False needs no
+    weights tensor and still runs (here under a limit lowered to 2**6 entries, on real numbers)."""
+    on_meta = MultiHeadAttention(8, 2).to("meta")
+    with pytest.raises(ValueError, match=r"^need_weights: expected a \(B, H, L, S\) tensor of attention weights "
+                                         r"of at most 2\*\*28 = 268,435,456 entries, got \(B, H, L, S\) = "
+                                         r"\(1, 2, 32768, 32768\), 2,147,483,648 entries: pass need_weights=False, "
+                                         r"the fast path, which needs no weights tensor$"):
+        on_meta(torch.empty(1, 2**15, 8, device="meta"))
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2).double()
+    x, mem = rand(1, 4, 8), rand(1, 9, 8, seed=1)  # weights (1, 2, 4, 9): 72 entries
+    expected, _ = m(x, mem)
+    import attn._checks
+
+    monkeypatch.setattr(attn._checks, "MAX_ENTRIES", 2**6)
+    with pytest.raises(ValueError, match=r"need_weights: .* at most 2\*\*6 = 64 entries, got \(B, H, L, S\) = "
+                                         r"\(1, 2, 4, 9\), 72 entries"):
+        m(x, mem)
+    fast, none = m(x, mem, need_weights=False)
+    assert none is None
+    torch.testing.assert_close(fast, expected, atol=TOL, rtol=0)
+    assert m(x, rand(1, 8, 8, seed=1))[1].shape == (1, 2, 4, 8)  # 64 entries: at the limit, held
+    from attn import KVCache
+
+    cache = KVCache()
+    m(rand(1, 7, 8), cache=cache, need_weights=False)  # 7 cached positions
+    with pytest.raises(ValueError, match=r"\(B, H, L, S\) = \(1, 2, 4, 11\)"):  # S = T + L
+        m(x, cache=cache)
+
+
+AMBIGUOUS = r"^mask: expected a mask of 3 or 4 dims when the batch has as many sequences as queries \(B = L = 3\), " \
+            r"got shape \(3, {S}\), which reads as \(L, S\), one mask for every sequence, and as \(B, S\), " \
+            r"one row per sequence: write mask\[None\], \(1, L, S\), for one mask for the whole batch, or " \
+            r"attn.padding_mask\(lengths, S\), \(B, 1, 1, S\), for one row per sequence$"
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_a_2d_mask_is_refused_when_the_batch_is_as_long_as_the_queries(need_weights):
+    """B = L = 3 sequences over S = 5 keys: a (B, S) key-padding mask has the shape of an (L, S)
+    mask and would be read as one (the audit's silently wrong output). Each meaning, written
+    with its own dims, gives the output of its own."""
+    torch.manual_seed(0)
+    m = MultiHeadAttention(8, 2, bias=True).double()
+    x, mem = rand(3, 3, 8), rand(3, 5, 8, seed=1)
+    lengths = [5, 4, 2]
+    per_sequence = padding_mask(lengths, max_len=5)  # (B, 1, 1, S)
+    for mask in (per_sequence[:, 0, 0], causal_mask(3, 5)):  # (B, S) meant, and (L, S) meant
+        with pytest.raises(ValueError, match=AMBIGUOUS.format(S=5)):
+            m(x, mem, mask=mask, need_weights=need_weights)
+    with pytest.raises(ValueError, match=AMBIGUOUS.format(S=3)):
+        m(x, mask=causal_mask(3), need_weights=need_weights)  # self-attention, (L, L)
+    # one row per sequence: the padding mask, as each sequence alone with its own keys
+    out, _ = m(x, mem, mask=per_sequence, need_weights=need_weights)
+    for b, n in enumerate(lengths):
+        alone, _ = m(x[b:b + 1], mem[b:b + 1, :n])
+        torch.testing.assert_close(out[b:b + 1], alone, atol=TOL, rtol=0)
+    # one mask for the whole batch: mask[None], (1, L, S), as each sequence alone under it
+    out, _ = m(x, mem, mask=causal_mask(3, 5)[None], need_weights=need_weights)
+    for b in range(3):
+        alone, _ = m(x[b:b + 1], mem[b:b + 1], mask=causal_mask(3, 5))  # B = 1: (L, S) is unambiguous
+        torch.testing.assert_close(out[b:b + 1], alone, atol=TOL, rtol=0)
+    # B != L: a 2-D mask can only be (L, S)
+    assert m(rand(2, 3, 8), mask=causal_mask(3), need_weights=need_weights)[0].shape == (2, 3, 8)

@@ -53,6 +53,34 @@ def test_drift_is_found(tmp_path, monkeypatch):
     assert twins.drift(pair([first_en, "x", "y"], [first_zh, "x"]))
 
 
+def test_tag_drift_is_found_and_carried(tmp_path, monkeypatch):
+    """Cells whose code is the same and whose tags differ: a drift, and ``carry`` copies them."""
+    monkeypatch.setattr(twins, "NOTEBOOKS", tmp_path)
+    monkeypatch.setattr(twins, "ZH", tmp_path / "zh")
+    first = {"en": 'import attn\nset_language("en")', "zh": 'import attn\nset_language("zh")'}
+
+    def write(language, tags):
+        folder = tmp_path / "zh" if language == "zh" else tmp_path
+        folder.mkdir(exist_ok=True)
+        cells = [nbformat.v4.new_code_cell(first[language]), nbformat.v4.new_code_cell("x = 1")]
+        if tags is not None:
+            cells[1].metadata["tags"] = tags
+        nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / "01_x.ipynb")
+
+    english = tmp_path / "01_x.ipynb"
+    for en_tags, zh_tags in ((["raises-exception"], None), (None, ["hide-input"]),
+                             (["hide-input"], ["raises-exception"])):
+        write("en", en_tags)
+        write("zh", zh_tags)
+        assert twins.drift(english) == [
+            f"01_x.ipynb: code cell 2's tags differ: {en_tags or []} and {zh_tags or []}"]
+        assert twins.carry(english) == 1
+        assert twins.drift(english) == []
+    write("en", ["hide-input"])
+    write("zh", ["hide-input"])
+    assert twins.drift(english) == [] and twins.carry(english) == 0
+
+
 # --- 00's glossary is the single source of the Chinese terms -----------------------------
 
 def glossary() -> list[tuple[list[str], str]]:

@@ -1,9 +1,13 @@
 """The depth explorer of notebook 12: the profiles it draws are attn.depth's, and its readout says
 what they show."""
+import re
+
 import numpy as np
 import pytest
+import torch
 
-from attn.depth import stack_profile
+from attn import depth
+from attn.depth import run_stack, stack_blocks, stack_profile
 from attn.language import language
 from attn.widgets.depth import COLLAPSED, DEPTHS, depth_explorer, depth_view
 
@@ -71,3 +75,29 @@ def test_a_move_redraws_the_lines_alone():
         ex.controls[control].value = value
     assert ex.full_redraws == before
     ex.close()
+
+
+@pytest.mark.parametrize("placement", ["post-LN", "pre-LN"])
+def test_the_readouts_gradient_ratio_is_the_bottoms_over_the_tops(placement):
+    """The readout's "the gradient reaching the input is r times the one leaving the top", with r
+    computed here by autograd on the same seeded stack (attn.depth's recipe: the input and the
+    loss direction G from seed 1, loss = <final(x_N), G>), not read from the profile. Post-LN
+    shrinks the gradient on the way down (r < 1), pre-LN does not (r > 1)."""
+    N = 24
+    norm_first = placement == "pre-LN"
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(depth.BATCH, depth.TOKENS, depth.D_MODEL, generator=g, dtype=torch.float64)
+    G = torch.randn(x.shape, generator=g, dtype=torch.float64)
+    x.requires_grad_(True)
+    top = run_stack(stack_blocks(N), x, norm_first=norm_first)[-1]  # x_N
+    top.retain_grad()
+    out = torch.nn.functional.layer_norm(top, (depth.D_MODEL,)) if norm_first else top
+    (out * G).sum().backward()
+    ratio = (x.grad.pow(2).mean().sqrt() / top.grad.pow(2).mean().sqrt()).item()
+    assert (ratio < 0.75) if placement == "post-LN" else (ratio > 1.0)
+    ex = depth_explorer(N, placement, True)
+    said = re.search(r"the gradient reaching the input is ([0-9.]+) times the one leaving the top",
+                     ex.readout.value)
+    ex.close()
+    assert said is not None, ex.readout.value
+    assert said.group(1) == f"{ratio:.2f}"

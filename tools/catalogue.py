@@ -27,6 +27,8 @@ from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
+from attn.language import message_fields
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "src" / "attn"
 LOCALE = PACKAGE / "locale"
@@ -39,7 +41,6 @@ TRANSLATED = ("zh",)
 #: the functions whose first argument is a sentence of the catalogue
 KEYWORDS = ("tr", "mark")
 FIXED_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
-FIELD = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)(?:[!:][^{}]*)?\}")
 
 
 def po_path(language: str) -> Path:
@@ -99,7 +100,7 @@ def extract() -> Catalog:
     for path, source in sources:
         where = str(path.relative_to(ROOT))
         for message, place in sentences_in(source, where):
-            flags = ["python-brace-format"] if FIELD.search(message) else []
+            flags = ["python-brace-format"] if fields(message) else []
             if message in pot:
                 pot[message].locations.append((place, None))
             else:
@@ -143,8 +144,9 @@ def problems(language: str) -> list[str]:
 
 
 def fields(text: str) -> set[str]:
-    """The names of the ``{fields}`` of a sentence (``{{`` is a literal brace)."""
-    return set(FIELD.findall(text.replace("{{", "").replace("}}", "")))
+    """The names of the ``{fields}`` of a sentence (``{{`` is a literal brace): the fields that
+    ``attn.language.tr`` requires, read the same way."""
+    return set(message_fields(text))
 
 
 def read(path: Path, language: str | None = None) -> Catalog:

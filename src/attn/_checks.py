@@ -89,6 +89,20 @@ def check_bool_mask(name: str, mask: object, target: Sequence[int], legend: str,
     return mask
 
 
+def check_mask_reading(name: str, mask: Tensor, batch: Sequence[int], L: int) -> None:
+    """A 2-D mask is read as (L, S), one mask for every sequence. When the batch has as many
+    sequences as there are queries (B = L > 1, B the first batch dim), a (B, S) mask of one row
+    per sequence (key padding) has that shape too and would be read as (L, S) without a word:
+    ValueError, saying how to write each meaning. (With B != L that mistake already fails to
+    broadcast.)"""
+    if mask.dim() == 2 and len(batch) > 0 and batch[0] == L > 1 and mask.shape[0] == L:
+        raise ValueError(
+            f"{name}: expected a mask of 3 or 4 dims when the batch has as many sequences as queries "
+            f"(B = L = {L}), got shape {shape_str(mask)}, which reads as (L, S), one mask for every "
+            f"sequence, and as (B, S), one row per sequence: write {name}[None], (1, L, S), for one mask "
+            f"for the whole batch, or attn.padding_mask(lengths, S), (B, 1, 1, S), for one row per sequence")
+
+
 def check_token_ids(name: str, tokens: object, *, max_len: int, vocab_size: int) -> Tensor:
     """A batch of token ids: a long tensor (B, L) with L <= max_len and ids in 0..vocab_size-1."""
     tokens = check_tensor(name, tokens)
@@ -104,8 +118,11 @@ def check_token_ids(name: str, tokens: object, *, max_len: int, vocab_size: int)
 
 
 def check_positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    """An int >= 1 (a NumPy integer too, as ``check_int`` takes one; not a bool), returned as a
+    Python int."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name}: expected a positive int, got {type(value).__name__} {value!r}")
+    value = int(value)
     if value <= 0:
         raise ValueError(f"{name}: expected a positive int, got {value}")
     return value
@@ -164,20 +181,24 @@ def check_not_meta(name: str, t: Tensor, why: str) -> Tensor:
     return t
 
 
-#: The most entries a table built by the package (a mask, a table of codes) may have: 2**28,
-#: that is 256 MiB of bools or 2 GiB of float64. A larger one is almost surely a mistake (a
-#: number of tokens in the billions), and torch would fail deep inside, or fill the memory,
-#: before saying so.
+#: The most entries a tensor built by the package (a mask, a table of codes, a weight matrix, a
+#: tensor of attention weights) may have: 2**28, that is 256 MiB of bools, 1 GiB of float32 or
+#: 2 GiB of float64. A larger one is almost surely a mistake (a number of tokens or features in
+#: the billions), and torch would fail deep inside, or fill the memory, before saying so.
 MAX_ENTRIES = 2**28
 
 
-def check_entries(name: str, shape: Sequence[int], legend: str) -> None:
-    """The table of shape ``shape`` about to be built has at most ``MAX_ENTRIES`` entries
-    (ValueError otherwise, before any memory is asked for)."""
+def check_entries(name: str, shape: Sequence[int], legend: str, *, what: str = "table",
+                  hint: str = "") -> None:
+    """The tensor of shape ``shape`` about to be built (``what``: a table, a weight...) has at
+    most ``MAX_ENTRIES`` entries (ValueError otherwise, before any memory is asked for; ``hint``
+    ends the message, e.g. with what to do instead)."""
+    shape = tuple(int(n) for n in shape)  # Python ints: a product of NumPy ints would overflow
     entries = math.prod(shape)
     if entries > MAX_ENTRIES:
-        raise ValueError(f"{name}: expected a {legend} table of at most 2**28 = {MAX_ENTRIES:,} entries, "
-                         f"got {legend} = {tuple(shape)}, {entries:,} entries")
+        limit = f"2**{MAX_ENTRIES.bit_length() - 1} = {MAX_ENTRIES:,}"
+        raise ValueError(f"{name}: expected a {legend} {what} of at most {limit} entries, "
+                         f"got {legend} = {shape}, {entries:,} entries{hint}")
 
 
 def check_same_dtype_and_device(names: Sequence[str], tensors: Sequence[Tensor]) -> None:

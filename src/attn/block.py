@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from ._checks import (check_bool, check_bool_mask, check_choice, check_float,
-                      check_like_parameters, check_positive_int, check_rank, shape_str)
+from ._checks import (check_bool, check_bool_mask, check_choice, check_entries, check_float,
+                      check_like_parameters, check_mask_reading, check_positive_int, check_rank,
+                      shape_str)
 from .modules import MultiHeadAttention, check_dropout
 
 __all__ = ["TransformerBlock"]
@@ -51,12 +52,14 @@ class TransformerBlock(nn.Module):
     def __init__(self, d_model: int, num_heads: int, d_ff: int, *, dropout: float = 0.0,
                  norm_first: bool = True, activation: str = "relu") -> None:
         super().__init__()
-        check_positive_int("d_model", d_model)
-        check_positive_int("num_heads", num_heads)
+        d_model = check_positive_int("d_model", d_model)
+        num_heads = check_positive_int("num_heads", num_heads)
         if d_model % num_heads:
             raise ValueError(
                 f"d_model: expected a positive multiple of num_heads={num_heads}, got {d_model}")
-        check_positive_int("d_ff", d_ff)
+        d_ff = check_positive_int("d_ff", d_ff)
+        check_entries("d_model", (d_model, d_model), "(d_model, d_model)", what="weight")  # attention
+        check_entries("d_ff", (d_ff, d_model), "(d_ff, d_model)", what="weight")  # linear1, linear2
         dropout = check_dropout(dropout)
         self.norm_first = check_bool("norm_first", norm_first)
         if not isinstance(activation, str):
@@ -110,7 +113,8 @@ class TransformerBlock(nn.Module):
         Args:
             x: (B, L, E), float, of the dtype and device of the block's parameters.
             mask: None, or bool broadcastable to (B, H, L, L); **True = may attend**: (L, L)
-                for all sequences, or ``attn.padding_mask(lengths, L)`` (B, 1, 1, L).
+                for all sequences (``mask[None]``, (1, L, L), when B = L > 1: a 2-D mask could
+                then be (B, L) too, ValueError), or ``attn.padding_mask(lengths, L)`` (B, 1, 1, L).
             causal: True also blocks the future (``attn.causal_mask(L)``, combined with
                 ``mask``).
 
@@ -132,7 +136,8 @@ class TransformerBlock(nn.Module):
         Raises:
             TypeError / ValueError naming the argument: x not a float tensor (B, L, E) of the
             parameters' dtype and device; a mask that is not bool, does not broadcast to
-            (B, H, L, L) or lies on another device; a causal that is not a bool.
+            (B, H, L, L) or lies on another device, or is 2-D when B = L > 1; a causal that is
+            not a bool.
         """
         check_float("x", x)
         check_rank("x", x, 3, "(B, L, d_model)")
@@ -143,6 +148,7 @@ class TransformerBlock(nn.Module):
         if mask is not None:
             B, L, _ = x.shape
             check_bool_mask("mask", mask, (B, self.num_heads, L, L), "(B, H, L, L)", device=x.device)
+            check_mask_reading("mask", mask, (B,), L)
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import check_int, check_number, check_positive_int, check_token_ids
+from ._checks import check_entries, check_int, check_number, check_positive_int, check_token_ids
 from .block import TransformerBlock
 from .exercises._layers import FUSED_NAMES, NAMINGS
 from .learner_layer import call_arguments, call_style, split_output
@@ -98,6 +98,13 @@ class BlockModel(nn.Module):
         d_model, num_heads, d_ff: each block's sizes.
         norm_first: True: pre-LN blocks and a last LayerNorm; False: post-LN blocks.
         dropout: passed to each block (when it takes one).
+
+    Raises:
+        TypeError / ValueError naming the argument: a size that is not a positive int, or whose
+        embedding or read-out weight would hold more than 2**28 entries; a ``block_class``
+        whose first block, called as ``block(x)`` on zeros (1, 2, d_model) in eval mode (the
+        RNG left as it was), raises or does not give back x's shape (``nn.Linear`` takes three
+        numbers too). ``forward`` checks each block's output shape again.
     """
 
     def __init__(self, block_class: type[nn.Module], vocab_size: int, num_classes: int, *,
@@ -108,27 +115,64 @@ class BlockModel(nn.Module):
         if not (inspect.isclass(block_class) and issubclass(block_class, nn.Module)):
             raise TypeError(f"block_class: expected an nn.Module class such as attn.TransformerBlock, "
                             f"got {type(block_class).__name__} {block_class!r:.60}")
-        for name, v in (("vocab_size", vocab_size), ("num_classes", num_classes),
-                        ("num_blocks", num_blocks), ("seq_len", seq_len)):
-            check_positive_int(name, v)
+        vocab_size, num_classes, num_blocks, seq_len, d_model, num_heads, d_ff = (
+            check_positive_int(name, v) for name, v in (
+                ("vocab_size", vocab_size), ("num_classes", num_classes), ("num_blocks", num_blocks),
+                ("seq_len", seq_len), ("d_model", d_model), ("num_heads", num_heads), ("d_ff", d_ff)))
+        for name, rows in (("vocab_size", vocab_size), ("seq_len", seq_len), ("num_classes", num_classes)):
+            check_entries(name, (rows, d_model), f"({name}, d_model)", what="weight")  # tok, pos, out
         check_number("dropout", dropout, non_negative=True)
         wanted = {"norm_first": norm_first, "dropout": dropout}
         kwargs = {k: v for k, v in wanted.items() if k in _accepted(block_class, tuple(wanted))}
-        self.seq_len, self.norm_first = seq_len, norm_first
+        self.seq_len, self.norm_first, self.d_model = seq_len, norm_first, d_model
         self.tok = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(seq_len, d_model)
         self.blocks = nn.ModuleList(block_class(d_model, num_heads, d_ff, **kwargs)
                                     for _ in range(num_blocks))
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.out = nn.Linear(d_model, num_classes)
+        self._try_block(self.blocks[0])
+
+    def _try_block(self, block: nn.Module) -> None:
+        """Call one new block as ``forward`` will, on zeros (1, L, E) in eval mode (the learner's
+        RNG left as it was): a class that is not a block (``nn.Linear`` takes three numbers
+        too) is refused here, not deep inside the read-out at the first forward."""
+        p = next(block.parameters(), None)
+        x = torch.zeros(1, min(2, self.seq_len), self.d_model,
+                        dtype=p.dtype if p is not None and p.is_floating_point() else None,
+                        device=None if p is None else p.device)  # (1, L, E)
+        training = block.training
+        try:
+            with torch.no_grad(), torch.random.fork_rng(devices=[]):
+                result = block.eval()(x)
+        except Exception as err:  # any class: what it raised, said at the door
+            raise TypeError(f"block_class: expected a block called as block(x) on x (B, L, d_model), "
+                            f"got {type(block).__name__}, which raised {type(err).__name__}: {err}") from err
+        finally:
+            block.train(training)
+        self._block_output(0, block, x, result)
+
+    @staticmethod
+    def _block_output(i: int, block: nn.Module, x: Tensor, result: object) -> Tensor:
+        """A block's output (B, L, E), the same shape as its input x, or the first item of a
+        pair; TypeError / ValueError naming ``block_class`` otherwise."""
+        out = result[0] if isinstance(result, (tuple, list)) and result else result
+        if not isinstance(out, Tensor):
+            raise TypeError(f"block_class: expected blocks that return a tensor (B, L, d_model) (or a pair "
+                            f"whose first item it is), got {type(result).__name__} from block {i} "
+                            f"({type(block).__name__})")
+        if out.shape != x.shape:
+            raise ValueError(f"block_class: expected blocks that return (B, L, d_model) = {tuple(x.shape)}, "
+                             f"the shape of their input, got {tuple(out.shape)} from block {i} "
+                             f"({type(block).__name__})")
+        return out
 
     def forward(self, tokens: Tensor) -> Tensor:
         """tokens (B, L) long -> logits (B, L, C)."""
         check_token_ids("tokens", tokens, max_len=self.seq_len, vocab_size=self.tok.num_embeddings)
         x = self.tok(tokens) + self.pos(torch.arange(tokens.shape[1]))  # (B, L, E)
-        for block in self.blocks:
-            x = block(x)
-            x = x[0] if isinstance(x, (tuple, list)) else x  # (B, L, E)
+        for i, block in enumerate(self.blocks):
+            x = self._block_output(i, block, x, block(x))  # (B, L, E)
         return self.out(self.norm(x))  # (B, L, E) -> (B, L, C)
 
 
@@ -201,6 +245,10 @@ def train_block_model(model: nn.Module, draw: Callable[..., Examples], *, steps:
     Returns:
         The training loss of each step (cross-entropy over the positions with a target).
     """
+    _check_model(model)
+    if not callable(draw):
+        raise TypeError(f"draw: expected a function draw(batch_size, generator) -> Examples, such as "
+                        f"digit_sum_batch or task_batch('reverse'), got {type(draw).__name__} {draw!r:.60}")
     for name, v in (("steps", steps), ("batch_size", batch_size)):
         check_positive_int(name, v)
     lr = check_number("lr", lr, positive=True)
@@ -213,6 +261,10 @@ def train_block_model(model: nn.Module, draw: Callable[..., Examples], *, steps:
         opt = Adam(model.parameters(), lr=lr)  # = torch.optim.Adam(..., lr=lr), see attn.trained.adam
         for _ in range(steps):
             batch = draw(batch_size, data)
+            if not isinstance(batch, Examples):
+                model.eval()
+                raise TypeError(f"draw: expected draw(batch_size, generator) to return an "
+                                f"attn.block_model.Examples (tokens, targets), got {type(batch).__name__}")
             logits = model(batch.tokens)  # (B, L, C)
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),  # (B * L, C)
                                    batch.targets.reshape(-1), ignore_index=IGNORE)
@@ -228,10 +280,20 @@ def train_block_model(model: nn.Module, draw: Callable[..., Examples], *, steps:
 def accuracy(model: nn.Module, examples: Examples) -> float:
     """Share of the positions with a target that ``model`` predicts right, in the mode it is in
     (eval mode: the dropout off)."""
+    _check_model(model)
+    if not isinstance(examples, Examples):
+        raise TypeError(f"examples: expected an attn.block_model.Examples (tokens, targets), such as "
+                        f"held_out(digit_sum_batch) or task_held_out('reverse'), got {type(examples).__name__}")
     with torch_threads(1):
         logits = model(examples.tokens)  # (B, L, C)
     keep = examples.targets != IGNORE
     return (logits.argmax(-1) == examples.targets)[keep].float().mean().item()
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model: expected an nn.Module from tokens (B, L) to logits (B, L, C), such as "
+                        f"build_block_model(...), got {type(model).__name__}")
 
 
 def task_held_out(task: str, n: int = 256) -> Examples:

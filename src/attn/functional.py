@@ -29,6 +29,7 @@ from torch import Tensor
 from ._checks import (
     check_bool_mask,
     check_float,
+    check_mask_reading,
     check_min_rank,
     check_qkv,
     check_same_dtype_and_device,
@@ -192,6 +193,7 @@ def _check_attention_inputs(
     if mask is not None:
         target = (*batch, query.shape[-2], key.shape[-2])
         check_bool_mask("mask", mask, target, "(..., L, S)", device=query.device)
+        check_mask_reading("mask", mask, batch, query.shape[-2])
     return batch, scale
 
 
@@ -210,7 +212,10 @@ def scaled_dot_product_attention(
         key: (..., S, E)
         value: (..., S, Ev)
         mask: optional bool, broadcastable to (..., L, S); **True = may attend**
-            (as in ``torch.nn.functional.scaled_dot_product_attention``).
+            (as in ``torch.nn.functional.scaled_dot_product_attention``). A 2-D mask is
+            (L, S), the same for every sequence; when the first batch dim B equals L > 1 it
+            must have more dims (``mask[None]``, or ``attn.padding_mask(lengths, S)`` for one
+            row per sequence), since a (B, S) mask would read as (L, S).
         scale: multiplies the scores; defaults to 1/sqrt(E).
 
     Returns:
@@ -226,8 +231,8 @@ def scaled_dot_product_attention(
     Raises:
         TypeError: non-tensor, integer or mixed dtypes, non-bool mask.
         ValueError: fewer than 2 dims, E = 0, E or S mismatch, batch dims that do not
-            broadcast, inputs on different devices, a mask of the wrong shape, a scale
-            that is not positive.
+            broadcast, inputs on different devices, a mask of the wrong shape (or of 2 dims
+            when B = L > 1), a scale that is not positive.
     """
     _, scale = _check_attention_inputs(query, key, value, mask, scale)
     return attend(query, key, value, mask, scale)  # scores, masked softmax, weighted sum

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import gettext
+import re
+import string
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 #: The languages of the course: code -> the language's own name.
@@ -68,17 +70,110 @@ def tr(message: str, /, **fields: object) -> str:
     fields are named (``{d_k}``, not ``{}``), so that a translation may put them in another
     order. A field's format goes in the field (``{err:.2f}``) or is applied before the call.
 
+    Every named field of ``message`` must be given, and fit its format: a sentence is never
+    shown with a ``{field}`` left in it. Fields that ``message`` does not use may be given (one
+    call can fill whichever sentence of a table was chosen). Called without fields, a message
+    that has none is returned as it is translated, braces that are not named fields
+    (``h_{t-1}``) included; a template whose fields the caller fills later is
+    ``translation(message)``.
+
     Args:
         message: the English text, with named ``str.format`` fields.
         fields: the values of those fields.
 
     Returns:
         The translated text, formatted with ``fields`` (when there are any).
+
+    Raises:
+        TypeError: ``message`` not a str, or a field's value that its format cannot take
+            (``{x:.2f}`` given a str), naming the field and the message.
+        ValueError: a named field of ``message`` (or of its translation) not given, naming the
+            message, the missing fields and the ones given.
+    """
+    text = translation(message)
+    needed = message_fields(message)
+    if not fields:
+        if needed:
+            raise ValueError(f"fields: expected the field(s) {sorted(needed)} of the message {message!r}, "
+                             f"got none: tr(message, {sorted(needed)[0]}=...)")
+        return text
+    missing = needed - fields.keys()
+    if missing:
+        raise ValueError(f"fields: expected the field(s) {sorted(needed)} of the message {message!r}, "
+                         f"got {sorted(fields)}: {sorted(missing)} missing")
+    try:
+        return text.format(**fields)
+    except (KeyError, IndexError, AttributeError) as err:  # a field that is not among the message's
+        if text != message and _formats(message, fields):
+            raise ValueError(f"fields: the {_current} translation of {message!r} is {text!r}, whose fields "
+                             f"{sorted(message_fields(text))} differ from the message's {sorted(needed)} "
+                             f"(python -m tools.catalogue --check lists such translations)") from err
+        raise ValueError(f"message: expected named fields such as {{ratio:.2f}} (a literal brace written "
+                         f"{{{{ or }}}}), got {message!r}, in which str.format reads the field "
+                         f"{err.args[0] if err.args else err!r}") from err
+    except (ValueError, TypeError) as err:  # a value its format cannot take
+        raise _format_error((message, text), fields, err) from err
+
+
+def translation(message: str, /) -> str:
+    """``message`` in the current language, its ``{fields}`` left as they are: the template that
+    ``tr`` fills. For a sentence whose fields are filled later by the caller, or a test that
+    reads the catalogue; a missing translation is recorded (``missing_messages``) and the
+    English returned, as with ``tr``.
+
+    Args:
+        message: the English text.
     """
     if not isinstance(message, str):
         raise TypeError(f"message: expected a str, got {type(message).__name__}")
-    text = _catalogue(_current).gettext(message)
-    return text.format(**fields) if fields else text
+    return _catalogue(_current).gettext(message)
+
+
+def _formats(template: str, fields: dict[str, object]) -> bool:
+    """Whether ``template.format(**fields)`` works."""
+    try:
+        template.format(**fields)
+    except (KeyError, IndexError, AttributeError, ValueError, TypeError):
+        return False
+    return True
+
+
+@lru_cache(maxsize=4096)
+def message_fields(text: str) -> frozenset[str]:
+    """The names of the named ``str.format`` fields of ``text``: ``{ratio:.2f}`` and ``{d_k}``
+    are fields; ``{{`` is a literal brace, and braces around what is not a name (``h_{t-1}``,
+    ``{}``) are not fields. Text whose braces ``str.format`` cannot read has none."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:  # a lone "{" or "}": not a template
+        return frozenset()
+    names = set()
+    for _, name, _, _ in parsed:
+        base = re.split(r"[.\[]", name, maxsplit=1)[0] if name else ""
+        if base.isidentifier():
+            names.add(base)
+    return frozenset(names)
+
+
+def _format_error(texts: tuple[str, str], fields: dict[str, object], err: Exception) -> TypeError:
+    """The field whose value its format spec cannot take, in the message or its translation
+    (``texts``), as a TypeError naming the field and the message."""
+    message = texts[0]
+    for text in texts:
+        try:
+            parsed = list(string.Formatter().parse(text))
+        except ValueError:  # a lone brace: the fallback below says so
+            continue
+        for _, name, spec, conversion in parsed:
+            if name in fields:
+                value = fields[name]
+                shown = repr(value) if conversion == "r" else str(value) if conversion == "s" else value
+                try:
+                    format(shown, spec)
+                except (ValueError, TypeError):
+                    return TypeError(f"{name}: expected a value that the format {{{name}:{spec}}} of the "
+                                     f"message {message!r} takes, got {type(value).__name__} {value!r:.60}")
+    return TypeError(f"fields: the message {message!r} could not be formatted with {sorted(fields)}: {err}")
 
 
 def mark(message: str, /) -> str:

@@ -15,8 +15,10 @@ from . import functional
 from ._checks import (
     check_bool,
     check_bool_mask,
+    check_entries,
     check_float,
     check_like_parameters,
+    check_mask_reading,
     check_number,
     check_positive_int,
     check_rank,
@@ -49,8 +51,10 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model: int, d_k: int, d_v: int) -> None:
         super().__init__()
-        for name, v in (("d_model", d_model), ("d_k", d_k), ("d_v", d_v)):
-            check_positive_int(name, v)
+        d_model, d_k, d_v = (check_positive_int(name, v) for name, v in
+                             (("d_model", d_model), ("d_k", d_k), ("d_v", d_v)))
+        check_entries("d_k", (d_k, d_model), "(d_k, d_model)", what="weight")
+        check_entries("d_v", (d_v, d_model), "(d_v, d_model)", what="weight")
         self.d_model, self.d_k, self.d_v = d_model, d_k, d_v
         self.W_q = nn.Linear(d_model, d_k, bias=False)
         self.W_k = nn.Linear(d_model, d_k, bias=False)
@@ -93,12 +97,13 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, num_heads: int, *, bias: bool = False,
                  dropout: float = 0.0) -> None:
         super().__init__()
-        check_positive_int("num_heads", num_heads)
-        check_positive_int("d_model", d_model)
+        num_heads = check_positive_int("num_heads", num_heads)
+        d_model = check_positive_int("d_model", d_model)
         if d_model % num_heads:
             raise ValueError(
                 f"d_model: expected a positive multiple of num_heads={num_heads}, got {d_model}"
             )
+        check_entries("d_model", (d_model, d_model), "(d_model, d_model)", what="weight")  # W_q..W_o
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
         self.bias = check_bool("bias", bias)
         self.dropout = check_dropout(dropout)
@@ -167,7 +172,8 @@ class MultiHeadAttention(nn.Module):
             TypeError / ValueError naming the argument: a cache that is not an
             ``attn.KVCache``, or given with a key or value, or holding keys the new ones
             cannot follow, or filled by another module; inputs of the wrong type, rank, size,
-            dtype or device; a mask that is not bool or does not broadcast to (B, H, L, S).
+            dtype or device; a mask that is not bool or does not broadcast to (B, H, L, S), or a
+            2-D mask when B = L > 1 (it could be (L, S) or (B, S): write it with 3 or 4 dims).
         """
         if cache is not None:
             if not isinstance(cache, KVCache):
@@ -198,6 +204,7 @@ class MultiHeadAttention(nn.Module):
         if mask is not None:
             S = past + key.shape[1]
             check_bool_mask("mask", mask, (B, self.num_heads, L, S), "(B, H, L, S)", device=query.device)
+            check_mask_reading("mask", mask, (B,), L)
         return query, key, value
 
     def attend(
@@ -254,10 +261,14 @@ class MultiHeadAttention(nn.Module):
             query: (B, L, E)
             key: (B, S, E); defaults to ``query``.
             value: (B, S, E); defaults to ``key``.
-            mask: bool, broadcastable to (B, H, L, S); **True = may attend**.
+            mask: bool, broadcastable to (B, H, L, S); **True = may attend**. A 2-D mask is
+                (L, S), the same for every sequence; when B = L > 1 it must have 3 or 4 dims
+                (``mask[None]``, or ``attn.padding_mask(lengths, S)`` (B, 1, 1, S) for one row
+                per sequence), since a (B, S) mask would read as (L, S) (ValueError).
             need_weights: True (the teaching path) computes each head with
                 ``attn.functional.attend``, the computation of
-                ``attn.scaled_dot_product_attention``, and returns the weights. False (the
+                ``attn.scaled_dot_product_attention``, and returns the weights, at most
+                2**28 of them (``attn._checks.MAX_ENTRIES``; ValueError above). False (the
                 fast path) is one call to ``torch.nn.functional.scaled_dot_product_attention``
                 and returns ``None`` for the weights. Both take the same masks.
             causal: True blocks the future: query i sees keys 0..i, as ``causal_mask(L, S)``
@@ -283,6 +294,10 @@ class MultiHeadAttention(nn.Module):
         check_bool("causal", causal)
         query, key, value = self.check_inputs(query, key, value, mask, cache=cache)
         past = 0 if cache is None else len(cache)  # T positions cached before these queries
+        if need_weights:  # the teaching path holds every weight at once
+            check_entries("need_weights", (query.shape[0], self.num_heads, query.shape[1], past + key.shape[1]),
+                          "(B, H, L, S)", what="tensor of attention weights",
+                          hint=": pass need_weights=False, the fast path, which needs no weights tensor")
         q, k, v = self.project(query, key, value)  # (B, H, L, D), (B, H, S, D), (B, H, S, D)
         if cache is not None:
             k, v = cache.append(k, v, module=self)  # (B, H, T + L, D): the cached keys, then the new

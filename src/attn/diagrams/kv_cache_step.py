@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from torch import Tensor
 
-from .._checks import check_float, check_int, check_rank, shape_str
+from .._checks import check_float, check_int, check_like_parameters, check_rank, shape_str
 from ..kv_cache import KVCache
 from ..language import tr
 from ..modules import MultiHeadAttention
@@ -101,15 +101,19 @@ def kv_cache_diagram(mha: MultiHeadAttention, prompt: Tensor, x_new: Tensor, *, 
         raise TypeError(f"mha: expected attn.MultiHeadAttention, got {type(mha).__name__}")
     if mha.head_dim > 4:
         raise ValueError(f"mha: expected D = d_model / num_heads <= 4 to draw, got D={mha.head_dim}")
+    E = mha.d_model
     check_float("prompt", prompt)
     check_rank("prompt", prompt, 3, "(1, T, E)")
-    if prompt.shape[0] != 1 or not 1 <= prompt.shape[1] <= MAX_TOKENS - 1:
-        raise ValueError(f"prompt: expected (1, T, E) with 1 <= T <= {MAX_TOKENS - 1}, got shape "
-                         f"{shape_str(prompt)}")
+    if prompt.shape[0] != 1 or not 1 <= prompt.shape[1] <= MAX_TOKENS - 1 or prompt.shape[2] != E:
+        raise ValueError(f"prompt: expected (1, T, E) with 1 <= T <= {MAX_TOKENS - 1} and E = d_model = {E}, "
+                         f"got shape {shape_str(prompt)}")
+    check_like_parameters("prompt", prompt, mha.W_q.weight)
     check_float("x_new", x_new)
     check_rank("x_new", x_new, 3, "(1, 1, E)")
-    if tuple(x_new.shape[:2]) != (1, 1):
-        raise ValueError(f"x_new: expected (1, 1, E), one new position, got shape {shape_str(x_new)}")
+    if tuple(x_new.shape) != (1, 1, E):
+        raise ValueError(f"x_new: expected (1, 1, E) with E = d_model = {E}, one new position, got shape "
+                         f"{shape_str(x_new)}")
+    check_like_parameters("x_new", x_new, mha.W_q.weight)
     h = check_int("head", head, low=0, high=mha.num_heads - 1)
 
     cache = KVCache()

@@ -132,15 +132,17 @@ def split_merge_diagram(mha: MultiHeadAttention, x: Tensor, *, tokens: Sequence[
     """
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha: expected attn.MultiHeadAttention, got {type(mha).__name__}")
-    check_float("x", x)
-    check_rank("x", x, 3, "(B, L, E)")
-    B, L, E = x.shape
-    if B != 1 or not 1 <= L <= MAX_TOKENS or E != mha.d_model or E > MAX_E:
-        raise ValueError(f"x: expected (1, L, E) with L <= {MAX_TOKENS} and E = d_model = {mha.d_model} "
-                         f"<= {MAX_E}, got shape {shape_str(x)}")
+    if mha.d_model > MAX_E:
+        raise ValueError(f"mha: expected d_model <= {MAX_E} to draw, got d_model={mha.d_model}")
     H, D = mha.num_heads, mha.head_dim
     if H < 2:
         raise ValueError(f"mha: expected at least 2 heads (one head splits nothing), got num_heads={H}")
+    check_float("x", x)
+    check_rank("x", x, 3, "(B, L, E)")
+    B, L, E = x.shape
+    if B != 1 or not 1 <= L <= MAX_TOKENS or E != mha.d_model:
+        raise ValueError(f"x: expected (1, L, E) with L <= {MAX_TOKENS} and E = d_model = {mha.d_model}, "
+                         f"got shape {shape_str(x)}")
     tokens = [str(i) for i in range(L)] if tokens is None else [str(t) for t in tokens]
     if len(tokens) != L:
         raise ValueError(f"tokens: expected {L} labels (one per row of x), got {len(tokens)}")

@@ -215,7 +215,8 @@ def head_weights(q: Tensor, k: Tensor, mask: Tensor | None = None, *,
     Args:
         q: (..., L, d_k); k: (..., S, d_k), float.
         mask: optional bool broadcastable to (..., L, S); **True = may attend**. A row with
-            no allowed key gets zeros.
+            no allowed key gets zeros. One (L, S) mask for a stack of H = L heads is written
+            ``mask[None]``, as ``attn.scaled_dot_product_attention`` asks.
         scaled: divide the scores by sqrt(d_k) (the Transformer) or not (plain dot product).
 
     Returns:

@@ -186,7 +186,7 @@ def _pattern_heads(pattern: str, n_heads: int, n_tokens: int, d_k: int, strength
     pairs = [head_qk(s, n, d_k, strength) for s in specs]
     q = torch.stack([p[0] for p in pairs])  # H x (n, d_k) -> (H, n, d_k)
     k = torch.stack([p[1] for p in pairs])  # (H, n, d_k)
-    weights = head_weights(q, k, m, scaled=scaled).numpy()  # (H, n, n)
+    weights = head_weights(q, k, m[None], scaled=scaled).numpy()  # (1, n, n): one mask for every head -> (H, n, n)
     profiles = tuple(pattern_profile(w, segments_for(s, n))
                      for w, s in zip(weights, specs))
     mask_np = m.numpy()
