@@ -124,7 +124,7 @@ lab-zh:
 # Both always run; the target fails if either fails. The teacher venv is set up too
 # (tests/test_assignments.py uses it); so are the hub's proxy, the site's JavaScript and the deck's
 # reveal.js (npm).
-PYTEST  := $(BIN)/python -m pytest -n 2 --dist loadfile
+PYTEST  := $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 OFFLINE := $(BIN)/python -m tools.offline
 test: setup teacher $(HUB_PROXY) $(VENDOR) $(DECK)
 	@status=0; \
