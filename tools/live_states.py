@@ -29,7 +29,6 @@ import ast
 import functools
 import hashlib
 import io
-import itertools
 import json
 import math
 import os
@@ -274,6 +273,20 @@ def state_index(offered: Sequence[Offered], positions: Sequence[int]) -> int:
     return index
 
 
+def one_move_apart(sizes: Sequence[int]):
+    """Every setting of controls with ``sizes`` values each (tuples of positions), each one move
+    of one control from the setting before (a reflected mixed-radix Gray code): drawn in this
+    order, every setting costs the explorer one redraw, where counting order (``state_index``)
+    moves several controls, each with its own redraw, whenever an earlier control turns over."""
+    if not sizes:
+        yield ()
+        return
+    *earlier, n = sizes
+    for i, prefix in enumerate(one_move_apart(earlier)):
+        for k in (range(n) if i % 2 == 0 else range(n - 1, -1, -1)):
+            yield (*prefix, k)
+
+
 def set_values(explorer, offered: Sequence[Offered], positions: Sequence[int]) -> bool:
     """Move the explorer's controls, in their order, to the given values, as a learner would.
     False if the explorer refuses one (it is not a state of the explorer)."""
@@ -330,13 +343,12 @@ def draw_states(recipe: Recipe, language: str, folder: Path, data: dict | None =
         start.append(found[0])
     pictures = folder / "pictures"
     pictures.mkdir(parents=True, exist_ok=True)
-    states: list = []
-    for positions in itertools.product(*(range(len(c.choices)) for c in offered)):
-        if not set_values(explorer, offered, positions):
-            states.append(None)
-            continue
-        image = picture_pixels(bytes(explorer.image.value))
-        states.append([_write_picture(image, pictures), explorer.readout.value, explorer.alt_text()])
+    states: list = [None] * math.prod(len(c.choices) for c in offered)  # a refused setting stays None
+    for positions in one_move_apart([len(c.choices) for c in offered]):
+        if set_values(explorer, offered, positions):
+            image = picture_pixels(bytes(explorer.image.value))
+            states[state_index(offered, positions)] = [_write_picture(image, pictures), explorer.readout.value,
+                                                       explorer.alt_text()]
     manifest = {
         "notebook": recipe.notebook, "module": recipe.module, "language": language,
         "title": explorer.title, "note": tr(recipe.note) if recipe.note else "",
