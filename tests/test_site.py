@@ -875,3 +875,195 @@ def test_live_explorer_reads_without_javascript(site_browser, code):
     assert alt == explorer.alt_text() and title == explorer.title
     assert _bare(readout) == _bare(explorer.readout.value, html=True)
     assert controls == 0
+
+
+
+# --- an explorer whose states or pictures fail to arrive ---------------------------------
+#
+# Faults injected with page.route into one small explorer (02's: one slider, d_k, whose state
+# is its position), in each language: its states file answering 404, a corrupt body (the file
+# cut half way), a short list (fewer states than its controls name), or the network dropping
+# the first request. Each time the readout (a live region) says so in the page's language, with
+# the link to the live notebook; the slider, its label, the value a screen reader hears and
+# the picture agree on the state shown; and once the fault is lifted, the next move shows its
+# state, without a reload. A state missing from a file of the right length is said the same
+# way. A missing picture: the state's text alternative and readout, and a note in the readout.
+
+FAULTY = "02_qkv-0"
+FAULTS = ("404", "corrupt", "short", "dropped once")
+
+# What the explorer shows: its state, the picture's file and text alternative, the readout's
+# text apart from the fault it says (with the link's address), the slider's value, label and
+# heard value, and the moves under way, the moves shown and the faults said so far.
+_FAULT_SHOWN = """(f) => {
+  const img = f.querySelector('img.attn-live-picture'), fault = f.querySelector('.attn-live-fault');
+  const slider = f.querySelector('.attn-live-slider');
+  return {state: Number(f.dataset.state), fault: f.dataset.fault || null, states: f.dataset.states || null,
+          pending: Number(f.dataset.pending || 0), shown: Number(f.dataset.shown || 0),
+          faults: Number(f.dataset.faults || 0),
+          picture: img.getAttribute('src').split('/').pop(), alt: img.alt, drawn: img.complete && img.naturalWidth > 0,
+          readout: [...f.querySelector('.attn-live-readout').childNodes].filter((n) => n !== fault)
+                     .map((n) => n.textContent).join(''),
+          said: fault ? fault.textContent : null, link: fault?.querySelector('a')?.getAttribute('href') ?? null,
+          value: Number(slider.querySelector('input').value), label: slider.querySelector('output').textContent,
+          heard: slider.querySelector('input').getAttribute('aria-valuetext')};
+}"""
+
+
+def _agrees(shown: dict, spec: dict, states: list, where: str) -> None:
+    """The slider, its label, its heard value, the picture and the readout all show ``shown['state']``."""
+    (slider,) = spec["controls"]
+    state = shown["state"]
+    name, readout, alt = states[state]
+    assert shown["picture"] == name and shown["alt"] == alt, f"{where}: the picture is not state {state}'s"
+    assert _bare(shown["readout"]) == _bare(readout, html=True), f"{where}: the readout is not state {state}'s"
+    assert (shown["value"], shown["label"], shown["heard"]) == (
+        state, slider["labels"][state], f"{slider['label']} = {slider['labels'][state]}"), (
+        f"{where}: the slider shows {shown['value']} ({shown['label']!r}, heard {shown['heard']!r}), "
+        f"the picture state {state}")
+
+
+@pytest.fixture
+def faulty_explorer(site_browser, live_site):
+    """``open(code, route)``: ``FAULTY``'s page in the language ``code``, its states file answered
+    by ``route``. Returns the page, the figure, its spec, its states, the address of the page's
+    live notebook, the states file's pattern (to unroute) and a function that reads what the
+    figure shows (``_FAULT_SHOWN``)."""
+    url, browser = site_browser
+    contexts = []
+
+    def open_(code: str, route):
+        recipe = dict(live_states.all_ids())[FAULTY]
+        context, page, _facts = _watched(browser, url)
+        contexts.append(context)
+        pattern = f"**/{site.LIVE}/{code}/{FAULTY}.json"
+        page.route(pattern, route)
+        page.goto(f"{url}{site.EDITIONS[code].prefix}{recipe.notebook}.html", wait_until="load")
+        page.wait_for_function("(id) => document.getElementById(id).dataset.live === 'ready'", arg=f"live-{FAULTY}")
+        figure = page.locator(f"#live-{FAULTY}")
+        spec = json.loads(figure.locator("script.attn-live-spec").text_content())
+        assert [c["kind"] for c in spec["controls"]] == ["slider"], f"{FAULTY}: {spec['controls']}"
+        live = page.locator("a.attn-binder-lab").first.get_attribute("href")
+        return (page, figure, spec, live_site(FAULTY, code)["states"], live, pattern,
+                lambda: figure.evaluate(_FAULT_SHOWN))
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+def _press(page, figure, key: str, shown) -> tuple[dict, dict]:
+    """Press ``key`` on the explorer's slider and wait until the move has ended, shown (its
+    picture loaded or failed) or said to have failed: what the figure showed before
+    (``shown()``) and after."""
+    before = shown()
+    figure.locator("input[type=range]").press(key)
+    page.wait_for_function("([f, s, n]) => (Number(f.dataset.shown || 0) > s || Number(f.dataset.faults || 0) > n)"
+                           " && f.dataset.pending === '0' && f.querySelector('img.attn-live-picture').complete",
+                           arg=[figure.element_handle(), before["shown"], before["faults"]])
+    return before, shown()
+
+
+def _said(code: str, kind: str) -> str:
+    """The fault sentence of ``kind`` (``site.live_faults``) in the language ``code``, with the link's words."""
+    with language(code):
+        return site.live_faults()[kind].replace("{live}", tr("run the live notebook"))
+
+
+@pytest.mark.parametrize("code", list(site.EDITIONS))
+@pytest.mark.parametrize("fault", FAULTS)
+def test_live_explorer_says_when_its_states_fail_and_tries_again(faulty_explorer, code, fault):
+    requests, held = [], []
+
+    def route(r):
+        requests.append(r.request.url)
+        if fault == "dropped once" and len(requests) == 1:
+            held.append(r)  # dropped below, once a move waits for it
+        elif fault == "404":
+            r.fulfill(status=404, body="not found")
+        elif fault == "corrupt":
+            body = r.fetch().text()
+            r.fulfill(status=200, content_type="application/json", body=body[: len(body) // 2])
+        elif fault == "short":
+            r.fulfill(status=200, content_type="application/json", body=json.dumps(r.fetch().json()[:3]))
+        else:
+            r.continue_()
+
+    page, figure, spec, states, live, pattern, shown = faulty_explorer(code, route)
+    start = shown()
+    assert 0 < start["value"] < len(spec["controls"][0]["labels"]) - 1, f"{FAULTY}: starts at an end"
+    where = f"{FAULTY} ({code}), states file {fault}"
+    if fault == "dropped once":
+        # the slider takes the focus (the states file is asked for) and moves twice; both moves wait
+        figure.locator("input[type=range]").press("ArrowRight")
+        figure.locator("input[type=range]").press("ArrowRight")
+        page.wait_for_function("(f) => f.dataset.pending === '2'", arg=figure.element_handle())
+        assert len(held) == 1 and shown()["value"] == start["value"] + 2, f"{where}: {held}, {shown()}"
+        held[0].abort("internetdisconnected")
+        page.wait_for_function("(f) => Number(f.dataset.faults || 0) > 0 && f.dataset.pending === '0'",
+                               arg=figure.element_handle())
+        now = shown()
+        assert now["faults"] == 1, f"{where}: one failed file said {now['faults']} times"
+    else:
+        _before, now = _press(page, figure, "ArrowRight", shown)
+    assert _bare(now["said"] or "") == _bare(_said(code, "states")), f"{where}: the readout says {now['said']!r}"
+    assert now["fault"] == "states" and now["link"] == live, f"{where}: fault {now['fault']}, link {now['link']}"
+    assert now["state"] == start["state"] and now["shown"] == 0, f"{where}: {now}"
+    _agrees(now, spec, states, where)  # the slider back where the picture is
+    if fault == "404":  # the sentence and its link, as axe-core reads them
+        serious = [v for v in axe_violations(page) if v["impact"] in SERIOUS]
+        assert serious == [], f"{where}: axe-core: {serious}"
+    if fault != "dropped once":  # another move fails the same way, is said once and put back
+        before, again = _press(page, figure, "ArrowLeft", shown)
+        assert again["faults"] == before["faults"] + 1 and again["shown"] == 0, f"{where}, a second move: {again}"
+        _agrees(again, spec, states, f"{where}, a second move")
+        page.unroute(pattern)  # the fault lifted
+    _before, after = _press(page, figure, "ArrowRight", shown)  # the states file asked for again
+    assert after["shown"] == 1, f"{where}, then lifted: not shown; the readout says {after['said']!r}"
+    assert after["value"] == start["value"] + 1 and after["states"] == "loaded", f"{where}, then lifted: {after}"
+    assert after["fault"] is None and after["said"] is None, f"{where}, then lifted: the readout says {after['said']!r}"
+    _agrees(after, spec, states, f"{where}, then lifted")
+    assert len(requests) >= 2, f"{where}: the states file was asked for once: {requests}"
+
+
+@pytest.mark.parametrize("code", list(site.EDITIONS))
+def test_live_explorer_says_when_a_state_is_missing(faulty_explorer, code):
+    """A states file of the right length that lacks the next state (null, as a refused setting
+    is, though no setting of this explorer is refused): that move is said and put back; the
+    others are shown."""
+    gap = {}
+
+    def route(r):
+        body = r.fetch().json()
+        body[gap["state"]] = None
+        r.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page, figure, spec, states, live, _pattern, shown = faulty_explorer(code, route)
+    start = shown()
+    gap["state"] = start["state"] + 1
+    where = f"{FAULTY} ({code}), state {gap['state']} missing"
+    _before, now = _press(page, figure, "ArrowRight", shown)
+    assert now["fault"] == "states" and now["shown"] == 0 and now["link"] == live, f"{where}: {now}"
+    assert _bare(now["said"] or "") == _bare(_said(code, "states")), f"{where}: the readout says {now['said']!r}"
+    _agrees(now, spec, states, where)  # the slider back where the picture is
+    _before, after = _press(page, figure, "ArrowLeft", shown)  # the state below is there
+    assert after["shown"] == 1 and after["value"] == start["value"] - 1, f"{where}, the next move: {after}"
+    assert after["fault"] is None and after["said"] is None, f"{where}, the next move: the readout says {after['said']!r}"
+    _agrees(after, spec, states, f"{where}, the next move")
+
+
+@pytest.mark.parametrize("code", list(site.EDITIONS))
+def test_live_explorer_says_when_a_picture_is_missing(faulty_explorer, code):
+    page, figure, spec, states, live, _pattern, shown = faulty_explorer(code, lambda r: r.continue_())
+    start = shown()
+    missing = states[start["state"] + 1][0]
+    page.route(f"**/{site.LIVE}/pictures/{missing}", lambda r: r.fulfill(status=404, body="not found"))
+    _before, now = _press(page, figure, "ArrowRight", shown)
+    where = f"{FAULTY} ({code}), picture {missing} missing"
+    assert now["state"] == start["state"] + 1 and not now["drawn"], f"{where}: {now}"
+    _agrees(now, spec, states, where)  # the state's text alternative and readout, the slider at it
+    assert now["fault"] == "picture" and now["link"] == live, f"{where}: fault {now['fault']}, link {now['link']}"
+    assert _bare(now["said"] or "") == _bare(_said(code, "picture")), f"{where}: the readout says {now['said']!r}"
+    _before, after = _press(page, figure, "ArrowRight", shown)  # the next picture is there
+    assert after["drawn"] and after["fault"] is None and after["said"] is None, f"{where}, the next move: {after}"
+    _agrees(after, spec, states, f"{where}, the next move")

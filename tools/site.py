@@ -357,10 +357,23 @@ def explorer_outputs(notebook: dict) -> list[tuple[int, int]]:
             if out.get("data", {}).get(_WIDGET_VIEW, {}).get("model_id") in explorers]
 
 
+def live_faults() -> dict[str, str]:
+    """What an explorer's readout says, in the current language, when a move cannot be shown:
+    ``"states"`` when its states file cannot be loaded (missing, corrupt, short), ``"picture"``
+    when the picture of a state is missing. Each keeps ``{live}``, where attn-live.js puts the
+    link to the live notebook (on a page without one, the words ``tr("run the live notebook")``)."""
+    from attn.language import tr
+
+    return {"states": tr("This explorer's pictures could not be loaded, so it still shows the last setting: "
+                         "move a control to try again, reload the page, or {live}.", live="{live}"),
+            "picture": tr("This picture could not be loaded: reload the page, or {live}.", live="{live}")}
+
+
 def live_figure(manifest: dict, ident: str, up: str) -> str:
     """The HTML of one explorer on the site: without JavaScript, its title, its picture at the
     notebook's setting with the text alternative, and the readout; with it, attn-live.js adds
-    the controls from the spec in the ``<script>`` and answers them from the states file.
+    the controls from the spec in the ``<script>`` and answers them from the states file (or
+    says in the readout why it cannot: ``live_faults``).
 
     Args:
         manifest: the explorer's states in one language (``live_states.draw_states``).
@@ -373,9 +386,10 @@ def live_figure(manifest: dict, ident: str, up: str) -> str:
     picture, readout, alt = manifest["states"][manifest["start"]]
     with language(manifest["language"]):
         live_link = tr("run the live notebook")
+        faults = live_faults()
     spec = {key: manifest[key] for key in ("controls", "start", "note")}
     spec.update(states=f"{base}/{manifest['language']}/{ident}.json", pictures=f"{base}/pictures/",
-                live_link=live_link)
+                live_link=live_link, faults=faults)
     data = json.dumps(spec, ensure_ascii=False).replace("</", "<\\/")
     return (f'<figure class="attn-live" id="live-{ident}" data-explorer="{ident}">'
             f'<figcaption class="attn-live-title">{manifest["title"]}</figcaption>'

@@ -9,6 +9,9 @@
 //      alternative and its readout (a live region, so the change is announced).
 // The states (readouts and the names of the pictures) are fetched on the first move, each
 // picture when it is shown. Without JavaScript the page shows the notebook's setting.
+// When a move cannot be shown (the states file missing, corrupt or short; a picture missing),
+// the readout says so in the page's language, and the controls go back to the setting the
+// picture shows; a failed states file is fetched again on the next move.
 
 (() => {
   "use strict";
@@ -103,26 +106,36 @@
     let states = null;
     let loading = null;
     let asked = 0; // the latest move: an older picture that decodes late is not shown
+    const count = spec.controls.reduce((n, control) => n * control.labels.length, 1);  // states named
+    // The states, fetched once; a fetch that failed is forgotten, so that the next move tries again.
     const load = () => {
       loading = loading || fetch(spec.states).then((r) => {
         if (!r.ok) throw new Error(`${spec.states}: ${r.status}`);
         return r.json();
       }).then((s) => {
+        if (!Array.isArray(s) || s.length !== count) {
+          throw new Error(`${spec.states}: ${Array.isArray(s) ? s.length : "no list of"} states for ${count}`);
+        }
         states = s;
         showControls();  // now it is known which values give no state
         figure.dataset.states = "loaded";
         return s;
+      }).catch((error) => {
+        loading = null;
+        figure.dataset.states = "failed";
+        throw error;
       });
       return loading;
     };
 
     const drawn = spec.controls.map((control, i) => drawControl(control, (k) => move(i, k)));
     row.append(...drawn.map((d) => d.root));
+    const live = document.querySelector("a.attn-binder-lab");  // the page's link to the live notebook
+    const liveLink = () => element("a", {href: live.getAttribute("href")}, spec.live_link);
     if (spec.note) {  // what the page leaves out of the notebook's explorer, and where it is
       const note = element("p", {class: "attn-live-note"});
       note.append(document.createTextNode(`${spec.note} `));
-      const live = document.querySelector("a.attn-binder-lab");
-      if (live) note.append(element("a", {href: live.getAttribute("href")}, spec.live_link));
+      if (live) note.append(liveLink());
       row.append(note);
     }
     const showControls = () => {
@@ -137,9 +150,25 @@
       });
     };
     showControls();
-    // The states file is fetched as soon as the learner reaches for a control.
-    row.addEventListener("pointerdown", load, {once: true});
-    row.addEventListener("focusin", load, {once: true});
+
+    // What went wrong (spec.faults[kind]: "states" or "picture"), said below the shown state's
+    // readout, in its live region; {live} in the sentence becomes the link to the live notebook
+    // (its words alone on a page without one). The next picture shown takes it away.
+    const say = (kind) => {
+      readout.querySelector(".attn-live-fault")?.remove();
+      const [first, ...rest] = spec.faults[kind].split("{live}");
+      const fault = element("p", {class: "attn-live-fault"}, first);
+      for (const part of rest) fault.append(live ? liveLink() : spec.live_link, part);
+      readout.append(fault);
+      figure.dataset.fault = kind;
+      figure.dataset.faults = String(Number(figure.dataset.faults || 0) + 1);  // faults said so far
+    };
+    // A move that cannot be shown: the controls go back to the setting the picture shows.
+    const cannotShow = (error) => {
+      console.error(`attn-live: ${error.message}`);
+      showControls();
+      say("states");
+    };
 
     // Moves under way: a move that a later one overtook ends without showing its picture.
     let pending = 0;
@@ -154,23 +183,43 @@
       }
     }
 
+    // The states file is fetched as soon as the learner reaches for a control. If that fails,
+    // the readout says so; a move waiting for the same file says it instead (once).
+    const fetchEarly = () => load().catch((error) => { if (pending === 0) cannotShow(error); });
+    row.addEventListener("pointerdown", fetchEarly, {once: true});
+    row.addEventListener("focusin", fetchEarly, {once: true});
+
     async function show(i, k) {
       const mine = (asked += 1);
       const wanted = positions.slice();
       wanted[i] = k;
-      await load();
+      try {
+        await load();
+      } catch (error) {
+        if (mine === asked) cannotShow(error);  // said once: the older moves leave it to the latest
+        return;
+      }
       if (mine !== asked) return;
-      positions = nearestValid(spec.controls, states, wanted, i);
+      const named = nearestValid(spec.controls, states, wanted, i);
+      const index = stateIndex(spec.controls, named);
+      const state = states[index];
+      if (!Array.isArray(state) || state.length !== 3) {
+        cannotShow(new Error(`${spec.states}: no state ${index}`));
+        return;
+      }
+      positions = named;
       showControls();
-      const index = stateIndex(spec.controls, positions);
-      const [name, html, alt] = states[index];
+      const [name, html, alt] = state;
       const next = new Image();
       next.src = spec.pictures + name;
-      try { await next.decode(); } catch (error) { /* shown below: the browser reports it */ }
+      let missing = false;  // the picture: shown as the browser's broken image with its text
+      try { await next.decode(); } catch (error) { missing = true; }
       if (mine !== asked) return;
       picture.src = next.src;
       picture.alt = alt;
       readout.innerHTML = html;
+      if (missing) say("picture");
+      else delete figure.dataset.fault;
       figure.dataset.state = String(index);
       figure.dataset.shown = String(Number(figure.dataset.shown || 0) + 1);  // moves shown so far
       figure.dispatchEvent(new CustomEvent("attn-live-shown", {detail: {index}}));
