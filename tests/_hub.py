@@ -214,6 +214,28 @@ class Hub:
         browser does with its cookie)."""
         return self.api("POST", f"users/{user}/tokens", {"note": "benchmark", "expires_in": 86400})["token"]
 
+    def server_api(self, user: str, method: str, path: str, body: object = None, *, token: str,
+                   timeout: float = 60) -> Any:
+        """Call the REST API of ``user``'s server (``path`` like ``"api/sessions"``) with one of
+        their tokens, through the hub's proxy; JSON in and out."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"{self.url}/user/{user}/{path}", data=data, method=method)
+        req.add_header("Authorization", f"token {token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            text = resp.read()
+        return json.loads(text) if text.strip() else None
+
+    def start_session(self, user: str, path: str, *, token: str) -> dict[str, Any]:
+        """Open notebook ``path``'s session on ``user``'s server with a Python kernel, or join the
+        one it has (the server keeps one session per path). JupyterLab, opening the notebook
+        afterwards, joins that session instead of starting a kernel itself. Returns the
+        session's model (``id``, ``kernel``: ``id``, ``execution_state``, ...)."""
+        return self.server_api(user, "POST", "api/sessions", {
+            "path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": "python3"}},
+            token=token)
+
     def start_server(self, user: str, timeout: float = 300) -> None:
         """Start ``user``'s server through the API (as their first login does) and wait for it."""
         try:
@@ -425,8 +447,7 @@ class KernelClient:
         self.hub, self.user, self.path, self.timeout = hub, user, path, timeout
         self.token = token or hub.user_token(user)
         self.base = f"{hub.url}/user/{user}/"
-        session = self.rest("POST", "api/sessions", {
-            "path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": "python3"}})
+        session = hub.start_session(user, path, token=self.token)
         self.session_id, self.kernel_id = session["id"], session["kernel"]["id"]
         self.session = uuid.uuid4().hex  # this client's id in the kernel protocol
         url = (self.base.replace("http", "ws", 1)
@@ -436,14 +457,7 @@ class KernelClient:
         self.models: dict[str, dict[str, Any]] = {}  # comm id -> the widget's state
 
     def rest(self, method: str, path: str, body: object = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        req.add_header("Authorization", f"token {self.token}")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            text = resp.read()
-        return json.loads(text) if text.strip() else None
+        return self.hub.server_api(self.user, method, path, body, token=self.token)
 
     def _send(self, msg_type: str, content: dict) -> str:
         import datetime
@@ -474,14 +488,18 @@ class KernelClient:
                     self.models[content["comm_id"]].update(data.get("state", {}))
             return msg
 
-    def execute(self, code: str) -> dict[str, Any]:
-        """Run ``code`` as a cell; returns ``{"status", "stdout", "error"}`` once the kernel is
-        idle again."""
-        msg_id = self._send("execute_request", {"code": code, "silent": False, "store_history": True,
-                                                "user_expressions": {}, "allow_stdin": False,
-                                                "stop_on_error": True})
+    def execute(self, code: str, *, expressions: dict[str, str] | None = None,
+                store_history: bool = True) -> dict[str, Any]:
+        """Run ``code`` as a cell (``store_history=False``: without counting as one, the
+        execution count unchanged); returns ``{"status", "stdout", "error", "expressions"}``
+        once the kernel is idle again. ``expressions`` (name -> Python expression) are evaluated
+        after the code, and come back in the kernel's reply, as their ``repr``: a value that
+        does not depend on when the printed output arrives."""
+        msg_id = self._send("execute_request", {"code": code, "silent": False, "store_history": store_history,
+                                                "user_expressions": expressions or {},
+                                                "allow_stdin": False, "stop_on_error": True})
         deadline = time.monotonic() + self.timeout
-        result: dict[str, Any] = {"status": None, "stdout": "", "error": None}
+        result: dict[str, Any] = {"status": None, "stdout": "", "error": None, "expressions": {}}
         idle = False
         while result["status"] is None or not idle:
             msg = self._next(deadline)
@@ -490,6 +508,10 @@ class KernelClient:
             kind, content = msg["header"]["msg_type"], msg.get("content", {})
             if kind == "execute_reply":
                 result["status"] = content.get("status")
+                for name, value in (content.get("user_expressions") or {}).items():
+                    result["expressions"][name] = (value.get("data", {}).get("text/plain")
+                                                   if value.get("status") == "ok"
+                                                   else f"{value.get('ename')}: {value.get('evalue')}")
             elif kind == "stream" and content.get("name") == "stdout":
                 result["stdout"] += content.get("text", "")
             elif kind == "error":
