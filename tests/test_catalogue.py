@@ -188,6 +188,26 @@ def test_problems_reports_a_translation_whose_fields_differ(tmp_path, monkeypatc
         f"zh: fields differ: {POST_LN!r} has ['ratio'], {wrong!r} has {has}"]
 
 
+@pytest.mark.parametrize("message, copied", [
+    ("Head {h}", "Head {h}"),  # a title of every head grid, copied instead of translated
+    (POST_LN, POST_LN),
+], ids=["head", "post-LN"])
+def test_problems_reports_a_translation_left_in_english(tmp_path, monkeypatch, message, copied):
+    def copy(po):
+        po[message].string = copied
+
+    found = _problems_of_an_edited_catalogue(tmp_path, monkeypatch, copy)
+    assert len(found) == 1 and found[0].startswith(f"zh: left in English: {message!r}"), found
+
+
+def test_a_translation_may_keep_only_names_of_code_in_english():
+    assert catalogue.left_in_english("softmax(Q_i K_iᵀ/√d_k) (n, n)", "zh") == []
+    assert catalogue.left_in_english("{heads}: {error:.2f}", "zh") == []
+    assert catalogue.left_in_english("头 {h}", "zh") == []
+    assert catalogue.left_in_english("Head {h}", "zh") == ["Head"]
+    assert catalogue.left_in_english("Head {h}", "en") == []
+
+
 def test_fields_of_a_translation_must_match():
     assert catalogue.fields("error {err:.2f} at {i}") == {"err", "i"}
     assert catalogue.fields("{{literal}} {x}") == {"x"}

@@ -138,9 +138,32 @@ def problems(language: str) -> list[str]:
         elif fields(message.id) != fields(message.string):
             found.append(f"{language}: fields differ: {message.id!r} has {sorted(fields(message.id))}, "
                          f"{message.string!r} has {sorted(fields(message.string))}")
+        elif left_in_english(message.string, language):
+            found.append(f"{language}: left in English: {message.id!r} is translated as {message.string!r} "
+                         f"(English words {left_in_english(message.string, language)}; names of code "
+                         f"go in CODE_WORDS)")
     if not mo_path(language).exists() or mo_path(language).read_bytes() != compiled(po):
         found.append(f"{mo_path(language).relative_to(ROOT)} is not compiled from attn.po: run python -m tools.catalogue")
     return found
+
+
+#: Words a translation may keep in English: names of code, maths and libraries (a word with "_"
+#: or a digit, such as d_k or head_i, is code too).
+CODE_WORDS = {"softmax", "rowsum", "Concat", "MultiHead", "PyTorch", "SDPA", "tanh", "RNN", "CLS", "SEP",
+              "cls", "inf", "gradcheck", "NaN", "RoPE", "exp", "max", "min"}
+#: The script of each language of the course but English.
+SCRIPTS = {"zh": re.compile(r"[\u4e00-\u9fff]")}
+
+
+def left_in_english(text: str, language: str) -> list[str]:
+    """The English words of a translation with nothing of its language's script (a sentence
+    copied instead of translated): words of 3 letters or more outside ``{fields}``, but names
+    of code. Empty when the translation is in its language, or holds only code."""
+    if language not in SCRIPTS or SCRIPTS[language].search(text):
+        return []
+    bare = re.sub(r"\{[^{}]*\}", " ", text)
+    return [w for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*", bare)
+            if len(w) >= 3 and w.isalpha() and w not in CODE_WORDS]
 
 
 def fields(text: str) -> set[str]:
