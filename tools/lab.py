@@ -284,6 +284,14 @@ _JS_SCAN = r"""
 }
 """
 
+# The open notebook has a kernel: its toolbar names one, not "No Kernel".
+_JS_HAS_KERNEL = r"""
+() => {
+  const name = document.querySelector('.jp-NotebookPanel [data-jp-item-name="kernelName"]');
+  return name !== null && name.innerText.trim() !== '' && !/No Kernel/.test(name.innerText);
+}
+"""
+
 # SHA-256 of the bytes behind the explorer's picture (its <img> src: a blob URL).
 _JS_PICTURE = r"""
 async (v) => {
@@ -376,7 +384,24 @@ class Notebook:
         if log_console:
             self.menu("View", "Show Log Console")
             self.page.locator(".jp-LogConsolePanel").wait_for(timeout=30_000)
+        # A kernel, not only an idle status: the toolbar's indicator reads "idle" while the
+        # notebook has "No Kernel" yet, and a click on Run then opens JupyterLab's modal
+        # "Select Kernel" dialog (the hub test's failures under load, review of 2026-12-06).
+        try:
+            self.page.wait_for_function(_JS_HAS_KERNEL, timeout=timeout * 1000)
+        except PlaywrightTimeout:
+            raise AssertionError(f"{self.name}: no kernel after {timeout} s: the toolbar shows "
+                                 f"{self.kernel_name()!r}; dialogs {self.dialogs()}") from None
         self.wait_idle(timeout, quiet=1.0)
+
+    def kernel_name(self) -> str | None:
+        """The kernel the notebook's toolbar names ("Python 3 (ipykernel)", "No Kernel")."""
+        name = self.panel.locator('[data-jp-item-name="kernelName"]').first
+        return name.inner_text().strip() if name.count() else None
+
+    def dialogs(self) -> list[str]:
+        """The text of each JupyterLab dialog open on the page."""
+        return [" ".join(t.split()) for t in self.page.locator(".jp-Dialog").all_inner_texts()]
 
     def status(self) -> str | None:
         """The notebook toolbar's kernel status (idle, busy, starting, ...)."""
@@ -408,6 +433,8 @@ class Notebook:
     def menu(self, menu: str, item: str) -> None:
         """Click a menu of the menu bar, then its item ``item`` once Lab enables it."""
         exact = lambda s: re.compile(f"^{re.escape(s)}$")  # noqa: E731
+        open_dialogs = self.dialogs()  # a modal dialog would take the click: say which instead
+        assert open_dialogs == [], f"{self.name}: a dialog is open before {menu} > {item}: {open_dialogs}"
         self.page.locator(".lm-MenuBar-itemLabel", has_text=exact(menu)).click()
         entry = self.page.locator(".lm-Menu-item:not(.lm-mod-disabled)").filter(
             has=self.page.locator(".lm-Menu-itemLabel", has_text=exact(item)))
