@@ -37,10 +37,11 @@ loaded machines):
 - before each menu click, and while the test waits for the page, no dialog may be open: a
   "Select Kernel" dialog about another notebook (00_start_here, restored in its tab) is
   answered "No Kernel"; any other dialog fails the test, named;
-- learner 2's server answers like a loaded one: the requests each page makes for the kernel
-  specs as JupyterLab starts fail, so Lab runs without them, the state in which it asks for a
-  kernel; the explorer must work all the same (the test checks that Lab had no specs: it shows
-  the kernel by its name, "python3");
+- learner 2's JupyterLab gets a kernel list without python3, the notebooks' kernel, so it
+  cannot pick that kernel itself, as when a loaded server does not answer its requests for the
+  list: Lab asks with its "Select Kernel" dialog for every notebook opened without a session.
+  The explorer must work all the same (the test checks that the fault took effect: Lab shows
+  the kernel by its bare name, "python3");
 - a failure says what was on the learner's screen (tabs, dialogs, kernel name and status,
   prompts) and where its screenshot is. Every wait polls for a state, with a deadline.
 
@@ -74,11 +75,13 @@ TEACHER_NOTE = "**Today's class:** notebooks 01 to 06, then the exercises of 06.
 # Every cell attached to the page (no virtual scrolling), so the explorer's widget exists
 # before the test scrolls to it, as in tests/test_browser.py.
 LAB_SETTINGS = {"@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"}}
-# Learner 2's server, as a loaded one: the requests JupyterLab makes for the kernel specs as it
-# starts fail (see _kernelspecs_fail), so Lab runs without them: it shows a kernel by its name.
-STARTUP_SPECS_REQUESTS = 2
-KERNEL_NAME_WITHOUT_SPECS = "python3"
+# Learner 2's JupyterLab gets a kernel list without python3, the notebooks' kernel (see
+# _kernel_list_without_python): it shows that kernel by its bare name, not "Python 3 (ipykernel)".
 KERNELSPECS = re.compile(r"/api/kernelspecs(\?|$)")
+OTHER_KERNELS = {"default": "other", "kernelspecs": {"other": {
+    "name": "other", "resources": {},
+    "spec": {"argv": ["other"], "display_name": "Other", "language": "other", "metadata": {}}}}}
+KERNEL_NAME_WITHOUT_SPEC = "python3"
 
 
 @pytest.fixture(scope="module")
@@ -265,39 +268,23 @@ def _follow_link(page, link: str, user: str, hub, timeout: float = 300) -> None:
     _wait_screen(page, f"{name} is the open notebook", lambda s: s["tab"] == name and s["cells"] > 0, 120)
 
 
-def _kernelspecs_fail(context, requests: int = STARTUP_SPECS_REQUESTS) -> None:
-    """Make ``context``'s pages see a server too loaded to answer JupyterLab's requests for the
-    kernel specs as Lab starts: the first ``requests`` /api/kernelspecs requests of each page
-    load fail.
+def _kernel_list_without_python(context) -> None:
+    """Make ``context``'s pages get a kernel list without the notebooks' kernel: every
+    /api/kernelspecs answer lists ``OTHER_KERNELS`` only.
 
-    JupyterLab 4 asks twice as it starts (once before it shows its shell, once as its poll of
-    the specs starts; then every 61 s). With both failed it opens notebooks without kernel
-    specs: it cannot pick a kernel by name, and asks the learner with its modal "Select Kernel"
-    dialog, as in the failed fresh-clone runs. Later requests, such as a kernel's own spec when
-    the page connects to it, are answered (their failure is an uncaught error in Lab). Answering
-    late instead of failing does not reproduce it: Lab waits for the first answer before it
-    shows anything."""
-    seen: dict[Any, int] = {}  # page -> its requests for the kernel specs since it last loaded
-
-    def on_page(page) -> None:  # a new document (not Lab's changes of the address: no request)
-        page.on("request", lambda r: r.is_navigation_request() and r.frame == page.main_frame
-                and seen.pop(page, None))
-
-    def route(route, request) -> None:
-        page = request.frame.page
-        seen[page] = seen.get(page, 0) + 1
-        if seen[page] <= requests:
-            route.abort("timedout")
-        else:
-            route.continue_()
-
-    context.on("page", on_page)
-    context.route(KERNELSPECS, route)
+    JupyterLab then cannot pick a notebook's kernel by name, as when its requests for the list
+    fail on a loaded server (it has no list at all), and asks the learner with its modal "Select
+    Kernel" dialog for every notebook it opens without a running session: the failed fresh-clone
+    runs. Failing the requests does that too, but not in every run (Lab retries after a random
+    0 to 61 s, and a failed request for a connected kernel's own spec is an uncaught error in
+    Lab); answering them late does not (Lab waits for the first answer before it shows
+    anything)."""
+    context.route(KERNELSPECS, lambda route: route.fulfill(json=OTHER_KERNELS))
 
 
 def _answer_dialogs(page, notebook: str, timeout: float = 30) -> None:
     """Leave no JupyterLab dialog open. A "Select Kernel" dialog about another notebook than
-    ``notebook`` (00_start_here, restored in its tab while Lab has no kernel specs yet) gets an
+    ``notebook`` (00_start_here, restored in its tab while Lab cannot pick its kernel) gets an
     answer a learner may give, "No Kernel" (its reject button: neither starting a kernel nor
     sharing the explorer's, which the dialog offers too); any other dialog fails the test,
     named, and so does one that is still open ``timeout`` s after its answer."""
@@ -549,7 +536,7 @@ def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_clas
     for user in LEARNERS:
         context = browser.new_context(viewport=VIEWPORT)
         if user == LEARNERS[1]:
-            _kernelspecs_fail(context)
+            _kernel_list_without_python(context)
         page = context.new_page()
         page.on("pageerror", lambda e, u=user: problems.append(f"{u}: uncaught error in the page: {e}"))
         page.on("console", lambda m, u=user: m.type == "error" and console.append(f"{u}: {m.text}"))
@@ -571,9 +558,9 @@ def test_learners_follow_the_link_run_the_explorer_and_keep_their_edits(hub_clas
         with _telling_the_screen(page, user, f"the explorer notebook {name}", tmp_path, problems, console):
             kernel_id, shown = _open_explorer(page, hub, user, tokens[user])
             if user == LEARNERS[1]:  # the injected fault took effect
-                assert shown == KERNEL_NAME_WITHOUT_SPECS, (
-                    f"Lab shows the kernel as {shown!r}, so it had the kernel specs the test made "
-                    f"fail; it no longer tests a Lab without them")
+                assert shown == KERNEL_NAME_WITHOUT_SPEC, (
+                    f"Lab shows the kernel as {shown!r}: it knows the kernel the test hid from "
+                    f"it, so the test no longer tests a Lab that cannot pick one")
             _clear_outputs(page, name)
             if user == LEARNERS[0]:
                 seconds, run = _run_all(page, name), list(range(len(cells)))
