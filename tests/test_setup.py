@@ -262,7 +262,7 @@ def make_test_commands() -> list[str]:
 def test_the_documented_test_commands_are_make_tests():
     commands = make_test_commands()
     assert commands == [
-        '.venv/bin/python -m tools.offline .venv/bin/python -m pytest -n 2 --dist loadfile --nbval '
+        '.venv/bin/python -m tools.offline .venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --nbval '
         '-m "not network" tests notebooks',
         ".venv/bin/python -m pytest -n 2 --dist load -m network tests",
     ]
