@@ -180,6 +180,19 @@ def class_link(hub_url: str, origin: Path, link: str | None = None) -> str:
 # --------------------------------------------------------------------------------------------
 # The hub.
 
+def _json_request(url: str, method: str, body: object, *, token: str, timeout: float) -> Any:
+    """One request to a Jupyter REST API with ``token``: ``body`` sent as JSON, the answer
+    read as JSON (None when empty)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Authorization", f"token {token}")
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        text = resp.read()
+    return json.loads(text) if text.strip() else None
+
+
 @dataclass
 class Hub:
     """A running JupyterHub (see ``running_hub``)."""
@@ -193,14 +206,7 @@ class Hub:
 
     def api(self, method: str, path: str, body: object = None, timeout: float = 30) -> Any:
         """Call the hub's REST API (``path`` like ``"users/learner-1"``); JSON in and out."""
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{self.url}/hub/api/{path}", data=data, method=method)
-        req.add_header("Authorization", f"token {self.token}")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            text = resp.read()
-        return json.loads(text) if text.strip() else None
+        return _json_request(f"{self.url}/hub/api/{path}", method, body, token=self.token, timeout=timeout)
 
     def home(self, user: str) -> Path:
         return self.root / "home" / user
@@ -218,14 +224,7 @@ class Hub:
                    timeout: float = 60) -> Any:
         """Call the REST API of ``user``'s server (``path`` like ``"api/sessions"``) with one of
         their tokens, through the hub's proxy; JSON in and out."""
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{self.url}/user/{user}/{path}", data=data, method=method)
-        req.add_header("Authorization", f"token {token}")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            text = resp.read()
-        return json.loads(text) if text.strip() else None
+        return _json_request(f"{self.url}/user/{user}/{path}", method, body, token=token, timeout=timeout)
 
     def start_session(self, user: str, path: str, *, token: str) -> dict[str, Any]:
         """Open notebook ``path``'s session on ``user``'s server with a Python kernel, or join the
