@@ -41,9 +41,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 #    first, the one with the most such tests first: the longest units are handed out while the
 #    many short ones can still fill the gaps (longest first), instead of last, when one worker
 #    idles while the other still has minutes of work.
-# 2. The files of SPREAD are shared test by test: each of their tests stands alone (a notebook
-#    run in JupyterLab from a clean copy), and each worker starts its own JupyterLab for them.
-SPREAD = ("tests/test_browser.py", "tests/test_browser_zh.py")
+# 2. The files of SPREAD are shared test by test: each of their tests stands alone (every
+#    explorer in JupyterLab, in one language), and each worker starts its own JupyterLab for them.
+SPREAD = ("tests/test_browser.py",)
 _HEAVY = ("browser", "slow")
 
 
@@ -57,6 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: -heavy[item.nodeid.split("::", 1)[0]])
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: pytest -p no:xdist runs too
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """pytest-xdist's documented hook for a scheduler of one's own: `--dist loadfile`, except
     that a test of a SPREAD file is a unit of its own. Units are handed out in the order of the

@@ -1,9 +1,9 @@
 """What the browser tests share besides the session fixtures (tests/conftest.py): the
 accessibility checker, axe-core, run in a page; what a screen reader hears from an explorer
-(``heard_problems``); and the steps of the notebook tests (tests/test_browser.py,
-tests/test_browser_zh.py): the errors a page shows (``watch_page``), a notebook run in
-JupyterLab (``run_all_checked``), a control's move (``check_move``), the errors left at the end
-(``check_no_errors``) and a screenshot (``screenshot``)."""
+(``heard_problems``); and the steps of a notebook test in JupyterLab (tests/test_browser.py):
+the errors a page shows (``watch_page``), a notebook run (``run_all_checked``), a control's
+move (``check_move``), the errors left at the end (``check_no_errors``) and a screenshot
+(``screenshot``)."""
 from __future__ import annotations
 
 import re
@@ -101,7 +101,7 @@ def serious_in(page, selector: str) -> list[dict]:
     return [f for f in found if f["impact"] in SERIOUS]
 
 
-# --- the steps of a notebook test in JupyterLab (tests/test_browser.py, tests/test_browser_zh.py) ---
+# --- the steps of a notebook test in JupyterLab (tests/test_browser.py) ---------------------
 
 # Console errors that are not the course's fault: (pattern, why it cannot be a course bug).
 BENIGN_CONSOLE: list[tuple[str, str]] = []
@@ -121,10 +121,11 @@ def watch_page(page) -> list[str]:
     return problems
 
 
-def run_all_checked(nb) -> float:
+def run_all_checked(nb, widgets: int | None = None) -> float:
     """Open ``nb`` (a ``tools.lab.Notebook``) with Lab's Log Console, clear its outputs and run
     all its cells: every code cell must run, no output or logged message may show an error and
-    every stored widget must render. Returns the seconds Run All took."""
+    ``widgets`` widgets must render (by default as many as the stored notebook shows). Returns
+    the seconds Run All took."""
     name = nb.name
     nb.open()
     seconds = nb.run_all()
@@ -133,8 +134,10 @@ def run_all_checked(nb) -> float:
         f"{name}: code cells {nb.unexecuted_cells()} did not run (an earlier cell failed?)")
     errors = nb.error_outputs() + nb.logged_errors()
     assert errors == [], f"{name}: error outputs after Run All:\n" + "\n---\n".join(errors)
-    assert nb.widget_views() == nb.n_widgets, (
-        f"{name}: the stored notebook shows {nb.n_widgets} widgets, the page {nb.widget_views()}")
+    expected = nb.n_widgets if widgets is None else widgets
+    assert nb.widget_views() == expected, (
+        f"{name}: {expected} widgets expected (the stored notebook's, unless the test says), "
+        f"the page shows {nb.widget_views()}")
     return seconds
 
 

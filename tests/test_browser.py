@@ -1,42 +1,103 @@
-"""The course in real JupyterLab in a real browser, as a learner uses it.
+"""Every explorer of the course in real JupyterLab in a real browser, in both languages, as a
+learner uses it.
 
 pytest-playwright's fixtures drive Debian's Chromium, and one JupyterLab
 (``tools.lab.running_lab``: a subprocess, see there why not pytest-jupyter's in-process server)
-serves a temporary copy of notebooks/ for the run (both: tests/conftest.py). For every notebook
-that shows an explorer (the solutions show none: strict nbval runs them), in a fresh page:
-Edit > Clear Outputs of All Cells, Run > Run All Cells; every
-code cell must run, no output may show an error, every stored widget must render. Then every
-control of every explorer is moved as a user would (slider keys, an option of a drop-down, a
-click, typing then Enter), and after each move the explorer's picture (the bytes behind its
-<img>) must differ from the one before. Errors fail the test wherever they show: error outputs
-in the notebook, Lab's Log Console (where a widget callback's traceback goes), the browser's
-console, uncaught errors in the page, and the server's log.
+serves a temporary copy of notebooks/ for the run (both: tests/conftest.py). Into that copy the
+test writes the notebook of every explorer (``gallery_notebook``: one cell for each
+explorer of ``attn.widgets.EXPLORERS``, built with its defaults, in the language under test),
+and in a fresh page: Edit > Clear Outputs of All Cells, Run > Run All Cells; every code cell
+must run, no output may show an error, every explorer must render. Then every control of every
+explorer is moved as a user would (slider keys, an option of a drop-down, a click, typing then
+Enter), and after each move the explorer's picture (the bytes behind its <img>) must differ from
+the one before; each control then goes back to where it was, and the picture must be the one
+shown before. Errors fail the test wherever they show: error outputs in the notebook, Lab's Log
+Console (where a widget callback's traceback goes), the browser's console, uncaught errors in
+the page, and the server's log.
 Heard as well as seen: every control has an accessible name, a slider's aria-valuetext is
 "label = the value it shows", each readout is a polite live region and stays the same element
 across the moves (so each redraw is announced), ArrowDown (ArrowUp from the last option) on a
 focused drop-down changes its option and the picture while the focus stays on it, and axe-core
 finds no serious or critical violation in the explorers.
-A screenshot per notebook goes to the test's tmp_path.
+In Chinese, every control is moved once, from where the previous moves left the explorer, and
+every explorer's title and readout (before and after the moves) must hold Chinese, and so must
+every control's name but a code name (``d_k``); what the language does not change is left to
+the English run: the second move of a slider (End), going back to the explorer's settings and
+finding its picture again, the arrow keys on a drop-down.
+
+Why the gallery and not each lesson's Run All: strict nbval already executes every lesson, and
+an explorer's front end is the same whichever lesson builds it (the lessons' own arguments are
+checked in Python: tests/test_widgets_*.py, and on the website: tests/test_site.py), so each
+explorer's front end is proven here once in each language, without executing a lesson twice in
+one run (issue 30's decision). A lesson run in JupyterLab from Run All on: tests/test_hub.py,
+tests/test_live_forms.py.
+A screenshot goes to the test's tmp_path.
 
 Without /usr/bin/chromium the tests are skipped with a hint; under CI (CI=true) they fail
-instead. ATTN_NOTEBOOKS_DIR=folder runs them on other notebooks.
+instead.
 """
 from __future__ import annotations
 
+import re
+import time
+
+import nbformat
 import pytest
 
-from tools.lab import Notebook, notebook_names, notebooks_folder, shows_widgets
+from tools.lab import Notebook
 
-from _browser import (check_move, check_no_errors, heard_problems, run_all_checked, screenshot, serious_in,
-                      watch_page)
+from _browser import check_move, check_no_errors, heard_problems, run_all_checked, screenshot, serious_in, watch_page
 
-NOTEBOOKS = [name for name in notebook_names(notebooks_folder())
-             if shows_widgets(notebooks_folder() / name)]
+LANGUAGES = ("en", "zh")
 pytestmark = pytest.mark.browser
+
+GALLERY = "every_explorer.ipynb"
+_GALLERY_TITLE = {"en": "# Every explorer of the course", "zh": "# 课程中的全部交互控件"}
+
+
+def gallery_notebook(language: str):
+    """A notebook (nbformat) that builds every explorer of ``attn.widgets.EXPLORERS``, one cell
+    each, with its defaults, in ``language`` ("en" or "zh"): each explorer's front end (its
+    controls, picture, readout and what a screen reader hears) is the same as in its lesson,
+    where it is built with the lesson's arguments (the explorers' tests in Python check those),
+    and no lesson is executed a second time to reach it."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = ([nbformat.v4.new_markdown_cell(_GALLERY_TITLE[language]),
+                 nbformat.v4.new_code_cell("from attn.language import set_language\n"
+                                           f"from attn.widgets import EXPLORERS\nset_language({language!r})")]
+                + [nbformat.v4.new_code_cell(f"EXPLORERS[{name!r}]()") for name in explorer_names()])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def explorer_names() -> list[str]:
+    """The names of the course's explorers, in the order of the lessons: "sentence (01)", ..."""
+    from attn.widgets import EXPLORERS
+
+    return list(EXPLORERS)
+
 
 # The readout (the explorer's last HTML child) marked before the moves; after them, still it?
 _MARK_READOUT = "(v) => { [...v.querySelectorAll(':scope > .widget-html')].pop().attnMark = true; }"
 _READOUT_KEPT = "(v) => [...v.querySelectorAll(':scope > .widget-html')].pop().attnMark === true"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# A control's name that is code, the same in both languages: a word with "_" or a digit (d_k).
+CODE_NAME = re.compile(r"[A-Za-z]\w*(_|\d)\w*")
+_TITLE = "(v) => (v.querySelector(':scope > .widget-html') || {innerText: ''}).innerText"
+_READOUT = "(v) => ([...v.querySelectorAll(':scope > .widget-html')].pop() || {innerText: ''}).innerText"
+
+
+def _not_chinese(explorer, controls, when: str) -> list[str]:
+    """What of the explorer is not Chinese: its title, its readout, a control's name (but a
+    code name)."""
+    found = []
+    for part, script in (("title", _TITLE), ("readout", _READOUT)):
+        text = explorer.locator.evaluate(script)
+        if not CJK.search(text):
+            found.append(f"{explorer}: {when}, its {part} {text[:120]!r}")
+    found += [f"{explorer}: the name of {c.kind} {c.label!r}" for c in controls
+              if not CJK.search(c.label) and not CODE_NAME.fullmatch(c.label)]
+    return found
 
 
 def _arrow_key_in(nb, explorer, control) -> str:
@@ -50,55 +111,73 @@ def _arrow_key_in(nb, explorer, control) -> str:
     select.focus()
     move = explorer.move(f"key {key}", lambda: nb.page.keyboard.press(key))
     kept = select.evaluate("(s) => document.activeElement === s")
-    assert kept, f"{nb.name}: {control}: {key} took the focus away from the drop-down"
+    assert kept, f"{control}: {key} took the focus away from the drop-down"
     assert control.value() != start and move.picture_changed, (
-        f"{nb.name}: {control}: {key} left the option ({start!r}) or the picture as it was")
+        f"{control}: {key} left the option ({start!r}) or the picture as it was")
     control.restore(start)
-    assert control.value() == start, f"{nb.name}: {control}: not back to {start!r}"
+    assert control.value() == start, f"{control}: not back to {start!r}"
     ms = "?" if move.latency_s is None else f"{move.latency_s * 1000:.0f} ms"
     return f"{control}: {move.action}: {ms}"
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_and_every_control_redraws(name, lab, page, tmp_path):
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_explorer_runs_and_every_control_redraws(language, lab, page, tmp_path):
+    name = GALLERY if language == "en" else f"{language}/{GALLERY}"
+    nbformat.write(gallery_notebook(language), lab.root / name)
+    names = explorer_names()
     problems = watch_page(page)
     log_start = lab.log_size()
     nb = Notebook(page, lab, name)
+    t0 = time.monotonic()
     try:
-        run_all_checked(nb)
+        run_all_checked(nb, widgets=len(names))
         explorers, unknown = nb.explorers()
         assert unknown == [], f"{name}: controls the test cannot drive (teach tools.lab): {unknown}"
+        assert len(explorers) == len(names), f"{name}: {len(explorers)} explorers shown for {names}"
         moved = []
-        for explorer in explorers:
+        for ident, explorer in zip(names, explorers):
+            where = f"{ident} ({language})"
             live = [c for c in explorer.controls if not c.disabled]
-            assert live, f"{name}: {explorer} has no live control"
+            assert live, f"{where}: {explorer} has no live control"
+            if language != "en":
+                untranslated = _not_chinese(explorer, explorer.controls, "before the moves")
+                assert untranslated == [], f"{where}: not in Chinese:\n" + "\n".join(untranslated)
             heard = heard_problems(explorer.locator)
-            assert heard == [], f"{name}: {explorer}: what a screen reader hears:\n" + "\n".join(heard)
+            assert heard == [], f"{where}: {explorer}: what a screen reader hears:\n" + "\n".join(heard)
             explorer.locator.evaluate(_MARK_READOUT)
             for control in live:
+                if language != "en":  # once each, from where the previous moves left the explorer
+                    move = next(control.moves(), None)
+                    assert move is not None, f"{where}: {control} offers no other value to choose"
+                    moved.append(check_move(nb, lab, control, move, log_start))
+                    continue
                 n_moves = len(moved)
                 start = [(c, c.value()) for c in live]  # the moved control first when going back
                 start.sort(key=lambda cv: cv[0] is not control)
                 start_picture = explorer.picture()
                 for move in control.moves():  # each checked before the next is made
                     moved.append(check_move(nb, lab, control, move, log_start))
-                assert len(moved) > n_moves, f"{name}: {control} offers no other value to choose"
+                assert len(moved) > n_moves, f"{where}: {control} offers no other value to choose"
                 # Back to where it was (and any control it changed, such as the choices of
-                # another), so that every control moves from the notebook's own settings.
+                # another), so that every control moves from the explorer's own settings.
                 for other, value in start:
                     other.restore(value)
-                    assert nb.logged_errors() == [], f"{name}: {other}: going back to {value!r}"
+                    assert nb.logged_errors() == [], f"{where}: {other}: going back to {value!r}"
                 assert explorer.picture() == start_picture, (
-                    f"{name}: after {control} and back, the picture is not the one shown before "
+                    f"{where}: after {control} and back, the picture is not the one shown before "
                     f"(settings {[(str(c), v) for c, v in start]})")
-            for control in [c for c in live if c.kind == "dropdown"]:
+            for control in [c for c in live if c.kind == "dropdown" and language == "en"]:
                 moved.append(_arrow_key_in(nb, explorer, control))
             assert explorer.locator.evaluate(_READOUT_KEPT), (
-                f"{name}: {explorer}: the readout is another element after the moves (a new live "
+                f"{where}: {explorer}: the readout is another element after the moves (a new live "
                 f"region is not announced)")
             heard = heard_problems(explorer.locator)
-            assert heard == [], f"{name}: {explorer}: after the moves:\n" + "\n".join(heard)
-        print(f"{name}: {len(explorers)} explorers, {len(moved)} moves", *moved, sep="\n  ")
+            assert heard == [], f"{where}: {explorer}: after the moves:\n" + "\n".join(heard)
+            if language != "en":
+                untranslated = _not_chinese(explorer, [], "after the moves")
+                assert untranslated == [], f"{where}: not in Chinese:\n" + "\n".join(untranslated)
+        print(f"{name}: {len(explorers)} explorers, {len(moved)} moves, {time.monotonic() - t0:.1f} s",
+              *moved, sep="\n  ")
         serious = serious_in(page, ".jp-OutputArea-output [data-attn-explorer]")
         assert serious == [], f"{name}: axe-core, serious or critical, in the explorers: {serious}"
         check_no_errors(nb, lab, log_start, problems)

@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from _browser import SERIOUS, axe_violations
+from _browser import SERIOUS, axe_violations, serious_in
 from _pictures import ACROSS_LEVELS, across_machines_problem, explorer_outputs
 from test_figures_alt import static_figures
 from _support import unavailable
@@ -451,7 +451,8 @@ def test_language_switch_leads_to_the_twin_and_back(anchors_of, name):
             f"{target}.html: its switch does not lead back to {page}: {back}")
 
 
-@pytest.mark.parametrize("name", PAGES + OTHERS)
+# In the browser, on the pages opened anyway (the switch of every page is checked above, without one).
+@pytest.mark.parametrize("name", VISITED + OTHERS)
 def test_language_switch_is_named_and_takes_the_focus(visited, name):
     switch = visited(name)["switch"]
     assert "heard" in switch, f"{name}: expected one language switch with one link, got {switch}"
@@ -840,7 +841,8 @@ def test_live_explorer_answers_every_control_offline(site_browser, live_site, id
                     assert heard == explorer.value_text(control.name), f"{where}: heard {heard!r}"
                 moves.append(where)
                 seen[control.name].add(now)
-        serious = [v for v in axe_violations(page) if v["impact"] in SERIOUS]
+        # axe-core on the explorer after its moves (the whole page, before them: test_axe_finds_no_serious_violation)
+        serious = serious_in(page, f"#live-{ident}")
         readout = figure.locator(".attn-live-readout")
         live_region = (readout.get_attribute("role"), readout.get_attribute("aria-live"))
     finally:
@@ -1011,7 +1013,7 @@ def test_live_explorer_says_when_its_states_fail_and_tries_again(faulty_explorer
     assert now["state"] == start["state"] and now["shown"] == 0, f"{where}: {now}"
     _agrees(now, spec, states, where)  # the slider back where the picture is
     if fault == "404":  # the sentence and its link, as axe-core reads them
-        serious = [v for v in axe_violations(page) if v["impact"] in SERIOUS]
+        serious = serious_in(page, f"#live-{FAULTY}")
         assert serious == [], f"{where}: axe-core: {serious}"
     if fault != "dropped once":  # another move fails the same way, is said once and put back
         before, again = _press(page, figure, "ArrowLeft", shown)

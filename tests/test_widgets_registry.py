@@ -2,6 +2,7 @@
 explorer's default state, changes the picture (its decoded pixels: a new readout is not enough);
 every control has a name and every slider says the value it shows (for a screen reader)."""
 import ipywidgets as widgets
+import numpy as np
 import pytest
 from _pictures import changed, pixels
 
@@ -152,3 +153,19 @@ def test_every_map_is_declared_when_the_explorer_is_built_and_drawn_in_its_figur
     views = list(ex.maps.values()) if isinstance(ex.maps, dict) else ex.maps
     assert bool(views) == (name not in NO_MAPS), f"{name}: maps {ex.maps!r}"
     assert all(v.ax.figure is ex.fig for v in views)
+
+
+@pytest.mark.parametrize("name", ["worked (03)", "patterns (06)"])
+def test_the_fast_path_draws_the_pictures_the_notebook_shows(name):
+    """``encode_png = False`` (the website's builder): each move draws the same pixels as the
+    PNG a learner sees, read by ``pixels()``, and leaves ``image`` as it was."""
+    shown, fast = EXPLORERS[name](), EXPLORERS[name]()
+    fast.encode_png = False
+    kept = bytes(fast.image.value)
+    assert np.array_equal(np.asarray(fast.pixels()), pixels(fast))  # before any move: the PNG's
+    for control_name, control in shown.controls.items():
+        value = other_value(control)
+        control.value = value
+        fast.controls[control_name].value = value
+        assert np.array_equal(np.asarray(fast.pixels()), pixels(shown)), f"{name}: {control_name}"
+    assert bytes(fast.image.value) == kept, f"{name}: the fast path encoded a picture"

@@ -302,13 +302,6 @@ def set_values(explorer, offered: Sequence[Offered], positions: Sequence[int]) -
     return all(_same(explorer.controls[c.name].value, c.choices[k][1]) for c, k in zip(offered, positions))
 
 
-def picture_pixels(png: bytes):
-    """The explorer's picture (PNG bytes) as an RGB image."""
-    from PIL import Image
-
-    return Image.open(io.BytesIO(png)).convert("RGB")
-
-
 def picture_name(image) -> str:
     """A picture's file name: a hash of its pixels (the same picture, the same file)."""
     digest = hashlib.sha256(f"{image.size}".encode() + image.tobytes()).hexdigest()
@@ -320,7 +313,8 @@ def _write_picture(image, folder: Path) -> str:
     path = folder / name
     if not path.exists():
         buffer = io.BytesIO()
-        image.save(buffer, format="webp", lossless=True, quality=25, method=2)
+        # lossless; method 1 draws the site's pictures twice as fast as method 2, for 9% more bytes
+        image.save(buffer, format="webp", lossless=True, quality=10, method=1)
         path.write_bytes(buffer.getvalue())
     return name
 
@@ -332,6 +326,7 @@ def draw_states(recipe: Recipe, language: str, folder: Path, data: dict | None =
 
     set_language(language)
     explorer = recipe.build(data)
+    explorer.encode_png = False  # the pixels of each state, read below without a PNG (Explorer's fast path)
     offered = offered_controls(explorer, recipe)
     start = []
     for control in offered:
@@ -346,7 +341,7 @@ def draw_states(recipe: Recipe, language: str, folder: Path, data: dict | None =
     states: list = [None] * math.prod(len(c.choices) for c in offered)  # a refused setting stays None
     for positions in one_move_apart([len(c.choices) for c in offered]):
         if set_values(explorer, offered, positions):
-            image = picture_pixels(bytes(explorer.image.value))
+            image = explorer.pixels()
             states[state_index(offered, positions)] = [_write_picture(image, pictures), explorer.readout.value,
                                                        explorer.alt_text()]
     manifest = {

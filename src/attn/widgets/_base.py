@@ -62,13 +62,17 @@ def _has_layout_engine(fig: Figure) -> bool:
     return engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)
 
 
-def canvas_png(fig: Figure) -> bytes:
-    """Encode what the Agg canvas holds now (no redraw) as PNG."""
+def canvas_rgb(fig: Figure) -> Image.Image:
+    """What the Agg canvas holds now (no redraw), as an RGB image."""
     canvas = fig.canvas
     w, h = canvas.get_width_height(physical=True)
-    img = Image.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    return Image.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
+
+
+def canvas_png(fig: Figure) -> bytes:
+    """Encode what the Agg canvas holds now (no redraw) as PNG."""
     buf = io.BytesIO()
-    img.convert("RGB").save(buf, format="png", compress_level=1)
+    canvas_rgb(fig).save(buf, format="png", compress_level=1)
     return buf.getvalue()
 
 
@@ -251,7 +255,12 @@ class Explorer(widgets.VBox):
         controls, fig, image (``ipywidgets.Image``), readout (``ipywidgets.HTML``, a live
         region in the browser), state (the last result of ``update``), full_redraws (how many
         moves needed one), title, language (the one it was built in: every redraw speaks it),
-        maps.
+        maps, encode_png (below).
+
+    The fast path for a program that reads the pictures and shows none: set ``encode_png``
+    to False, and each redraw leaves ``image`` as it was; ``pixels()`` gives the picture drawn
+    (the website's builder, tools/live_states.py, reads 7,000 states so, without a PNG encoded
+    and decoded again for each).
 
     Raises:
         ValueError: a control without a ``description`` (it would have no accessible name), or
@@ -284,6 +293,7 @@ class Explorer(widgets.VBox):
         # The script that gives the controls and the readout their ARIA attributes (hidden).
         self.a11y = widgets.Output(layout=widgets.Layout(display="none"))
         self.a11y.append_display_data(Javascript(A11Y_SCRIPT))
+        self.encode_png = True
         self._update = update
         self._live = live
         self._background = None
@@ -324,10 +334,16 @@ class Explorer(widgets.VBox):
         for a in artists:
             if a.get_visible() and (a.axes is None or a.axes.get_visible()):
                 self.fig.draw_artist(a)
+        if not self.encode_png:
+            return
         png = canvas_png(self.fig)
         with self.image.hold_sync():  # the picture and its text alternative in one message
             self.image.tooltip = self.alt_text()
             self.image.value = png
+
+    def pixels(self) -> Image.Image:
+        """The picture as drawn now, an RGB image: the pixels of ``image``'s PNG, without one."""
+        return canvas_rgb(self.fig)
 
     def value_text(self, name: str) -> str:
         """What a screen reader hears for the control ``name`` (the script writes the same for
