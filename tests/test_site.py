@@ -148,15 +148,40 @@ def _watched(browser, url: str):
     return context, page, facts
 
 
-def _visit(browser, url: str, page_name: str, pdf: Path | None) -> dict:
-    """Open one page (its path under the site without .html) with every request outside
-    ``url``'s server refused, let it render, and collect what the tests check: refused
-    requests, failed responses, page errors, images, the visible prose, the live links, the
-    language switch (what a screen reader hears of it, whether it takes the keyboard's
-    focus) and axe-core's violations; a notebook page is then printed to ``pdf``."""
+@pytest.fixture(scope="module")
+def tab(site_browser):
+    """``open(path) -> (page, facts)``: one browser page, kept open for the module's visits and
+    live explorers, showing the site's page ``path`` (under the site, with .html), every request
+    outside the site refused as by ``_watched``, and the facts (refused requests, failed
+    responses, errors) of that page alone. Navigating a page that is open costs Chromium about
+    half the CPU time of opening a page in a new context (a renderer and its fonts started each
+    time: 8 lesson pages, measured on a 2-core machine); each ``open`` starts from a blank page
+    with the screen's media and the viewport of the other tests."""
+    url, browser = site_browser
     context, page, facts = _watched(browser, url)
+
+    def open_(path: str):
+        page.goto("about:blank")
+        page.emulate_media(media="screen")
+        page.set_viewport_size(VIEWPORT)
+        for found in facts.values():
+            found.clear()
+        page.goto(f"{url}{path}", wait_until="load")
+        return page, facts
+
+    yield open_
+    context.close()
+
+
+def _visit(tab, page_name: str, pdf: Path | None) -> dict:
+    """Open one page (its path under the site without .html) in ``tab`` (every request outside
+    the site refused), let it render, and collect what the tests check: refused requests,
+    failed responses, page errors, images, the visible prose, the live links, the language
+    switch (what a screen reader hears of it, whether it takes the keyboard's focus) and
+    axe-core's violations; a notebook page is then printed to ``pdf``."""
+    page, seen = tab(f"{page_name}.html")
+    facts: dict = {}
     try:
-        page.goto(f"{url}{page_name}.html", wait_until="load")
         site.wait_rendered(page)
         facts["images"] = page.evaluate(_IMAGES)
         facts["prose"] = page.evaluate(_PROSE)
@@ -181,21 +206,20 @@ def _visit(browser, url: str, page_name: str, pdf: Path | None) -> dict:
             page.set_viewport_size({"width": PRINT_WIDTH, "height": VIEWPORT["height"]})
             facts["printed"] = page.evaluate(_PRINTED)
     finally:
-        context.close()
+        facts.update({kind: list(found) for kind, found in seen.items()})  # refused, failed, errors
     return facts
 
 
 @pytest.fixture(scope="module")
-def visited(site_browser, tmp_path_factory):
+def visited(tab, tmp_path_factory):
     """page -> what ``_visit`` saw (each page opened once for all the tests below, each
     notebook page printed then as its handout)."""
-    url, browser = site_browser
     pdfs = tmp_path_factory.mktemp("handouts")
     seen: dict[str, dict] = {}
 
     def visit(name: str) -> dict:
         if name not in seen:
-            seen[name] = _visit(browser, url, name, pdfs / handouts.pdf_name(name) if name in PAGES else None)
+            seen[name] = _visit(tab, name, pdfs / handouts.pdf_name(name) if name in PAGES else None)
         return seen[name]
     return visit
 
@@ -780,73 +804,68 @@ def test_across_machines_allows_round_off_and_no_real_change():
 
 
 @pytest.mark.parametrize("ident,code", LIVE)
-def test_live_explorer_answers_every_control_offline(site_browser, live_site, ident, code):
-    url, browser = site_browser
+def test_live_explorer_answers_every_control_offline(tab, live_site, ident, code):
     recipe = dict(live_states.all_ids())[ident]
     manifest = live_site(ident, code)
     explorer = _built(recipe, manifest["data"], code)
     offered = live_states.offered_controls(explorer, recipe)
-    context, page, facts = _watched(browser, url)
     moves, seen = [], {}
-    try:
-        page.goto(f"{url}{site.EDITIONS[code].prefix}{recipe.notebook}.html", wait_until="load")
-        figure = page.locator(f"#live-{ident}")
-        page.wait_for_function("(id) => document.getElementById(id).dataset.live === 'ready'", arg=f"live-{ident}")
-        controls = figure.locator(".attn-live-control")
-        assert controls.count() == len(offered), f"{ident}: {controls.count()} controls drawn for {len(offered)}"
-        figure.locator(".attn-live-controls").dispatch_event("focusin")  # as a learner reaching for it
-        page.wait_for_function("(id) => document.getElementById(id).dataset.states === 'loaded'", arg=f"live-{ident}")
-        for i, control in enumerate(offered):
-            drawn = controls.nth(i)
-            at = _positions(explorer, offered)
-            seen[control.name] = {at[i]}
-            allowed = [k for k in range(len(control.choices))
-                       if manifest["states"][live_states.state_index(offered, at[:i] + [k] + at[i + 1:])]]
-            if control.kind == "select":  # what the explorer refuses here, the page does not offer
-                offered_now = drawn.locator("option").evaluate_all("(os) => os.map((o) => !o.disabled)")
-                assert offered_now == [k in allowed for k in range(len(control.choices))], f"{ident}: {control.name}"
-            for k in _targets(allowed, at[i]):
-                explorer.controls[control.name].value = control.choices[k][1]  # the same move in Python
-                before = figure.evaluate("(f) => Number(f.dataset.shown || 0)")
-                now = _positions(explorer, offered)[i]
-                if control.kind == "slider":
-                    handle = drawn.locator("input[type=range]")
-                    handle.focus()
-                    here = int(handle.input_value())
-                    key = {0: "Home", len(control.choices) - 1: "End"}.get(k, "ArrowRight" if k > here else "ArrowLeft")
-                    for _ in range(abs(k - here) if key.startswith("Arrow") else 1):
-                        page.keyboard.press(key)
-                elif control.kind == "select":
-                    drawn.locator("select").select_option(index=k)
-                elif control.kind == "toggle":
-                    drawn.locator("button").nth(k).press("Enter")
-                    page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n", arg=[figure.element_handle(), before])
-                    pressed = drawn.locator("button").evaluate_all("(bs) => bs.map((b) => b.getAttribute('aria-pressed'))")
-                    assert pressed == [str(j == k).lower() for j in range(len(pressed))], f"{ident}: {control.name}: {pressed}"
-                else:
-                    drawn.locator("input[type=checkbox]").press("Space")
-                # shown, and no move still under way (each key press of a slider is a move)
-                page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n && f.dataset.pending === '0'",
-                                       arg=[figure.element_handle(), before])
-                page.wait_for_function("(f) => f.querySelector('img.attn-live-picture').complete", arg=figure.element_handle())
-                shown, expected = figure.evaluate(_LIVE_SHOWN), _python_shown(explorer)
-                where = f"{ident} ({code}), {control.name} -> {control.choices[now][0]}"
-                assert shown["state"] == live_states.state_index(offered, _positions(explorer, offered)), where
-                assert shown["size"] == expected["size"] and shown["hash"] == expected["hash"], (
-                    f"{where}: the picture shown is not the one the explorer draws")
-                assert _bare(shown["readout"]) == expected["readout"], f"{where}: readout {shown['readout'][:120]!r}"
-                assert shown["alt"] == expected["alt"], f"{where}: text alternative {shown['alt'][:120]!r}"
-                if control.kind == "slider":
-                    heard = drawn.locator("input[type=range]").get_attribute("aria-valuetext")
-                    assert heard == explorer.value_text(control.name), f"{where}: heard {heard!r}"
-                moves.append(where)
-                seen[control.name].add(now)
-        # axe-core on the explorer after its moves (the whole page, before them: test_axe_finds_no_serious_violation)
-        serious = serious_in(page, f"#live-{ident}")
-        readout = figure.locator(".attn-live-readout")
-        live_region = (readout.get_attribute("role"), readout.get_attribute("aria-live"))
-    finally:
-        context.close()
+    page, facts = tab(f"{site.EDITIONS[code].prefix}{recipe.notebook}.html")
+    figure = page.locator(f"#live-{ident}")
+    page.wait_for_function("(id) => document.getElementById(id).dataset.live === 'ready'", arg=f"live-{ident}")
+    controls = figure.locator(".attn-live-control")
+    assert controls.count() == len(offered), f"{ident}: {controls.count()} controls drawn for {len(offered)}"
+    figure.locator(".attn-live-controls").dispatch_event("focusin")  # as a learner reaching for it
+    page.wait_for_function("(id) => document.getElementById(id).dataset.states === 'loaded'", arg=f"live-{ident}")
+    for i, control in enumerate(offered):
+        drawn = controls.nth(i)
+        at = _positions(explorer, offered)
+        seen[control.name] = {at[i]}
+        allowed = [k for k in range(len(control.choices))
+                   if manifest["states"][live_states.state_index(offered, at[:i] + [k] + at[i + 1:])]]
+        if control.kind == "select":  # what the explorer refuses here, the page does not offer
+            offered_now = drawn.locator("option").evaluate_all("(os) => os.map((o) => !o.disabled)")
+            assert offered_now == [k in allowed for k in range(len(control.choices))], f"{ident}: {control.name}"
+        for k in _targets(allowed, at[i]):
+            explorer.controls[control.name].value = control.choices[k][1]  # the same move in Python
+            before = figure.evaluate("(f) => Number(f.dataset.shown || 0)")
+            now = _positions(explorer, offered)[i]
+            if control.kind == "slider":
+                handle = drawn.locator("input[type=range]")
+                handle.focus()
+                here = int(handle.input_value())
+                key = {0: "Home", len(control.choices) - 1: "End"}.get(k, "ArrowRight" if k > here else "ArrowLeft")
+                for _ in range(abs(k - here) if key.startswith("Arrow") else 1):
+                    page.keyboard.press(key)
+            elif control.kind == "select":
+                drawn.locator("select").select_option(index=k)
+            elif control.kind == "toggle":
+                drawn.locator("button").nth(k).press("Enter")
+                page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n", arg=[figure.element_handle(), before])
+                pressed = drawn.locator("button").evaluate_all("(bs) => bs.map((b) => b.getAttribute('aria-pressed'))")
+                assert pressed == [str(j == k).lower() for j in range(len(pressed))], f"{ident}: {control.name}: {pressed}"
+            else:
+                drawn.locator("input[type=checkbox]").press("Space")
+            # shown, and no move still under way (each key press of a slider is a move)
+            page.wait_for_function("([f, n]) => Number(f.dataset.shown || 0) > n && f.dataset.pending === '0'",
+                                   arg=[figure.element_handle(), before])
+            page.wait_for_function("(f) => f.querySelector('img.attn-live-picture').complete", arg=figure.element_handle())
+            shown, expected = figure.evaluate(_LIVE_SHOWN), _python_shown(explorer)
+            where = f"{ident} ({code}), {control.name} -> {control.choices[now][0]}"
+            assert shown["state"] == live_states.state_index(offered, _positions(explorer, offered)), where
+            assert shown["size"] == expected["size"] and shown["hash"] == expected["hash"], (
+                f"{where}: the picture shown is not the one the explorer draws")
+            assert _bare(shown["readout"]) == expected["readout"], f"{where}: readout {shown['readout'][:120]!r}"
+            assert shown["alt"] == expected["alt"], f"{where}: text alternative {shown['alt'][:120]!r}"
+            if control.kind == "slider":
+                heard = drawn.locator("input[type=range]").get_attribute("aria-valuetext")
+                assert heard == explorer.value_text(control.name), f"{where}: heard {heard!r}"
+            moves.append(where)
+            seen[control.name].add(now)
+    # axe-core on the explorer after its moves (the whole page, before them: test_axe_finds_no_serious_violation)
+    serious = serious_in(page, f"#live-{ident}")
+    readout = figure.locator(".attn-live-readout")
+    live_region = (readout.get_attribute("role"), readout.get_attribute("aria-live"))
     few = {c.name: sorted(seen[c.name]) for c in offered if len(seen[c.name]) < min(5, len(c.choices))}
     assert moves and few == {}, f"{ident}: controls moved through fewer than 5 values: {few}"
     assert live_region == ("status", "polite")
