@@ -153,10 +153,10 @@ def tab(site_browser):
     """``open(path) -> (page, facts)``: one browser page, kept open for the module's visits and
     live explorers, showing the site's page ``path`` (under the site, with .html), every request
     outside the site refused as by ``_watched``, and the facts (refused requests, failed
-    responses, errors) of that page alone. Navigating a page that is open costs Chromium about
-    half the CPU time of opening a page in a new context (a renderer and its fonts started each
-    time: 8 lesson pages, measured on a 2-core machine); each ``open`` starts from a blank page
-    with the screen's media and the viewport of the other tests."""
+    responses, errors) of that page alone. On 8 lesson pages alone, a page opened in a new
+    context cost Chromium about twice the CPU time of a navigation; over the whole run the gain
+    was within the noise (Chromium 492 CPU-seconds against 501, CONTRIBUTING.md). Each ``open``
+    starts from a blank page with the screen's media and the viewport of the other tests."""
     url, browser = site_browser
     context, page, facts = _watched(browser, url)
 
