@@ -3,14 +3,17 @@ accessibility checker, axe-core, run in a page; what a screen reader hears from 
 (``heard_problems``); and the steps of a notebook test in JupyterLab (tests/test_browser.py):
 the errors a page shows (``watch_page``), a notebook run (``run_all_checked``), a control's
 move (``check_move``), the errors left at the end (``check_no_errors``) and a screenshot
-(``screenshot``)."""
+(``screenshot``). And a page that refuses every request outside its own server and collects
+what went wrong (``watched_page``: the website's tests)."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlparse
 
 from _support import unavailable
 from tools import site
+from tools.lab import VIEWPORT
 
 AXE = site.NODE_MODULES / "axe-core" / "axe.min.js"
 SERIOUS = {"serious", "critical"}  # the impacts a test fails on
@@ -23,12 +26,50 @@ def add_axe(page) -> None:
     page.add_script_tag(path=str(AXE))
 
 
+# axe-core's documented option for a run whose violations alone are read: every violation in
+# full, the passes and the rest cut to one node each, which saves their selectors (about a tenth
+# of a lesson page's check here).
+AXE_OPTIONS = {"resultTypes": ["violations"]}
+
+
 def axe_violations(page) -> list[dict]:
     """axe-core's violations on the page (rule id, impact, help, the first nodes' selectors)."""
     add_axe(page)
-    return page.evaluate("""async () => (await axe.run(document)).violations.map((v) => ({
+    return page.evaluate("""async (options) => (await axe.run(document, options)).violations.map((v) => ({
         id: v.id, impact: v.impact, help: v.help,
-        nodes: v.nodes.map((n) => n.target.join(' ')) }))""")
+        nodes: v.nodes.map((n) => n.target.join(' ')) }))""", AXE_OPTIONS)
+
+
+# --- a page that loads nothing from outside ------------------------------------------------
+
+def refuse_outside(page, server: str, refused: list[str] | None = None) -> list[str]:
+    """Refuse every request of ``page`` that leaves the server at ``server`` (its host and port,
+    for HTTP and WebSocket alike), as a firewall would. The refused URLs are added to
+    ``refused`` (a new list if none is given), which is returned."""
+    refused = [] if refused is None else refused
+    local = urlparse(server).netloc
+
+    def route(r):
+        if urlparse(r.request.url).netloc == local:
+            r.continue_()
+        else:
+            refused.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return refused
+
+
+def watched_page(browser, url: str):
+    """A new page in its own context that refuses every request outside ``url``'s server, and
+    the facts it collects: refused requests, failed responses, errors in the page."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    facts: dict = {"refused": refuse_outside(page, url), "failed": [], "errors": []}
+    page.on("response", lambda r: r.status >= 400 and facts["failed"].append(f"{r.status} {r.url}"))
+    page.on("pageerror", lambda e: facts["errors"].append(str(e)))
+    page.on("console", lambda m: m.type == "error" and facts["errors"].append(f"console: {m.text}"))
+    return context, page, facts
 
 
 # --- what a screen reader hears from an explorer (its ARIA, written by attn.widgets' script) ---
@@ -92,12 +133,12 @@ def serious_in(page, selector: str) -> list[dict]:
     """axe-core's serious and critical violations inside the elements matching ``selector``
     (rule id, impact, the node), one entry per node."""
     add_axe(page)
-    found = page.evaluate("""async (sel) => {
+    found = page.evaluate("""async ([sel, options]) => {
         const nodes = [...document.querySelectorAll(sel)];
         if (!nodes.length) return [];
-        return (await axe.run(nodes)).violations.flatMap((v) =>
+        return (await axe.run(nodes, options)).violations.flatMap((v) =>
           v.nodes.map((n) => ({id: v.id, impact: v.impact, target: n.target.join(' ')})));
-      }""", selector)
+      }""", [selector, AXE_OPTIONS])
     return [f for f in found if f["impact"] in SERIOUS]
 
 

@@ -3,6 +3,9 @@
 
 The explorer tests assert on these pixels, not on the readout: a move that should change what
 is shown must change the pixels of the panel that shows it.
+
+And the pictures a saved notebook holds: its explorers' (``explorer_outputs``) and its static
+figures (``static_figures``), read from the outputs and the saved widget state.
 """
 from __future__ import annotations
 
@@ -53,7 +56,7 @@ def near(px: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> np.ndarray
 # round-off of an edge by chance, one level in one cell. So a picture from another machine is
 # the same picture when no channel differs by more than ACROSS_LEVELS and at most ACROSS_SHARE
 # of its pixels differ at all. A real change differs by more: another head's map, a moved cell
-# or a changed number moves whole cells by many levels (tests/test_site.py plants each).
+# or a changed number moves whole cells by many levels (tests/test_site_live.py plants each).
 ACROSS_LEVELS = 2
 ACROSS_SHARE = 0.01
 
@@ -104,7 +107,7 @@ def explorer_outputs(nb: dict) -> list[tuple[dict, bytes]]:
     that displays an explorer (``tools.site.explorer_outputs`` finds them)."""
     from tools.site import explorer_outputs as places
 
-    state = nb["metadata"].get("widgets", {}).get(STATE, {}).get("state", {})
+    state = widget_state(nb)
     found = []
     for i, j in places(nb):
         out = nb["cells"][i]["outputs"][j]
@@ -114,3 +117,18 @@ def explorer_outputs(nb: dict) -> list[tuple[dict, bytes]]:
             if image.get("model_name") == "ImageModel":
                 found.append((out, base64.b64decode(image["buffers"][0]["data"])))
     return found
+
+
+def widget_state(nb: dict) -> dict:
+    """model id -> saved model (``model_name``, ``state``) of the notebook's widget state."""
+    return nb["metadata"].get("widgets", {}).get(STATE, {}).get("state", {})
+
+
+def static_figures(nb: dict) -> list[tuple[int, dict]]:
+    """(cell index, output) of every image/png output that is not an explorer's (an explorer
+    is a VBox widget; a static figure is a plain image/png or a picture widget)."""
+    state = widget_state(nb)
+    return [(i, out) for i, cell in enumerate(nb["cells"]) for out in cell.get("outputs", [])
+            if "image/png" in out.get("data", {}) and (
+                VIEW not in out["data"]
+                or state.get(out["data"][VIEW]["model_id"], {}).get("model_name") != "VBoxModel")]

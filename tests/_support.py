@@ -30,7 +30,7 @@ def unavailable(reason: str) -> None:
 
 # In requirements.txt only: test and build tools that a Binder session or a hub's user image
 # (which only run the notebooks) do not need.
-TEST_ONLY = {"nbval", "pytest", "pytest-xdist", "hypothesis", "playwright", "pytest-playwright",
+TEST_ONLY = {"nbval", "pytest", "pytest-xdist", "filelock", "hypothesis", "playwright", "pytest-playwright",
              "jupyter-repo2docker", "jupyterhub", "jupyter-book", "pypdf",
              "babel"}  # babel: tools/catalogue.py, for translators and the catalogue test
 

@@ -29,12 +29,12 @@ from PIL import Image
 from attn.figures import check_alt, figure_bundle, figure_picture, show_figure
 from attn.plotting import new_figure
 
+from _pictures import VIEW, static_figures, widget_state
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 PATHS = sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 IDS = [str(p.relative_to(NOTEBOOKS)) for p in PATHS]
-VIEW = "application/vnd.jupyter.widget-view+json"
-STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def _site_extension():
@@ -45,21 +45,6 @@ def _site_extension():
 
 
 attn_site = _site_extension()
-
-
-def widget_state(nb: dict) -> dict:
-    """model id -> saved model (``model_name``, ``state``) of the notebook's widget state."""
-    return nb["metadata"].get("widgets", {}).get(STATE, {}).get("state", {})
-
-
-def static_figures(nb: dict) -> list[tuple[int, dict]]:
-    """(cell index, output) of every image/png output that is not an explorer's (an explorer
-    is a VBox widget; a static figure is a plain image/png or a picture widget)."""
-    state = widget_state(nb)
-    return [(i, out) for i, cell in enumerate(nb["cells"]) for out in cell.get("outputs", [])
-            if "image/png" in out.get("data", {}) and (
-                VIEW not in out["data"]
-                or state.get(out["data"][VIEW]["model_id"], {}).get("model_name") != "VBoxModel")]
 
 
 def figure_problems(nb: dict) -> list[str]:

@@ -43,47 +43,20 @@ import pytest
 from _support import unavailable
 from tools.lab import VIEWPORT, Notebook, notebooks_folder
 
-from _browser import SERIOUS, add_axe
+from _browser import AXE_OPTIONS, SERIOUS, add_axe, refuse_outside
 
 pytestmark = pytest.mark.browser
 
-SLIDES_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a slider, a drop-down and toggle buttons
+# Run in JupyterLab once, then checked by axe-core and presented as slides (lab_lesson below)
+LAB_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a slider, a drop-down and toggle buttons
 DECK_NOTEBOOK = "zh/05_pytorch_implementation.ipynb"  # the deck in the Chinese edition
 DECK_TEMPLATE = "course-deck"  # deploy/app-template/course-deck
 APP_TEMPLATE = "course"  # deploy/app-template/course, Voilà's default (deploy/app-template/voila.json)
 PAGE_LANGUAGE = {"en": "en", "zh": "zh-CN"}  # <html lang> of each edition, as the website writes it
 LANGUAGE_NOTEBOOK = "00_start_here.ipynb"  # its twins, in both templates
 APP_NOTEBOOK = "05_pytorch_implementation.ipynb"  # a drop-down, a slider and toggle buttons
-A11Y_NOTEBOOK = "05_pytorch_implementation.ipynb"
 UNTRUSTED_NOTEBOOK = "03_worked_example.ipynb"  # opened, never run or saved by this module
 IN_OUTPUT = ".jp-OutputArea-output"
-
-
-def _run_and_save(page, lab, name: str) -> Notebook:
-    nb = Notebook(page, lab, name)
-    nb.open()
-    nb.run_all()
-    assert nb.error_outputs() == [], nb.error_outputs()
-    page.keyboard.press("Control+s")
-    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
-    return nb
-
-
-def refuse_outside(page, server: str) -> list[str]:
-    """Refuse every request of ``page`` that leaves the server at ``server``, as a firewall
-    would; returns the list that the refused URLs are added to."""
-    refused: list[str] = []
-    inside = (server, server.replace("http", "ws", 1))
-
-    def route(r):
-        if r.request.url.startswith(inside):
-            r.continue_()
-        else:
-            refused.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    return refused
 
 
 def _wait_or_fail(page, message: str, script: str, *, arg: object = None, timeout: float = 10) -> None:
@@ -137,21 +110,62 @@ _LAB_SLIDE = """() => [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell'
 _LAB_SHOWN = ".jp-Cell.jp-deck-mod-visible"
 
 
-def test_lab_slideshow_keeps_the_explorer_live(lab, browser):
-    """Presenting from JupyterLab, as docs/teaching.md says (module docstring)."""
+@pytest.fixture(scope="module")
+def lab_lesson(lab, browser):
+    """LAB_NOTEBOOK run in JupyterLab (Run All, no error output), in a page that refuses every
+    request outside the server: (the page, the notebook, the page's uncaught errors, the refused
+    requests). Its tests check it in the order of the file: axe-core first, then the slides."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     refused = refuse_outside(page, lab.url)
     try:
-        nb = Notebook(page, lab, SLIDES_NOTEBOOK)
+        nb = Notebook(page, lab, LAB_NOTEBOOK)
         nb.open(log_console=False)
         nb.run_all()
         assert nb.error_outputs() == [], nb.error_outputs()
-        explorer = nb.panel.locator(".jp-CodeCell").filter(has=page.locator(".widget-toggle-buttons")).first
-        explorer.locator(".jp-InputPrompt").click()  # the deck starts at the selected cell
-        t0 = time.monotonic()
+        yield page, nb, errors, refused
+    finally:
+        context.close()
+        lab.shutdown_kernels()
+
+
+def _stop_the_deck(page) -> None:
+    """The deck's on/off is a user setting that JupyterLab saves: left on, the next notebook
+    opened would open as a deck."""
+    if page.locator(".jp-deck-mod-stop").count():
+        with page.expect_response(lambda r: "api/settings/jupyterlab-slideshow" in r.url
+                                  and r.request.method == "PUT"):
+            page.locator(".jp-deck-mod-stop").first.click()
+
+
+def test_axe_in_lab_finds_no_serious_violation_in_the_course(lab_lesson):
+    page, nb, _errors, _refused = lab_lesson
+    assert nb.widget_views() >= 1
+    add_axe(page)
+    found = page.evaluate("""async (options) => (await axe.run(document, options)).violations.flatMap((v) =>
+        v.nodes.map((n) => ({id: v.id, impact: v.impact, target: n.target.join(' '),
+          course: !!document.querySelector(n.target.join(' '))?.closest(
+              '.jp-OutputArea-output, .jp-MarkdownOutput, .jp-RenderedMarkdown')})))""", AXE_OPTIONS)
+    lab_own = [f for f in found if not f["course"]]
+    course = [f for f in found if f["course"]]
+    for label, group in (("JupyterLab's own", lab_own), ("the course's", course)):
+        rules = sorted({(f["impact"], f["id"]) for f in group})
+        for impact, rule in rules:
+            nodes = [f["target"] for f in group if f["id"] == rule]
+            print(f"axe, {label}: {impact}: {rule} ({len(nodes)} nodes, e.g. {nodes[0][:100]})")
+    serious = [f for f in course if f["impact"] in SERIOUS]
+    assert serious == [], f"axe-core in JupyterLab, the course's content: {serious}"
+
+
+def test_lab_slideshow_keeps_the_explorer_live(lab_lesson):
+    """Presenting from JupyterLab, as docs/teaching.md says (module docstring)."""
+    page, nb, errors, refused = lab_lesson
+    explorer = nb.panel.locator(".jp-CodeCell").filter(has=page.locator(".widget-toggle-buttons")).first
+    explorer.locator(".jp-InputPrompt").click()  # the deck starts at the selected cell
+    t0 = time.monotonic()
+    try:
         nb.panel.locator('.jp-NotebookPanel-toolbar [data-command="deck:toggle"]').click()
         _wait_or_fail(page, "the deck did not show the explorer's slide",
                       f"() => document.querySelector('{_LAB_SHOWN} .widget-toggle-buttons') !== null", timeout=30)
@@ -161,15 +175,8 @@ def test_lab_slideshow_keeps_the_explorer_live(lab, browser):
         page.locator(f"{_LAB_SHOWN} img.widget-image").first.click()  # the keys back to the slides
         _space_turns_the_slide(page, _LAB_SLIDE)
     finally:
-        # The deck's on/off is a user setting that JupyterLab saves: left on, the next test's
-        # notebook would open as a deck.
-        if page.locator(".jp-deck-mod-stop").count():
-            with page.expect_response(lambda r: "api/settings/jupyterlab-slideshow" in r.url
-                                      and r.request.method == "PUT"):
-                page.locator(".jp-deck-mod-stop").first.click()
-        context.close()
-        lab.shutdown_kernels()
-    assert refused == [], f"the slides in JupyterLab asked outside the server for: {refused}"
+        _stop_the_deck(page)
+    assert refused == [], f"JupyterLab, the notebook and its slides asked outside the server for: {refused}"
     assert errors == [], errors
 
 
@@ -401,31 +408,6 @@ def test_lab_shows_the_saved_picture_before_the_kernel_runs(lab, browser):
     finally:
         context.close()
         lab.shutdown_kernels()
-
-
-def test_axe_in_lab_finds_no_serious_violation_in_the_course(lab, browser):
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    try:
-        nb = _run_and_save(page, lab, A11Y_NOTEBOOK)
-        assert nb.widget_views() >= 1
-        add_axe(page)
-        found = page.evaluate("""async () => (await axe.run(document)).violations.flatMap((v) =>
-            v.nodes.map((n) => ({id: v.id, impact: v.impact, target: n.target.join(' '),
-              course: !!document.querySelector(n.target.join(' '))?.closest(
-                  '.jp-OutputArea-output, .jp-MarkdownOutput, .jp-RenderedMarkdown')})))""")
-    finally:
-        context.close()
-        lab.shutdown_kernels()
-    lab_own = [f for f in found if not f["course"]]
-    course = [f for f in found if f["course"]]
-    for label, group in (("JupyterLab's own", lab_own), ("the course's", course)):
-        rules = sorted({(f["impact"], f["id"]) for f in group})
-        for impact, rule in rules:
-            nodes = [f["target"] for f in group if f["id"] == rule]
-            print(f"axe, {label}: {impact}: {rule} ({len(nodes)} nodes, e.g. {nodes[0][:100]})")
-    serious = [f for f in course if f["impact"] in SERIOUS]
-    assert serious == [], f"axe-core in JupyterLab, the course's content: {serious}"
 
 
 def test_readme_gives_app_mode_for_every_notebook():
