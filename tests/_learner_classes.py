@@ -4,11 +4,19 @@ models must train (issue 22 §1): the chapter's names with ``forward(x, mask)`` 
 a -1e9 fill, returning the output only (05's solution, word for word); and Raschka's names with
 ``forward(x, mask)`` returning the output only. Each passes
 ``attn.exercises.nb05.check_multi_head_attention`` (a test checks it).
+
+And notebook 12's learner-style blocks and parts, right and wrong (``block_with`` plants a bug),
+which the tests of notebook 12's checker (tests/test_exercises_nb12.py) and of the model built
+from a learner's blocks (tests/test_block_model.py) share: the learner classes the tests plant
+live here, so that no test module imports another.
 """
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+import attn
 
 
 def split_heads(x, n_heads):
@@ -99,3 +107,191 @@ LEARNER_CLASSES = {
     "the article's names, forward(q, k, v, mask), the output only": ArticleMultiHeadAttention,
     "Raschka's names, forward(x, mask), the output only": OutputOnlyMultiHeadAttention,
 }
+
+
+# ---- learner-style parts of notebook 12 -----------------------------------------------------------------
+
+class ChapterMHA(nn.Module):
+    """The chapter's multi-head layer from 05 (no biases, -inf fill, returns output and weights)."""
+
+    def __init__(self, d_model, n_heads, scale=True):
+        super().__init__()
+        self.n_heads, self.d_k, self.scale = n_heads, d_model // n_heads, scale
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        B, L, E = x.shape
+        q, k, v = (W(x).view(B, L, self.n_heads, self.d_k).transpose(1, 2)
+                   for W in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / (math.sqrt(self.d_k) if self.scale else 1.0)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return self.W_o((weights @ v).transpose(1, 2).reshape(B, L, E)), weights
+
+
+class ArticleMHA(nn.Module):
+    """The article's: q_linear..., biases, forward(q, k, v, mask), -1e9, the output only."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.h, self.d = num_heads, d_model // num_heads
+        self.q_linear, self.k_linear, self.v_linear, self.out_linear = (
+            nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, q, k, v, mask=None):
+        B, L, E = q.shape
+        q, k, v = (lin(t).view(B, -1, self.h, self.d).transpose(1, 2)
+                   for lin, t in ((self.q_linear, q), (self.k_linear, k), (self.v_linear, v)))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, -1e9)
+        out = (torch.softmax(scores, -1) @ v).transpose(1, 2).contiguous().view(B, L, E)
+        return self.out_linear(out)
+
+
+class MyLayerNorm(nn.Module):
+    """A hand-written LayerNorm: over the features (dim=-1) when right."""
+
+    def __init__(self, d_model, dim=-1, unbiased=False, eps=1e-5):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.beta = nn.Parameter(torch.zeros(d_model))
+        self.dim, self.unbiased, self.eps = dim, unbiased, eps
+
+    def forward(self, x):
+        mean = x.mean(self.dim, keepdim=True)
+        var = x.var(self.dim, unbiased=self.unbiased, keepdim=True)
+        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
+
+
+class AnnotatedLayerNorm(nn.Module):
+    """The Annotated Transformer's: a_2 * (x - mean) / (std + eps) + b_2, std unbiased."""
+
+    def __init__(self, features, eps=1e-6):
+        super().__init__()
+        self.a_2 = nn.Parameter(torch.ones(features))
+        self.b_2 = nn.Parameter(torch.zeros(features))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.a_2 * (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + self.eps) + self.b_2
+
+
+class Block(nn.Module):
+    """A learner's block around the chapter's layer; ``BUG`` plants one classic bug."""
+
+    BUG = None
+    ATTENTION = ChapterMHA
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attention = self.ATTENTION(d_model, num_heads)
+        self.norm1, self.norm2 = self.make_norm(d_model), self.make_norm(d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout),
+                                nn.Linear(d_ff, d_model))
+        self.dropout = nn.Dropout(dropout)
+        self.p = dropout
+
+    def make_norm(self, d_model):
+        return nn.LayerNorm(d_model)
+
+    def sa(self, x, mask):
+        args = (x, x, x) if isinstance(self.attention, ArticleMHA) else (x,)
+        out = self.attention(*args, mask if self.BUG != "mask not passed" else None)
+        out = out[0] if isinstance(out, tuple) else out
+        if self.BUG == "dropout in eval":
+            return F.dropout(out, self.p)  # training=True by default: random in eval too
+        return self.dropout(out)
+
+    def feed_forward(self, x):
+        if self.BUG == "no activation":
+            return self.dropout(self.ff[3](self.ff[2](self.ff[0](x))))
+        if self.BUG == "activation after the second Linear":
+            return self.dropout(torch.relu(self.ff[3](self.ff[0](x))))
+        return self.dropout(self.ff(x))
+
+    def forward(self, x, mask=None):
+        bug = self.BUG
+        norm2 = self.norm1 if bug == "norm1 used twice" else self.norm2
+        pre = self.norm_first if bug != "norm placement swapped" else not self.norm_first
+        keep_sa = bug != "no residual around the attention"
+        keep_ff = bug != "no residual around the feed-forward"
+        if pre:
+            if bug == "residual after the norm":
+                x = self.norm1(x)
+                x = x + self.sa(x, mask)
+                x = norm2(x)
+                return x + self.feed_forward(x)
+            x = keep_sa * x + self.sa(self.norm1(x), mask)
+            return keep_ff * x + self.feed_forward(norm2(x))
+        x = self.norm1(keep_sa * x + self.sa(x, mask))
+        return norm2(keep_ff * x + self.feed_forward(x))
+
+
+def block_with(bug=None, norm=None, attention=None, **attrs):
+    members = {"BUG": bug, **attrs}
+    if norm is not None:
+        members["make_norm"] = lambda self, d: norm(d)
+    if attention is not None:
+        members["ATTENTION"] = attention
+    return type("TransformerBlock", (Block,), members)
+
+
+# ---- correct blocks ----------------------------------------------------------------------
+
+class ReversedNorms(Block):
+    """norm2 made before norm1: the checker finds the order by behaviour."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
+        nn.Module.__init__(self)
+        self.norm_first, self.p = norm_first, dropout
+        self.norm2 = nn.LayerNorm(d_model)
+        self.attention = ChapterMHA(d_model, num_heads)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout),
+                                nn.Linear(d_ff, d_model))
+        self.dropout = nn.Dropout(dropout)
+
+
+class GeluPackageBlock(nn.Module):
+    """attn.MultiHeadAttention inside, GELU, F.dropout with training=self.training, no dropout
+    argument in the constructor, torch's names."""
+
+    def __init__(self, d_model, n_heads, d_ff, *, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = attn.MultiHeadAttention(d_model, n_heads, bias=True)
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        def sa(t):
+            return F.dropout(self.self_attn(t, mask=mask)[0], 0.1, training=self.training)
+
+        def ff(t):
+            return self.linear2(F.gelu(self.linear1(t)))
+
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            return x + ff(self.norm2(x))
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ff(x))
+
+
+class PostLNOnly(nn.Module):
+    """The 2017 paper's block, no norm_first argument: checked with norm_first=False."""
+
+    def __init__(self, d_model, num_heads, d_ff):
+        super().__init__()
+        self.mha = ArticleMHA(d_model, num_heads)
+        self.ln_1, self.ln_2 = MyLayerNorm(d_model), MyLayerNorm(d_model)
+        self.fc1, self.fc2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x, src_mask=None):
+        x = self.ln_1(x + self.mha(x, x, x, src_mask))
+        return self.ln_2(x + self.fc2(torch.relu(self.fc1(x))))

@@ -4,14 +4,17 @@
 The explorer tests assert on these pixels, not on the readout: a move that should change what
 is shown must change the pixels of the panel that shows it.
 
-And the pictures a saved notebook holds: its explorers' (``explorer_outputs``) and its static
+The colour maps the package names (``colormaps_used``). And the pictures a saved notebook holds: its explorers' (``explorer_outputs``) and its static
 figures (``static_figures``), read from the outputs and the saved widget state.
 """
 from __future__ import annotations
 
+import ast
 import base64
 import io
+from pathlib import Path
 
+import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -132,3 +135,15 @@ def static_figures(nb: dict) -> list[tuple[int, dict]]:
             if "image/png" in out.get("data", {}) and (
                 VIEW not in out["data"]
                 or state.get(out["data"][VIEW]["model_id"], {}).get("model_name") != "VBoxModel")]
+
+
+# --- the colour maps the package draws with ---------------------------------------------------
+
+def colormaps_used() -> set[str]:
+    """Names of matplotlib colour maps written as strings anywhere in the package."""
+    names = set()
+    for path in (Path(__file__).resolve().parents[1] / "src" / "attn").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in matplotlib.colormaps:
+                names.add(node.value)
+    return names

@@ -1,7 +1,7 @@
 """attn.block_model: models of any block class, the digit-sum task, training, heads read back."""
 import pytest
 import torch
-from test_exercises_nb12 import ArticleMHA, Block, PostLNOnly, block_with
+from _learner_classes import ArticleMHA, Block, PostLNOnly, block_with
 
 import attn
 from attn.block_model import (AttentionOnlyBlock, BlockModel, accuracy, attention_maps, build_block_model,

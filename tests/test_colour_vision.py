@@ -10,9 +10,7 @@
 """
 from __future__ import annotations
 
-import ast
 import itertools
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -22,7 +20,8 @@ from matplotlib.colors import to_rgb
 from attn.charts import STYLE, loglog_curves
 from attn.widgets import EXPLORERS
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "attn"
+from _pictures import colormaps_used
+
 # Machado, Oliveira & Fernandes (2009), severity 1.0, on linear RGB.
 CVD = {
     "deuteranopia": np.array([[0.367322, 0.860646, -0.227968],
@@ -50,17 +49,7 @@ def lab(rgb: np.ndarray, vision: str | None = None) -> np.ndarray:
     return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], -1)
 
 
-def colormaps_used() -> set[str]:
-    """Names of matplotlib colour maps written as strings anywhere in the package."""
-    names = set()
-    for path in SRC.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in matplotlib.colormaps:
-                names.add(node.value)
-    return names
-
-
-USED = sorted(colormaps_used())
+USED = sorted(colormaps_used())  # tests/_pictures.py
 
 
 def test_the_package_uses_colour_maps():

@@ -233,7 +233,7 @@ _FIGURE_TITLES = """() => [...document.querySelectorAll('.jp-OutputArea-output i
 def voila_figure_titles(notebook: Path, workdir: Path, browser, expected: int) -> list[str | None]:
     """Run ``notebook`` in Voilà and return the text alternative (title or alt) of each static
     figure's picture, once ``expected`` of them are shown."""
-    from test_live_forms import running_voila
+    from tools.lab import running_voila
 
     with running_voila(notebook, workdir) as url:
         context = browser.new_context()

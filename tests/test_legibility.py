@@ -11,7 +11,7 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 import pytest
-from _pictures import cell, draw_only, one_axes
+from _pictures import cell, colormaps_used, draw_only, one_axes
 
 from attn.plotting import (MINUS, contrast_ratio, heatmap, is_diverging, real_minus,
                            relative_luminance, text_colors, token_font)
@@ -143,10 +143,8 @@ def test_wcag_luminance_and_contrast():
 def _course_colours() -> dict[str, np.ndarray]:
     """Every colour a cell can take: each colour map the package or a notebook names, sampled
     at 4096 points with its bad colour, and the blocked and NaN colours the maps set."""
-    from test_colour_vision import USED
-
     out = {}
-    for name in sorted(set(USED) | {"cividis"}):  # cividis: notebook 09's static figures
+    for name in sorted(colormaps_used() | {"cividis"}):  # cividis: notebook 09's static figures
         cmap = matplotlib.colormaps[name]
         out[name] = np.vstack([cmap(np.linspace(0, 1, 4096))[:, :3], [cmap.get_bad()[:3]]])
     out["blocked and NaN"] = np.array([matplotlib.colors.to_rgb(c) for c in ("0.5", "#f4a3a3")])

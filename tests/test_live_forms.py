@@ -26,22 +26,17 @@ Without Chromium the tests are skipped, saying how; under CI they fail instead.
 """
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from _support import unavailable
-from tools.lab import VIEWPORT, Notebook, notebooks_folder
+from tools.lab import VIEWPORT, Notebook, notebooks_folder, running_voila
 
 from _browser import AXE_OPTIONS, SERIOUS, add_axe, refuse_outside
 
@@ -224,49 +219,6 @@ def test_deck_keeps_the_explorer_live_and_hides_the_code(tmp_path, browser):
 
 
 # --- Voilà ---------------------------------------------------------------------------------
-
-@contextmanager
-def running_voila(notebook: Path, workdir: Path, timeout: float = 120) -> Iterator[str]:
-    """``voila notebook`` on 127.0.0.1 (as ``make app`` runs it, without opening a browser);
-    yields the page's URL. ``notebook`` may be a folder: its notebooks are then at
-    ``URL + "voila/render/" + name``."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    # the kernel is this Python's (ipykernel's own spec); no user config or runtime folders
-    env = {**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(workdir / "config"),
-           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
-           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
-    log = workdir / "voila.log"
-    cmd = [str(Path(sys.executable).parent / "voila"), str(notebook), "--no-browser",
-           f"--port={port}", "--Voila.ip=127.0.0.1"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=notebook.parent, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"voila exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(url + "api", timeout=2)
-                break
-            except urllib.error.HTTPError:
-                break  # it answers
-            except (urllib.error.URLError, OSError):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"voila did not answer in {timeout} s:\n{log.read_text()[-3000:]}")
-                time.sleep(0.25)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
 
 def test_voila_page_language_is_the_notebooks(tmp_path):
     """App mode and the deck write ``<html lang>`` in the notebook's language: "zh-CN" for the

@@ -19,6 +19,8 @@ page, so the page's requests would never be answered. A ``jupyter lab`` subproce
 what a user's terminal would show, the kernels' stderr included (a traceback in a widget
 callback goes there), into one log file that the test reads.
 
+``running_voila`` serves a notebook in app mode (Voilà) the same way, as ``make app`` does.
+
 Kernel errors are read where JupyterLab shows them: error outputs in the notebook; Lab's Log
 Console (View > Show Log Console), where the output of a widget callback goes (ipywidgets
 shows a callback's traceback there); and the server's log. Console and page errors are the
@@ -229,6 +231,49 @@ def running_lab(notebooks_dir: Path, *, workdir: Path | None = None,
             yield lab
         finally:
             _stop(lab, proc)
+
+
+@contextmanager
+def running_voila(notebook: Path, workdir: Path, timeout: float = 120) -> Iterator[str]:
+    """``voila notebook`` on 127.0.0.1 (as ``make app`` runs it, without opening a browser);
+    yields the page's URL. ``notebook`` may be a folder: its notebooks are then at
+    ``URL + "voila/render/" + name``."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # the kernel is this Python's (ipykernel's own spec); no user config or runtime folders
+    env = {**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_CONFIG_DIR": str(workdir / "config"),
+           "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
+           "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    log = workdir / "voila.log"
+    cmd = [str(Path(sys.executable).parent / "voila"), str(notebook), "--no-browser",
+           f"--port={port}", "--Voila.ip=127.0.0.1"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=notebook.parent, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"voila exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                urllib.request.urlopen(url + "api", timeout=2)
+                break
+            except urllib.error.HTTPError:
+                break  # it answers
+            except (urllib.error.URLError, OSError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"voila did not answer in {timeout} s:\n{log.read_text()[-3000:]}")
+                time.sleep(0.25)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _stop(lab: Lab, proc: subprocess.Popen) -> None:
