@@ -12,7 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from attn.learner_layer import LearnerAttention, call_arguments, call_style, make_attention, split_output
+from attn.learner_layer import (FUSED, NAMINGS, LearnerAttention, call_arguments, call_style, find_projections,
+                                make_attention, split_output)
 from attn.masks import padding_mask
 from attn.modules import MultiHeadAttention
 
@@ -233,3 +234,33 @@ def test_the_checker_still_accepts_the_three_forms():
     for cls in (ChapterMultiHeadAttention, ArticleMultiHeadAttention, OutputOnlyMultiHeadAttention):
         feedback = check_multi_head_attention(cls)
         assert feedback.correct, feedback
+
+
+# ---- finding a layer's projections by name (the checker of 05 and the models of 12 share it) ----
+
+def _layer(**attrs) -> nn.Module:
+    layer = nn.Module()
+    for name, value in attrs.items():
+        setattr(layer, name, value)
+    return layer
+
+
+@pytest.mark.parametrize("naming", list(NAMINGS))
+def test_find_projections_reads_each_naming(naming):
+    names = NAMINGS[naming]
+    layer = _layer(**{names[r]: nn.Linear(4, 4) for r in "qkvo"})
+    assert find_projections(layer) == (naming, {r: names[r] for r in "qkv"})
+
+
+def test_find_projections_prefers_a_set_naming_to_a_skeletons_blanks():
+    chapter, article = list(NAMINGS.values())[:2]
+    layer = _layer(**{chapter[r]: None for r in "qkv"}, **{article[r]: nn.Linear(4, 4) for r in "qkv"})
+    assert find_projections(layer)[0] == list(NAMINGS)[1]  # the article's: the chapter's are blank
+    blank = _layer(**{chapter[r]: ... for r in "qkv"})
+    assert find_projections(blank)[0] == list(NAMINGS)[0]  # blanks alone: the naming is still read
+
+
+def test_find_projections_reads_one_fused_projection_or_nothing():
+    assert find_projections(_layer(W_qkv=nn.Linear(4, 12), W_o=nn.Linear(4, 4))) == (FUSED, {"qkv": "W_qkv"})
+    assert find_projections(_layer(proj=nn.Linear(4, 4))) is None
+    assert find_projections(nn.Linear(4, 4)) is None

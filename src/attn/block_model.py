@@ -32,8 +32,7 @@ from torch import Tensor, nn
 
 from ._checks import check_entries, check_int, check_number, check_positive_int, check_token_ids
 from .block import TransformerBlock
-from .exercises._layers import FUSED_NAMES, NAMINGS
-from .learner_layer import call_arguments, call_style, split_output
+from .learner_layer import call_arguments, call_style, find_projections, split_output
 from .modules import MultiHeadAttention
 from .threads import torch_threads
 from .trained.adam import Adam
@@ -316,14 +315,17 @@ def find_attention(block: nn.Module) -> nn.Module | None:
     return None
 
 
-def _projections(module: nn.Module) -> tuple[nn.Module, nn.Module] | nn.Module | None:
-    """(query projection, key projection), or the fused one, found by name; None if none."""
-    for names in NAMINGS.values():
-        q, k = getattr(module, names["q"], None), getattr(module, names["k"], None)
-        if isinstance(q, (nn.Module, Tensor)) and isinstance(k, (nn.Module, Tensor)):
-            return q, k
-    return next((getattr(module, n) for n in FUSED_NAMES if isinstance(getattr(module, n, None), nn.Module)),
-                None)
+def _projections(module: nn.Module) -> tuple[nn.Module | Tensor, nn.Module | Tensor] | nn.Module | None:
+    """(query projection, key projection), or the fused one, as ``find_projections`` names
+    them; None if there are none, or they are not layers or matrices yet."""
+    found = find_projections(module)
+    if found is None:
+        return None
+    got = {role: getattr(module, attr, None) for role, attr in found[1].items()}
+    if "qkv" in got:
+        return got["qkv"] if isinstance(got["qkv"], nn.Module) else None
+    q, k = got["q"], got["k"]
+    return (q, k) if isinstance(q, (nn.Module, Tensor)) and isinstance(k, (nn.Module, Tensor)) else None
 
 
 def _project(proj: nn.Module | Tensor, x: Tensor) -> Tensor:

@@ -20,6 +20,10 @@ rows of X get the queries X W^Q, the memory gets the keys M W^K and values M W^V
 first L rows of the output, and the (L, S) corner of the weights, are exactly the
 cross-attention's. (The memory's own rows are computed and dropped.)
 
+``find_projections`` reads how a layer names its projections (the chapter's ``W_q``..., the
+article's ``q_linear``..., Raschka's ``W_query``..., or one fused ``qkv``), from its attributes:
+the checker writes known weights into them, and the models read a layer's heads through them.
+
 Masks follow the chapter and the package at once: bool, ``mask == 0`` (False) is blocked,
 True = may attend.
 
@@ -33,10 +37,48 @@ import torch
 from torch import Tensor, nn
 
 from ._checks import shape_str
+from .language import mark
 from .masks import causal_mask
 from .modules import MultiHeadAttention
 
-__all__ = ["call_style", "call_arguments", "split_output", "LearnerAttention", "make_attention"]
+__all__ = ["call_style", "call_arguments", "split_output", "LearnerAttention", "make_attention",
+           "NAMINGS", "FUSED_NAMES", "OUT_NAMES", "find_projections", "attribute_set"]
+
+#: Projection names, by role (query, key, value, output): the chapter's, the article's and
+#: Raschka's (LLMs-from-scratch, chapter 3).
+NAMINGS: dict[str, dict[str, str]] = {
+    mark("the chapter's names"): {"q": "W_q", "k": "W_k", "v": "W_v", "o": "W_o"},
+    mark("the article's names"): {"q": "q_linear", "k": "k_linear", "v": "v_linear", "o": "out_linear"},
+    mark("Raschka's names"): {"q": "W_query", "k": "W_key", "v": "W_value", "o": "out_proj"},
+}
+#: Names of one fused projection that makes q, k and v side by side (in that order).
+FUSED_NAMES: tuple[str, ...] = ("qkv", "W_qkv", "qkv_proj")
+#: The naming of a layer with one fused projection.
+FUSED = mark("a fused qkv projection")
+#: Names accepted for the output projection, whatever the names of q, k, v.
+OUT_NAMES: tuple[str, ...] = ("W_o", "out_linear", "out_proj")
+
+
+def find_projections(module: nn.Module) -> tuple[str, dict[str, str]] | None:
+    """How ``module`` names its query, key and value projections, read from its attributes
+    (never by running it): (the naming, role -> attribute name).
+
+    The naming is the first of ``NAMINGS`` with a projection that is set (not None or ``...``,
+    as a skeleton leaves it), else the first with such an attribute at all: its roles "q", "k"
+    and "v". Else one fused projection of ``FUSED_NAMES``: (``FUSED``, {"qkv": its name}).
+    None if the layer has neither.
+    """
+    naming = next((n for test in (attribute_set, hasattr) for n, names in NAMINGS.items()
+                   if any(test(module, names[r]) for r in "qkv")), None)
+    if naming is not None:
+        return naming, {r: NAMINGS[naming][r] for r in "qkv"}
+    fused = next((n for n in FUSED_NAMES if hasattr(module, n)), None)
+    return None if fused is None else (FUSED, {"qkv": fused})
+
+
+def attribute_set(module: nn.Module, attr: str) -> bool:
+    """Whether ``module.attr`` is there and neither None nor ``...`` (a skeleton's blanks)."""
+    return getattr(module, attr, None) not in (None, Ellipsis)
 
 MaskPlace = str | int | None  # a keyword's name, a positional index, or None (no mask argument)
 

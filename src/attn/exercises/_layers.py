@@ -35,20 +35,10 @@ from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ..modules import MultiHeadAttention
 from ..language import mark, tr
-from ..learner_layer import call_arguments, call_style, split_output
+from ..learner_layer import (NAMINGS, OUT_NAMES, attribute_set, call_arguments, call_style,
+                             find_projections, split_output)
 from ._base import Feedback, Hints, sentence_inside, sentences
 
-#: Projection names, by role (query, key, value, output): the chapter's, the article's and
-#: Raschka's (LLMs-from-scratch, chapter 3).
-NAMINGS: dict[str, dict[str, str]] = {
-    mark("the chapter's names"): {"q": "W_q", "k": "W_k", "v": "W_v", "o": "W_o"},
-    mark("the article's names"): {"q": "q_linear", "k": "k_linear", "v": "v_linear", "o": "out_linear"},
-    mark("Raschka's names"): {"q": "W_query", "k": "W_key", "v": "W_value", "o": "out_proj"},
-}
-#: Names of one fused projection that makes q, k and v side by side (in that order).
-FUSED_NAMES: tuple[str, ...] = ("qkv", "W_qkv", "qkv_proj")
-#: Names accepted for the output projection, whatever the names of q, k, v.
-OUT_NAMES: tuple[str, ...] = ("W_o", "out_linear", "out_proj")
 BATCH, LENGTH = 2, 5
 TOLERANCE = 1e-10  # float64: different but correct orders of operations differ by ~1e-15
 #: A layer that runs a step in float32 (a softmax in float32, cast back) differs by ~1e-7;
@@ -330,29 +320,21 @@ def _slots(module: nn.Module, spec: Spec) -> tuple[str, list[tuple[str, tuple[st
     """(naming, [(attribute, roles it makes)]): one attribute per role, or one fused ``qkv``
     for the three roles q, k, v, then the output projection if the spec has one."""
     name = type(module).__name__
-    naming = next((n for test in (_present, hasattr) for n, names in NAMINGS.items()
-                   if any(test(module, names[r]) for r in "qkv")), None)  # set ones first
-    if naming is not None:
-        slots = [(NAMINGS[naming][r], (r,)) for r in "qkv"]
-    else:
-        fused = next((n for n in FUSED_NAMES if hasattr(module, n)), None)
-        if fused is None:
-            found = [n for n, _ in module.named_children()] or tr("none")
-            return Feedback(False, tr("{name} has no projections named W_q, W_k, W_v (the chapter), "
-                                      "q_linear, k_linear, v_linear (the article), W_query, W_key, "
-                                      "W_value (Raschka) or one fused qkv; its submodules: {found}.",
-                                      name=name, found=found))
-        naming, slots = mark("a fused qkv projection"), [(fused, ("q", "k", "v"))]
+    found = find_projections(module)
+    if found is None:
+        children = [n for n, _ in module.named_children()] or tr("none")
+        return Feedback(False, tr("{name} has no projections named W_q, W_k, W_v (the chapter), "
+                                  "q_linear, k_linear, v_linear (the article), W_query, W_key, "
+                                  "W_value (Raschka) or one fused qkv; its submodules: {found}.",
+                                  name=name, found=children))
+    naming, roles = found
+    slots = [(attr, tuple(role)) for role, attr in roles.items()]  # "qkv" -> ("q", "k", "v")
     if "o" in spec.roles:
         own = NAMINGS.get(naming, {}).get("o", OUT_NAMES[0])
-        out = own if _present(module, own) else next((n for n in OUT_NAMES if _present(module, n)),
+        out = own if attribute_set(module, own) else next((n for n in OUT_NAMES if attribute_set(module, n)),
                                                     own)
         slots.append((out, ("o",)))
     return naming, slots
-
-
-def _present(module: nn.Module, attr: str) -> bool:
-    return getattr(module, attr, None) not in (None, Ellipsis)
 
 
 def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -> Learner | Feedback:
