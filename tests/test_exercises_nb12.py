@@ -385,3 +385,27 @@ def test_check_block_parameters_right_and_each_miscount_named():
         assert not fb.correct and words in fb.message, (answer, fb.message)
     assert "placeholder" in nb12.check_block_parameters(None).message
     assert "whole number" in nb12.check_block_parameters(3.5).message
+
+
+class MaskAsKey(GeluPackageBlock):
+    """attn.MultiHeadAttention called as a layer of notebook 05 is, self_attn(h, mask): the mask
+    arrives where the key goes."""
+
+    def forward(self, x, mask=None):
+        def sa(t):
+            return F.dropout(self.self_attn(t, mask)[0], 0.1, training=self.training)
+
+        def ff(t):
+            return self.linear2(F.gelu(self.linear1(t)))
+
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            return x + ff(self.norm2(x))
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ff(x))
+
+
+def test_a_mask_given_where_the_key_goes_is_named():
+    fb = nb12.check_transformer_block(MaskAsKey)
+    assert not fb.correct
+    assert "by keyword" in fb.message and "float64" not in fb.message, fb.message

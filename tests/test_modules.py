@@ -502,3 +502,14 @@ def test_a_2d_mask_is_refused_when_the_batch_is_as_long_as_the_queries(need_weig
         torch.testing.assert_close(out[b:b + 1], alone, atol=TOL, rtol=0)
     # B != L: a 2-D mask can only be (L, S)
     assert m(rand(2, 3, 8), mask=causal_mask(3), need_weights=need_weights)[0].shape == (2, 3, 8)
+
+
+def test_a_bool_key_or_value_is_named_as_a_mask_given_in_its_place():
+    """Notebook 05's layers are called layer(x, mask): called so, this layer gets the mask as its key."""
+    m = MultiHeadAttention(8, 2)
+    x = torch.randn(1, 3, 8)
+    with pytest.raises(TypeError, match=r"key: expected a floating-point tensor \(B, S, E\), got a bool tensor "
+                                        r"of shape \(3, 3\), a mask\?.*pass the mask by keyword, layer\(x, mask=mask\)"):
+        m(x, causal_mask(3))
+    with pytest.raises(TypeError, match=r"value: .* a bool tensor"):
+        m(x, x, causal_mask(3))

@@ -172,14 +172,20 @@ class MultiHeadAttention(nn.Module):
             TypeError / ValueError naming the argument: a cache that is not an
             ``attn.KVCache``, or given with a key or value, or holding keys the new ones
             cannot follow, or filled by another module; inputs of the wrong type, rank, size,
-            dtype or device; a mask that is not bool or does not broadcast to (B, H, L, S), or a
-            2-D mask when B = L > 1 (it could be (L, S) or (B, S): write it with 3 or 4 dims).
+            dtype or device (a bool key or value is named as a mask given in its place); a mask
+            that is not bool or does not broadcast to (B, H, L, S), or a 2-D mask when B = L > 1
+            (it could be (L, S) or (B, S): write it with 3 or 4 dims).
         """
         if cache is not None:
             if not isinstance(cache, KVCache):
                 raise TypeError(f"cache: expected an attn.KVCache or None, got {type(cache).__name__}")
             if key is not None or value is not None:
                 raise ValueError("cache: expected self-attention (key and value None), got a key or value")
+        for name, t in (("key", key), ("value", value)):  # layer(x, mask), as notebook 05's layers are called
+            if isinstance(t, Tensor) and t.dtype == torch.bool:
+                raise TypeError(f"{name}: expected a floating-point tensor (B, S, E), got a bool tensor of shape "
+                                f"{shape_str(t)}, a mask? The call is layer(query, key=None, value=None, "
+                                f"mask=None): pass the mask by keyword, layer(x, mask=mask)")
         key = query if key is None else key
         value = key if value is None else value
         for name, t, legend in (("query", query, "(B, L, E)"), ("key", key, "(B, S, E)"),
