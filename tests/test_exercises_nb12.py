@@ -409,3 +409,36 @@ def test_a_mask_given_where_the_key_goes_is_named():
     fb = nb12.check_transformer_block(MaskAsKey)
     assert not fb.correct
     assert "by keyword" in fb.message and "float64" not in fb.message, fb.message
+
+
+class OnlyTheAttentionDrops(nn.Module):
+    """Takes dropout, gives it to attn.MultiHeadAttention (which drops attention weights) and
+    never applies its own: the block's sub-layer outputs are never dropped."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = attn.MultiHeadAttention(d_model, n_heads, bias=True, dropout=dropout)
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)  # made, never used
+
+    def forward(self, x, mask=None):
+        def sa(t):
+            return self.self_attn(t, mask=mask)[0]
+
+        def ff(t):
+            return self.linear2(torch.relu(self.linear1(t)))
+
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            return x + ff(self.norm2(x))
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ff(x))
+
+
+def test_a_block_whose_own_dropout_never_runs_is_told_so():
+    """Its attention layer's dropout (on the weights) is not the block's: the success message
+    would say its dropout is on in training."""
+    fb = nb12.check_transformer_block(OnlyTheAttentionDrops)
+    assert not fb.correct and "in training mode it gives the same output twice" in fb.message, fb.message

@@ -543,7 +543,7 @@ def _check(cls: Any, only: bool | None) -> Feedback:
                 return _diagnose(out, x, params, mask, nf, case, configs)
             config = match
         if took_dropout and dropout_seen is None:
-            dropout_seen = _dropout_runs_in_training(block, runner, x)
+            dropout_seen = _dropout_runs_in_training(block, parts.attention.module, runner, x)
             if not dropout_seen:
                 symptom = tr(NO_DROPOUT_IN_TRAINING[0], p=DROPOUT)
                 return _HINTS.wrong("no dropout in training", symptom,
@@ -561,8 +561,13 @@ def _check(cls: Any, only: bool | None) -> Feedback:
         dropout]))
 
 
-def _dropout_runs_in_training(block: nn.Module, runner: _layers.Learner, x: Tensor) -> bool:
+def _dropout_runs_in_training(block: nn.Module, attention: nn.Module, runner: _layers.Learner,
+                              x: Tensor) -> bool:
+    """Whether the block's own dropout runs in training mode: two calls in training mode differ,
+    with its attention layer in eval mode (a dropout inside the attention layer, such as
+    ``attn.MultiHeadAttention(dropout=p)``'s on the weights, is not the block's)."""
     block.train()
+    attention.eval()
     try:
         first, second = _layers.run(runner, x, None), _layers.run(runner, x, None)
     finally:
