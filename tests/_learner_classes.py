@@ -295,3 +295,47 @@ class PostLNOnly(nn.Module):
     def forward(self, x, src_mask=None):
         x = self.ln_1(x + self.mha(x, x, x, src_mask))
         return self.ln_2(x + self.fc2(torch.relu(self.fc1(x))))
+
+
+class MaskAsKey(GeluPackageBlock):
+    """attn.MultiHeadAttention called as a layer of notebook 05 is, self_attn(h, mask): the mask
+    arrives where the key goes."""
+
+    def forward(self, x, mask=None):
+        def sa(t):
+            return F.dropout(self.self_attn(t, mask)[0], 0.1, training=self.training)
+
+        def ff(t):
+            return self.linear2(F.gelu(self.linear1(t)))
+
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            return x + ff(self.norm2(x))
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ff(x))
+
+
+class OnlyTheAttentionDrops(nn.Module):
+    """Takes dropout, gives it to attn.MultiHeadAttention (which drops attention weights) and
+    never applies its own: the block's sub-layer outputs are never dropped."""
+
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = attn.MultiHeadAttention(d_model, n_heads, bias=True, dropout=dropout)
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)  # made, never used
+
+    def forward(self, x, mask=None):
+        def sa(t):
+            return self.self_attn(t, mask=mask)[0]
+
+        def ff(t):
+            return self.linear2(torch.relu(self.linear1(t)))
+
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            return x + ff(self.norm2(x))
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ff(x))
