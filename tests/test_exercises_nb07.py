@@ -159,3 +159,16 @@ def test_causal_pairs():
 def test_feedback_renders(checker):
     fb = checker(None)
     assert repr(fb).startswith("❌ Not yet.") and "<span" in fb._repr_html_()
+
+
+def test_the_success_message_claims_no_pass_it_cannot_see():
+    """A two-pass softmax over copies of every block is right and gets through (copying is ruled
+    out by the exercise's text, not by the checker): the reply says what it checked, not "one pass"."""
+    def copied_then_two_passes(blocks):
+        kept = torch.cat([block.clone() for block in blocks])
+        m = kept.max()
+        return m, torch.exp(kept - m).sum()
+
+    fb = nb07.check_online_softmax(copied_then_two_passes)
+    assert fb.correct, fb.message
+    assert "one pass, two numbers kept" not in fb.message and "cannot see whether you copied" in fb.message

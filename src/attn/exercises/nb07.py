@@ -248,8 +248,9 @@ def check_online_softmax(fn: Any) -> Feedback:
                                        "of exp(s - m) over the row.", S=S, b=b),
                            where=tr("the update of l, block by block: after each block, l should be the sum "
                                     "of exp(s - m) over the scores seen so far"))
-    return Feedback(True, tr("Your (m, l) equals OnlineSoftmax's on every row and block size: one pass, two "
-                             "numbers kept, and exp(s - m) / l is the softmax."))
+    return Feedback(True, tr("Your (m, l) equals OnlineSoftmax's on every row and block size, and "
+                             "exp(s - m) / l is the softmax. (The checker cannot see whether you copied "
+                             "the blocks: with two numbers kept, m and l, it is one pass.)"))
 
 
 def check_causal_pairs(answer: Any) -> Feedback:
