@@ -559,7 +559,9 @@ def test_nb05_pytorchs_own_layer(fresh_nb05_hints):
     L = nb05.MASK_LENGTH
     assert zh(nb05.check_mha_causal_mask, torch.ones(L, L, dtype=torch.bool).triu(1)).correct
     assert zh(nb05.check_mha_causal_mask, nn.Transformer.generate_square_subsequent_mask(L)).correct
-    for answer in (torch.zeros(5, 5).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), -1e9),
+    assert zh(nb05.check_mha_causal_mask,
+              torch.zeros(L, L).masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), -1e9)).correct
+    for answer in (torch.zeros(5, 5).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), -100.0),
                    torch.ones(5, 5).tril(), torch.zeros(5, 5).masked_fill(
                        torch.ones(5, 5, dtype=torch.bool).tril(), float("-inf")),
                    torch.ones(5, 5, dtype=torch.bool).tril(), torch.ones(5, 5, dtype=torch.bool).triu(0),

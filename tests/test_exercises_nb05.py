@@ -1160,7 +1160,7 @@ def test_mha_causal_mask_right_answer_behaves_like_causal_in_torch():
     (torch.zeros(5, 5, dtype=torch.int64), "dtype torch.bool"),
     (torch.zeros(5, 5), "*added* to the scores"),
     (torch.ones(5, 5).tril(), "blocks nothing"),
-    (torch.zeros(5, 5).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), -1e9), "-inf"),
+    (torch.zeros(5, 5).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), -100.0), "other values too: [-100.0]"),
     (torch.zeros(5, 5).masked_fill(attn.causal_mask(5), float("-inf")), "where a query may attend"),
     (torch.zeros(5, 5).masked_fill(torch.eye(5, dtype=torch.bool), float("-inf")), "row by row"),
     (torch.zeros(4, 4, dtype=torch.bool), "shape (5, 5)"),
@@ -1418,3 +1418,20 @@ def test_pytorchs_fully_masked_row_depends_on_the_path():
     with torch.no_grad():  # the fast path
         assert mha(x, x, x, attn_mask=blocked, need_weights=False)[0][0, 0].isnan().all()
         assert mha(x, x, x, attn_mask=blocked)[0][0, 0].isnan().all()
+
+
+@pytest.mark.parametrize("fill", [-1e9, -1e30])
+def test_mha_causal_mask_accepts_a_fill_as_far_down_as_the_articles(fill):
+    """Notebook 05 teaches that -1e9 blocks as -inf does (exp of it is exactly 0, even in float64,
+    and every row of a causal mask keeps a key): the checker takes it, and says why."""
+    L = nb05.MASK_LENGTH
+    answer = torch.zeros(L, L).masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), fill)
+    fb = nb05.check_mha_causal_mask(answer)
+    assert fb.correct and "same attention as -inf" in fb.message, fb.message
+    assert f"get {fill:g}".replace("e+", "e").replace("e0", "e") in fb.message, fb.message
+    torch.manual_seed(0)  # and it is right: the same weights as the bool mask
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    x = torch.randn(1, L, 8)
+    _, w = mha(x, x, x, attn_mask=answer)
+    _, w_bool = mha(x, x, x, attn_mask=torch.ones(L, L, dtype=torch.bool).triu(1))
+    assert torch.equal(w, w_bool)

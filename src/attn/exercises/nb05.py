@@ -378,6 +378,9 @@ def check_head_split_guard(cls: Any) -> Feedback:
 
 #: The nn.MultiheadAttention exercise asks for a causal mask over this many tokens.
 MASK_LENGTH = 5
+#: A float mask entry at or below this blocks its key: -inf, or a fill like the article's -1e9
+#: (exp(-1e9 + a score) is exactly 0 in float32 and float64).
+BLOCKING_FILL = -1e9
 #: The weight-shapes exercise's layer and input: nn.MultiheadAttention(embed_dim, num_heads,
 #: batch_first=True) applied to x of shape (batch, length, embed_dim) as self-attention.
 SHAPES_SETUP: dict[str, int] = {"batch": 3, "length": 7, "embed_dim": 64, "num_heads": 4}
@@ -414,24 +417,31 @@ def check_mha_causal_mask(answer: Any) -> Feedback:
                                 "nothing."),
                 where=tr("what a float attn_mask must hold where a key is blocked (or use a bool "
                          "mask, True = blocked)"))
-        if not values <= {0.0, float("-inf")}:
+        if not all(v == 0.0 or v <= BLOCKING_FILL for v in values):
             return hints.wrong(
-                "float values", tr("A float attn_mask is *added* to the scores: it blocks a key exactly "
-                                   "only where it holds -inf, and leaves it alone where it holds 0. Yours "
-                                   "holds other values too: {others}.",
-                                   others=sorted(v for v in values if v not in (0.0, float("-inf")))),
+                "float values", tr("A float attn_mask is *added* to the scores: it blocks a key where it "
+                                   "holds -inf (or a number as far down as -1e9, whose exp is 0), and leaves "
+                                   "it alone where it holds 0. Yours holds other values too: {others}.",
+                                   others=sorted(v for v in values if not (v == 0.0 or v <= BLOCKING_FILL))),
                 where=tr("the values of your mask: 0 for allowed, -inf for blocked"))
-        blocked = answer == float("-inf")  # what the float mask blocks, as a bool mask
+        blocked = answer <= BLOCKING_FILL  # what the float mask blocks, as a bool mask (-inf included)
     else:
         blocked = answer
     allowed = causal_mask(L)  # this package: True = may attend
     expected = to_torch_mha_mask(allowed)
     if torch.equal(blocked, expected):
-        if is_float:
+        if is_float and bool(torch.isinf(answer).any()):
             return Feedback(True, tr("Future keys (above the diagonal) get -inf added to their "
                                      "scores, the rest 0: every query may see itself and the past. "
                                      "It is the mask nn.Transformer.generate_square_subsequent_mask "
                                      "makes, and it gives the same attention as the bool one."))
+        if is_float:  # -1e9, as the article fills: exp(-1e9 + a score) is exactly 0, and every row keeps a key
+            return Feedback(True, tr("Future keys (above the diagonal) get {fill} added to their scores, the "
+                                     "rest 0: every query may see itself and the past. As section 5 showed, "
+                                     "exp of a score lowered by 1e9 is exactly 0, even in float64, so it gives "
+                                     "the same attention as -inf, which nn.Transformer."
+                                     "generate_square_subsequent_mask puts there.",
+                                     fill=f"{float(answer.min()):g}".replace("e+0", "e").replace("e+", "e")))
         return Feedback(True, tr("Future keys (above the diagonal) are True = blocked; every query may "
                                  "see itself and the past."))
     if torch.equal(blocked, allowed):
