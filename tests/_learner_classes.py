@@ -269,18 +269,18 @@ class GeluPackageBlock(nn.Module):
         self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
 
+    def sa(self, t, mask):
+        return F.dropout(self.self_attn(t, mask=mask)[0], 0.1, training=self.training)
+
+    def ff(self, t):
+        return self.linear2(F.gelu(self.linear1(t)))
+
     def forward(self, x, mask=None):
-        def sa(t):
-            return F.dropout(self.self_attn(t, mask=mask)[0], 0.1, training=self.training)
-
-        def ff(t):
-            return self.linear2(F.gelu(self.linear1(t)))
-
         if self.norm_first:
-            x = x + sa(self.norm1(x))
-            return x + ff(self.norm2(x))
-        x = self.norm1(x + sa(x))
-        return self.norm2(x + ff(x))
+            x = x + self.sa(self.norm1(x), mask)
+            return x + self.ff(self.norm2(x))
+        x = self.norm1(x + self.sa(x, mask))
+        return self.norm2(x + self.ff(x))
 
 
 class PostLNOnly(nn.Module):
@@ -301,41 +301,21 @@ class MaskAsKey(GeluPackageBlock):
     """attn.MultiHeadAttention called as a layer of notebook 05 is, self_attn(h, mask): the mask
     arrives where the key goes."""
 
-    def forward(self, x, mask=None):
-        def sa(t):
-            return F.dropout(self.self_attn(t, mask)[0], 0.1, training=self.training)
-
-        def ff(t):
-            return self.linear2(F.gelu(self.linear1(t)))
-
-        if self.norm_first:
-            x = x + sa(self.norm1(x))
-            return x + ff(self.norm2(x))
-        x = self.norm1(x + sa(x))
-        return self.norm2(x + ff(x))
+    def sa(self, t, mask):
+        return F.dropout(self.self_attn(t, mask)[0], 0.1, training=self.training)
 
 
-class OnlyTheAttentionDrops(nn.Module):
+class OnlyTheAttentionDrops(GeluPackageBlock):
     """Takes dropout, gives it to attn.MultiHeadAttention (which drops attention weights) and
-    never applies its own: the block's sub-layer outputs are never dropped."""
+    never applies its own: the block's sub-layer outputs are never dropped. ReLU."""
 
     def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm_first=False):
-        super().__init__()
-        self.norm_first = norm_first
+        super().__init__(d_model, n_heads, d_ff, norm_first=norm_first)
         self.self_attn = attn.MultiHeadAttention(d_model, n_heads, bias=True, dropout=dropout)
-        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)  # made, never used
 
-    def forward(self, x, mask=None):
-        def sa(t):
-            return self.self_attn(t, mask=mask)[0]
+    def sa(self, t, mask):
+        return self.self_attn(t, mask=mask)[0]
 
-        def ff(t):
-            return self.linear2(torch.relu(self.linear1(t)))
-
-        if self.norm_first:
-            x = x + sa(self.norm1(x))
-            return x + ff(self.norm2(x))
-        x = self.norm1(x + sa(x))
-        return self.norm2(x + ff(x))
+    def ff(self, t):
+        return self.linear2(torch.relu(self.linear1(t)))
