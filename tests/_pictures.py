@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from PIL import Image
 
-from attn.plotting import new_figure
+from attn.drawing.plotting import new_figure
 from attn.widgets._bitmaps import cell_edges
 
 
@@ -54,7 +54,7 @@ def near(px: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> np.ndarray
 
 # A picture drawn on another machine (a notebook's saved picture, against one drawn here) may
 # differ by round-off: a value that sits on the edge of a colour level falls on either side of
-# it (issue 30: one level in the 240 pixels of one cell of notebook 06). attn.plotting.settle
+# it (issue 30: one level in the 240 pixels of one cell of notebook 06). attn.drawing.plotting.settle
 # removes the edges that exact values sit on; what is left is a value that lands within
 # round-off of an edge by chance, one level in one cell. So a picture from another machine is
 # the same picture when no channel differs by more than ACROSS_LEVELS and at most ACROSS_SHARE

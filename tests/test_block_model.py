@@ -1,15 +1,15 @@
-"""attn.block_model: models of any block class, the digit-sum task, training, heads read back."""
+"""attn.lessons.trained.blocks: models of any block class, the digit-sum task, training, heads read back."""
 import pytest
 import torch
 from _learner_classes import ArticleMHA, Block, PostLNOnly, block_with
 
 import attn
-from attn.block_model import (AttentionOnlyBlock, BlockModel, accuracy, attention_maps, build_block_model,
-                              digit_sum_batch, find_attention, held_out, task_batch, task_held_out,
-                              train_block_model)
+from attn.lessons.trained.blocks import (AttentionOnlyBlock, BlockModel, accuracy, attention_maps, build_block_model,
+                                         digit_sum_batch, find_attention, held_out, task_batch, task_held_out,
+                                         train_block_model)
 from attn.exercises import nb12
-from attn.pattern_scores import pattern_mask, pattern_score
-from attn.trained.tasks import IGNORE
+from attn.lessons.pattern_scores import pattern_mask, pattern_score
+from attn.lessons.trained.tasks import IGNORE
 
 
 def test_digit_sum_targets():
@@ -218,10 +218,10 @@ def test_training_and_accuracy_name_what_is_not_a_model_a_draw_or_examples():
                                         r"such as digit_sum_batch or task_batch\('reverse'\), got NoneType None$"):
         train_block_model(m, None, steps=1)
     with pytest.raises(TypeError, match=r"^draw: expected draw\(batch_size, generator\) to return an "
-                                        r"attn.block_model.Examples \(tokens, targets\), got Tensor$"):
+                                        r"attn.lessons.trained.blocks.Examples \(tokens, targets\), got Tensor$"):
         train_block_model(m, lambda b, g: digit_sum_batch(b, g).tokens, steps=1)
     assert not m.training  # left in eval mode, as after training
-    with pytest.raises(TypeError, match=r"^examples: expected an attn.block_model.Examples \(tokens, targets\), "
+    with pytest.raises(TypeError, match=r"^examples: expected an attn.lessons.trained.blocks.Examples \(tokens, targets\), "
                                         r"such as held_out\(digit_sum_batch\) or task_held_out\('reverse'\), "
                                         r"got NoneType$"):
         accuracy(m, None)

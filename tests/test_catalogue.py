@@ -6,7 +6,7 @@ from matplotlib.font_manager import get_font
 
 from attn import language
 from attn.language import mark, missing_messages, set_language, tr
-from attn.plotting import _font_path, text_font, token_font
+from attn.drawing.plotting import _font_path, text_font, token_font
 from tools import catalogue
 
 #: Two sentences of the catalogue, with fields.

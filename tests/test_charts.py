@@ -1,8 +1,8 @@
-"""attn.charts: the lessons' line charts draw what they return (their words in every language
+"""attn.drawing.charts: the lessons' line charts draw what they return (their words in every language
 are tested in test_package_language.py, their styles without colour in test_colour_vision.py)."""
-from attn.charts import STYLE, loglog_curves, plot_gradient_profile, plot_path_counts
-from attn.plotting import new_figure
-from attn.rnn_vs_attention import gradient_profile, path_counts
+from attn.drawing.charts import STYLE, loglog_curves, plot_gradient_profile, plot_path_counts
+from attn.drawing.plotting import new_figure
+from attn.lessons.rnn_vs_attention import gradient_profile, path_counts
 
 
 def test_plots_draw_what_they_return():

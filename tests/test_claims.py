@@ -220,7 +220,7 @@ def test_a_routine_agreement_is_in_a_check_cell_or_announced(path):
 
 # ---- numbers in a figure's description ---------------------------------------------------
 #
-# A figure's text alternative (attn.figures.show_figure) is written in the cell that draws the
+# A figure's text alternative (attn.drawing.figures.show_figure) is written in the cell that draws the
 # figure, and a number typed into that sentence drifts away from the picture unnoticed (08 once
 # said "head 7" where the scores pick head 6; 10 said "0.47 to 0.89" of a map showing 0.56 to
 # 1.00). So a number the data decide is a field of the sentence, filled from the tensors. One

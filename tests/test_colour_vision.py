@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
 
-from attn.charts import STYLE, loglog_curves
+from attn.drawing.charts import STYLE, loglog_curves
 from attn.widgets import EXPLORERS
 
 from _pictures import colormaps_used

@@ -1,11 +1,11 @@
-"""attn.contributions: the decomposition output = sum_h sum_j a_hij f_hj (+ bias) holds on real
+"""attn.lessons.contributions: the decomposition output = sum_h sum_j a_hij f_hj (+ bias) holds on real
 layers, norm-weighted shares are shares, and the recorded inputs are what the layers saw."""
 import pytest
 import torch
 
 from attn import MultiHeadAttention, causal_mask
-from attn.contributions import attention_inputs, norm_weighted, value_vectors
-from attn.trained import tiny
+from attn.lessons.contributions import attention_inputs, norm_weighted, value_vectors
+from attn.lessons.trained import tiny
 
 
 @pytest.mark.parametrize("bias", [False, True])

@@ -1,4 +1,4 @@
-"""attn.cost.counts: the counts from the sizes against real modules, and the op counter against
+"""attn.lessons.cost.counts: the counts from the sizes against real modules, and the op counter against
 torch's own FlopCounterMode."""
 
 import pytest
@@ -7,16 +7,16 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from attn import MultiHeadAttention, SelfAttention
-from attn.cost.counts import (
-    attention_cost,
-    compare_heads,
-    count_ops,
-    count_parameters,
-    format_rows,
-    multi_head_cost,
-    single_head_cost,
-    trace_multi_head,
-    valid_num_heads,
+from attn.lessons.cost.counts import (
+            attention_cost,
+            compare_heads,
+            count_ops,
+            count_parameters,
+            format_rows,
+            multi_head_cost,
+            single_head_cost,
+            trace_multi_head,
+            valid_num_heads,
 )
 
 

@@ -1,19 +1,19 @@
-"""attn.cost.measure: the tensor memory meter, timing curves, backward memory."""
+"""attn.lessons.cost.measure: the tensor memory meter, timing curves, backward memory."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attn.cost.measure import (
-    METHODS,
-    TensorMemoryMeter,
-    backward_memory,
-    best_time,
-    fit_slope,
-    format_bytes,
-    memory_curve,
-    peak_tensor_bytes,
-    time_curve,
+from attn.lessons.cost.measure import (
+            METHODS,
+            TensorMemoryMeter,
+            backward_memory,
+            best_time,
+            fit_slope,
+            format_bytes,
+            memory_curve,
+            peak_tensor_bytes,
+            time_curve,
 )
 
 

@@ -1,7 +1,7 @@
-"""Counting the work of the three scoring functions (attn.cost.scoring_costs)."""
+"""Counting the work of the three scoring functions (attn.lessons.cost.scoring_costs)."""
 import pytest
 
-from attn.cost.scoring_costs import scoring_costs
+from attn.lessons.cost.scoring_costs import scoring_costs
 
 
 @pytest.mark.parametrize("L, S, E, Hd", [(3, 5, 4, 7), (16, 16, 64, 64), (8, 32, 16, 8)])

@@ -1,11 +1,11 @@
-"""attn.decoding and attn.trained.seq2seq: generation equals the training pass; costs counted."""
+"""attn.decoding and attn.lessons.trained.seq2seq: generation equals the training pass; costs counted."""
 import pytest
 import torch
 
 from attn import KVCache
-from attn.cost.counts import count_ops
+from attn.lessons.cost.counts import count_ops
 from attn.decoding import Decoder, cache_numbers, step_cost
-from attn.trained.seq2seq import greedy_decode, make_pairs, train_seq2seq
+from attn.lessons.trained.seq2seq import greedy_decode, make_pairs, train_seq2seq
 
 
 def _decoder(E=16, H=2, N=3, seed=0):

@@ -1,11 +1,11 @@
-"""attn.depth: a stack of blocks at initialisation, its activations, gradients and tokens' spread."""
+"""attn.lessons.depth: a stack of blocks at initialisation, its activations, gradients and tokens' spread."""
 import numpy as np
 import pytest
 import torch
 
 import attn
-from attn import depth
-from attn.depth import run_stack, stack_blocks, stack_profile, token_spread
+from attn.lessons import depth
+from attn.lessons.depth import run_stack, stack_blocks, stack_profile, token_spread
 
 
 def _input(seed=3):

@@ -1,4 +1,4 @@
-"""attn.diagrams: the three schematic figures of the flow (notebooks 04 and 10).
+"""attn.drawing.diagrams: the three schematic figures of the flow (notebooks 04 and 10).
 
 Each figure is checked against numbers computed here, independently of the module: the split
 and merge against X W^Q cut by hand into heads and each head's attention; the encoder-decoder's
@@ -20,12 +20,12 @@ from matplotlib.colors import to_rgba
 from matplotlib.text import Text
 
 from attn import MultiHeadAttention, padding_mask, scaled_dot_product_attention
-from attn.diagrams import (ALLOWED, BLOCKED, CMAP, encoder_decoder_diagram, encoder_decoder_flow,
-                           kv_cache_diagram, number, split_merge_diagram)
+from attn.drawing.diagrams import (ALLOWED, BLOCKED, CMAP, encoder_decoder_diagram, encoder_decoder_flow,
+                                   kv_cache_diagram, number, split_merge_diagram)
 from attn.examples import SENTENCE
-from attn.figures import check_alt
+from attn.drawing.figures import check_alt
 from attn.language import language, missing_messages
-from attn.plotting import _font_path, contrast_ratio, new_figure, relative_luminance
+from attn.drawing.plotting import _font_path, contrast_ratio, new_figure, relative_luminance
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 #: code and names a Chinese figure keeps (docs/translating.md: code is not translated)
@@ -330,11 +330,11 @@ def test_bad_input_names_the_argument(call, error, match):
 
 def test_grid_draws_values_a_round_off_apart_alike():
     """Shades and written numbers of a diagram's grid do not depend on round-off
-    (attn.plotting.settle): 1/8 is a colour-level edge and a tie of two decimals."""
+    (attn.drawing.plotting.settle): 1/8 is a colour-level edge and a tie of two decimals."""
     from matplotlib.colors import Normalize
 
-    from attn.diagrams._drawing import grid
-    from attn.plotting import new_figure
+    from attn.drawing.diagrams._drawing import grid
+    from attn.drawing.plotting import new_figure
 
     tie = np.array([[0.125 - 1.4e-17, 0.125 + 5.6e-17, 0.375 - 5e-17]])
     exact = np.array([[0.125, 0.125, 0.375]])

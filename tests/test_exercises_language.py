@@ -33,16 +33,16 @@ import test_exercises_nb11 as t11
 import test_exercises_nb12 as t12
 from attn import exercises
 from attn.blockwise import causal_blocks
-from attn.cost.counts import multi_head_cost
+from attn.lessons.cost.counts import multi_head_cost
 from attn.exercises import (Feedback, _layers, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08,
                             nb09, nb10, nb11, nb12)
-from attn.handbuilt import heads as handbuilt_heads
-from attn.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
+from attn.lessons.handbuilt import heads as handbuilt_heads
+from attn.lessons.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
 from attn.language import get_language, language, missing_messages
-from attn.rnn_vs_attention import gradient_profile, path_counts
-from attn.scaling import D_K_GRID, scaling_stats
-from attn.trained.tasks import TASKS
-from attn.worked_example import printed, worked_steps
+from attn.lessons.rnn_vs_attention import gradient_profile, path_counts
+from attn.lessons.scaling import D_K_GRID, scaling_stats
+from attn.lessons.trained.tasks import TASKS
+from attn.lessons.worked_example import printed, worked_steps
 
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 #: Names of code that a Chinese reply may hold, besides the names of what the checker was given

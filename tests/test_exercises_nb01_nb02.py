@@ -9,9 +9,9 @@ from attn.exercises import nb01, nb02
 import attn
 from attn.exercises._base import Feedback, SoftmaxCalled, softmax_switched_off
 from attn.functional import scaled_dot_product_attention
-from attn.rnn_vs_attention import gradient_profile, path_counts
-from attn.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
-from attn.scaling import D_K_GRID, scaling_stats
+from attn.lessons.rnn_vs_attention import gradient_profile, path_counts
+from attn.lessons.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
+from attn.lessons.scaling import D_K_GRID, scaling_stats
 
 CHECKERS = [nb01.check_softmax_row, nb01.check_path_counts, nb01.check_reversed_output,
             nb01.check_rnn_decay_distance, nb02.check_shapes, nb02.check_attention_output,

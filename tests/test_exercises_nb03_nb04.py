@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from attn import MultiHeadAttention
-from attn.cost.counts import multi_head_cost
+from attn.lessons.cost.counts import multi_head_cost
 from attn.exercises import nb03, nb04
 from attn.exercises._base import Feedback
-from attn.worked_example import printed, worked_steps
+from attn.lessons.worked_example import printed, worked_steps
 
 STEPS = worked_steps()
 

@@ -5,8 +5,8 @@ import torch
 
 from attn.examples import SENTENCE_PHRASES
 from attn.exercises import nb06
-from attn.handbuilt import heads as P
-from attn.pattern_scores import pattern_profile
+from attn.lessons.handbuilt import heads as P
+from attn.lessons.pattern_scores import pattern_profile
 
 
 # ---- notebook 06 -------------------------------------------------------------------------

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from attn.exercises import nb08
-from attn.trained.tasks import TASKS, held_out_batch
-from attn.trained.tiny import load_trained, task_pattern_scores
+from attn.lessons.trained.tasks import TASKS, held_out_batch
+from attn.lessons.trained.tiny import load_trained, task_pattern_scores
 
 
 def previous(L=6):

@@ -2,7 +2,7 @@
 
 A static figure is an image/png output that is not an explorer (an explorer's picture carries
 ``Explorer.alt_text()``, tests/test_saved_pictures.py). Each one is shown with
-``attn.figures.show_figure(fig, alt)``: a picture widget whose title is the description (what
+``attn.drawing.figures.show_figure(fig, alt)``: a picture widget whose title is the description (what
 JupyterLab and Voilà show), the PNG with the description in the output's metadata as
 ``{"image/png": {"alt": ...}}`` (which the site's Sphinx extension, site/_ext/attn_site.py,
 writes as the picture's ``alt``), and the description as ``text/plain`` (so nbval compares
@@ -26,8 +26,8 @@ from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 from PIL import Image
 
-from attn.figures import check_alt, figure_bundle, figure_picture, show_figure
-from attn.plotting import new_figure
+from attn.drawing.figures import check_alt, figure_bundle, figure_picture, show_figure
+from attn.drawing.plotting import new_figure
 
 from _pictures import VIEW, static_figures, widget_state
 
@@ -55,7 +55,7 @@ def figure_problems(nb: dict) -> list[str]:
         alt = out.get("metadata", {}).get("image/png", {}).get("alt")
         if alt is None:
             problems.append(f"cell {i}: a figure with no alt in its metadata (text/plain {text[:60]!r}); "
-                            "show it with attn.figures.show_figure(fig, alt)")
+                            "show it with attn.drawing.figures.show_figure(fig, alt)")
             continue
         try:
             check_alt(alt)
@@ -91,10 +91,10 @@ def test_no_cell_shows_a_figure_without_its_description(path):
         lines = [line for line in "".join(cell["source"]).splitlines() if line.strip()]
         assert not any(line.strip() == "plt.show()" for line in lines), (
             f"{path.name} cell {i}: plt.show() shows a figure without a description; "
-            "use attn.figures.show_figure(fig, alt)")
+            "use attn.drawing.figures.show_figure(fig, alt)")
         assert not (lines and lines[-1].strip() == "fig"), (
             f"{path.name} cell {i}: a bare `fig` shows the figure without a description; "
-            "use attn.figures.show_figure(fig, alt)")
+            "use attn.drawing.figures.show_figure(fig, alt)")
 
 
 def test_the_notebooks_have_static_figures():
@@ -104,7 +104,7 @@ def test_the_notebooks_have_static_figures():
     assert count >= 20, count
 
 
-# --- attn.figures -------------------------------------------------------------------------
+# --- attn.drawing.figures -------------------------------------------------------------------------
 
 GOOD = ("A heatmap of attention weights: rows are the six queries, columns the six keys; "
         "each row puts most of its weight on the word before it.")

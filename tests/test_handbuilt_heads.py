@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attn.examples import TWO_SENTENCE_PHRASES, TWO_SENTENCE_SEGMENTS, TWO_SENTENCE_TOKENS
-from attn.handbuilt import heads as P
+from attn.lessons.handbuilt import heads as P
 from attn.functional import scaled_dot_product_attention
 from attn.masks import causal_mask
 

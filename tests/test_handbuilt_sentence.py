@@ -1,4 +1,4 @@
-"""The hand-built toy self-attention over the chapter's sentence (attn.handbuilt.sentence)."""
+"""The hand-built toy self-attention over the chapter's sentence (attn.lessons.handbuilt.sentence)."""
 import math
 
 import pytest
@@ -6,7 +6,8 @@ import torch
 
 from attn.examples import SENTENCE
 from attn.functional import scaled_dot_product_attention
-from attn.handbuilt.sentence import TOY_FEATURES, TOY_ROLES, toy_attention, toy_embeddings, toy_projections, toy_scores
+from attn.lessons.handbuilt.sentence import (TOY_FEATURES, TOY_ROLES, toy_attention, toy_embeddings,
+                                             toy_projections, toy_scores)
 
 
 def test_shapes_match_the_sentence():

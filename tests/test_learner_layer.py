@@ -1,4 +1,4 @@
-"""attn.learner_layer: a learner's multi-head layer from notebook 05, called the package's way.
+"""attn.lessons.learner_layer: a learner's multi-head layer from notebook 05, called the package's way.
 
 Each learner-style class (tests/_learner_classes.py) is wrapped and compared in float64 with
 the package's ``MultiHeadAttention`` holding the same weights: self-attention with no mask, a
@@ -12,8 +12,8 @@ import pytest
 import torch
 from torch import nn
 
-from attn.learner_layer import (FUSED, NAMINGS, LearnerAttention, call_arguments, call_style, find_projections,
-                                make_attention, split_output)
+from attn.lessons.learner_layer import (FUSED, NAMINGS, LearnerAttention, call_arguments, call_style, find_projections,
+                                        make_attention, split_output)
 from attn.masks import padding_mask
 from attn.modules import MultiHeadAttention
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from _pictures import cell, colormaps_used, draw_only, one_axes
 
-from attn.plotting import (MINUS, contrast_ratio, heatmap, is_diverging, real_minus,
-                           relative_luminance, text_colors, token_font)
+from attn.drawing.plotting import (MINUS, contrast_ratio, heatmap, is_diverging, real_minus,
+                                   relative_luminance, text_colors, token_font)
 from attn.widgets import EXPLORERS
 from attn.widgets._bitmaps import AxesTitle, CellText, point_metrics, text_bitmap
 from attn.widgets._mapview import CellMap, MapView

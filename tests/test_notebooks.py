@@ -147,7 +147,7 @@ def test_no_checked_output_prints_round_off_a_signed_zero_or_a_time(path):
     assert not problems, f"{path.name}: " + "; ".join(problems)
 
 
-# A clock: a call to one of these names (attn.cost.measure's timers, the time module's clocks).
+# A clock: a call to one of these names (attn.lessons.cost.measure's timers, the time module's clocks).
 CLOCKS = {"best_time", "time_curve", "perf_counter", "perf_counter_ns", "monotonic", "process_time",
           "time", "timeit"}
 

@@ -4,7 +4,7 @@ For each module that writes words for a learner (the worked example's checks, th
 the rnn-vs-attention and cost plots, the heatmaps' titles, the tasks' descriptions, the marked
 labels of the hand-built heads and the toy), the text under ``language("zh")`` is Chinese and
 found in the catalogue (nothing in ``missing_messages()``), and the English text is what it was
-before the Chinese edition, byte for byte. ``attn.figures.check_alt`` takes a Chinese
+before the Chinese edition, byte for byte. ``attn.drawing.figures.check_alt`` takes a Chinese
 description as it takes an English one.
 """
 from __future__ import annotations
@@ -16,21 +16,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn import worked_example as we
+from attn.lessons import worked_example as we
 from attn._text import width
-from attn.cost.counts import compare_heads, format_rows
-from attn.charts import STYLE, loglog_curves
-from attn.cost.scoring_costs import scoring_costs
+from attn.lessons.cost.counts import compare_heads, format_rows
+from attn.drawing.charts import STYLE, loglog_curves
+from attn.lessons.cost.scoring_costs import scoring_costs
 from attn.examples import worked_example_inputs
-from attn.figures import check_alt
-from attn.handbuilt.heads import HEAD_VARIANTS
-from attn.handbuilt.sentence import TOY_FEATURES, TOY_ROLES
+from attn.drawing.figures import check_alt
+from attn.lessons.handbuilt.heads import HEAD_VARIANTS
+from attn.lessons.handbuilt.sentence import TOY_FEATURES, TOY_ROLES
 from attn.language import language, missing_messages, tr, translation
-from attn.pattern_scores import PATTERNS
-from attn.plotting import _font_path, head_grid, heatmap, new_figure
-from attn.charts import plot_gradient_profile, plot_path_counts
-from attn.rnn_vs_attention import gradient_profile, path_counts
-from attn.trained.tasks import TASKS
+from attn.lessons.pattern_scores import PATTERNS
+from attn.drawing.plotting import _font_path, head_grid, heatmap, new_figure
+from attn.drawing.charts import plot_gradient_profile, plot_path_counts
+from attn.lessons.rnn_vs_attention import gradient_profile, path_counts
+from attn.lessons.trained.tasks import TASKS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "attn"
 #: The modules of this test: every file of the package but the explorers, the exercises and
@@ -288,7 +288,7 @@ def test_heatmap_titles_in_the_current_language(no_new_missing):
     assert english.heatmaps[0].ax.title.get_fontsize() == 12
 
 
-# --- attn.figures.check_alt in Chinese -------------------------------------------------------
+# --- attn.drawing.figures.check_alt in Chinese -------------------------------------------------------
 
 GOOD_ZH = ("注意力权重的热力图：行是六个查询，列是六个键；每一行都把大部分权重放在它前面的那个词上，"
            "在对角线下方形成一条深色的线。")

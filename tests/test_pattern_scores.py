@@ -5,14 +5,14 @@ import pytest
 import torch
 
 from attn.examples import TWO_SENTENCE_PHRASES
-from attn.handbuilt.heads import block_qk, diagonal_qk, head_weights, vertical_qk
-from attn.pattern_scores import (
-    PATTERNS,
-    check_segments,
-    head_scores,
-    pattern_mask,
-    pattern_profile,
-    pattern_score,
+from attn.lessons.handbuilt.heads import block_qk, diagonal_qk, head_weights, vertical_qk
+from attn.lessons.pattern_scores import (
+            PATTERNS,
+            check_segments,
+            head_scores,
+            pattern_mask,
+            pattern_profile,
+            pattern_score,
 )
 
 DEFINITIONS = {

@@ -7,12 +7,12 @@ import pytest
 import torch
 from matplotlib.ft2font import FT2Font
 
-from attn import plotting
+from attn.drawing import plotting
 
 
 def test_import_changes_no_global_matplotlib_setting():
     code = ("import matplotlib, json; before = dict(matplotlib.rcParams); "
-            "import attn, attn.plotting, attn.widgets; "
+            "import attn, attn.drawing.plotting, attn.widgets; "
             "after = dict(matplotlib.rcParams); "
             "print(json.dumps(sorted(k for k in after if str(after[k]) != str(before[k]))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

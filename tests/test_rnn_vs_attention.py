@@ -1,15 +1,15 @@
-"""Self-attention vs an RNN, measured (attn.rnn_vs_attention)."""
+"""Self-attention vs an RNN, measured (attn.lessons.rnn_vs_attention)."""
 import math
 
 import pytest
 import torch
 from torch import nn
 
-from attn.plotting import power_of_ten_label
-from attn.rnn_vs_attention import (
-    GradientProfile, PathCounts, TinyRNN, attention_graph, gradient_profile, input_gradient_norms,
-    longest_path, path_counts, permutation_gap, rnn_graph,
-    seeded_layers, sequential_steps,
+from attn.drawing.plotting import power_of_ten_label
+from attn.lessons.rnn_vs_attention import (
+            GradientProfile, PathCounts, TinyRNN, attention_graph, gradient_profile, input_gradient_norms,
+            longest_path, path_counts, permutation_gap, rnn_graph,
+            seeded_layers, sequential_steps,
 )
 
 

@@ -1,11 +1,12 @@
-"""attn.scaling: the numbers behind "divide by sqrt(d_k)", measured on random vectors."""
+"""attn.lessons.scaling: the numbers behind "divide by sqrt(d_k)", measured on random vectors."""
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from attn.scaling import D_K_GRID, ScalingStats, sample_scores, scaling_curves, scaling_stats, softmax_jacobian_norm
+from attn.lessons.scaling import (D_K_GRID, ScalingStats, sample_scores, scaling_curves,
+                                  scaling_stats, softmax_jacobian_norm)
 
 
 @pytest.mark.parametrize("d_k", [1, 4, 64, 512])

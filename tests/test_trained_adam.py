@@ -1,12 +1,12 @@
-"""``attn.trained.adam.Adam``, written out to keep ``torch._dynamo`` out of the notebooks'
+"""``attn.lessons.trained.adam.Adam``, written out to keep ``torch._dynamo`` out of the notebooks'
 runs, must make exactly the updates of ``torch.optim.Adam`` for both models trained with it."""
 import pytest
 import torch
 
-from attn.trained.adam import Adam
-from attn.trained.seq2seq import Seq2Seq, make_pairs
-from attn.trained.tasks import make_batch
-from attn.trained.tiny import build_model
+from attn.lessons.trained.adam import Adam
+from attn.lessons.trained.seq2seq import Seq2Seq, make_pairs
+from attn.lessons.trained.tasks import make_batch
+from attn.lessons.trained.tiny import build_model
 
 
 def tiny_loss(model, g):

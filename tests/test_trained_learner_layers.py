@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from attn.exercises.nb05 import check_multi_head_attention
-from attn.learner_layer import LearnerAttention
+from attn.lessons.learner_layer import LearnerAttention
 from attn.threads import torch_threads
-from attn.trained.seq2seq import greedy_decode, make_pairs, train_seq2seq
-from attn.trained.tasks import TASKS
-from attn.trained.tiny import accuracy, held_out_maps, save_run, task_pattern_scores, train_tiny
+from attn.lessons.trained.seq2seq import greedy_decode, make_pairs, train_seq2seq
+from attn.lessons.trained.tasks import TASKS
+from attn.lessons.trained.tiny import accuracy, held_out_maps, save_run, task_pattern_scores, train_tiny
 
 from _learner_classes import LEARNER_CLASSES, ChapterMultiHeadAttention
 

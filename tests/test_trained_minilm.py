@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from attn.examples import PHRASED_SENTENCES
-from attn.pattern_scores import head_scores
-from attn.trained import minilm as P
+from attn.lessons.pattern_scores import head_scores
+from attn.lessons.trained import minilm as P
 
 
 # --- the safetensors reader ------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_nothing_reaches_the_network_or_imports_a_hub_library():
             raise OSError("network used")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from attn.trained import minilm as pretrained
+        from attn.lessons.trained import minilm as pretrained
         from attn.examples import SENTENCE
         maps = pretrained.attention_maps(SENTENCE)
         print(tuple(maps.weights.shape[:2]), "transformers" in sys.modules, "huggingface_hub" in sys.modules)

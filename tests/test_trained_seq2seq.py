@@ -1,4 +1,4 @@
-"""attn.trained.seq2seq: the encoder and the decoder equal their layers written out step by step.
+"""attn.lessons.trained.seq2seq: the encoder and the decoder equal their layers written out step by step.
 
 tests/test_decoding.py trains the model and compares the decoder with itself (writing one digit
 at a time against the training pass); here each residual connection is checked against a
@@ -6,7 +6,7 @@ reference computed from the model's own sublayers, so a dropped ``x +`` cannot p
 """
 import torch
 
-from attn.trained.seq2seq import BOS, Seq2Seq, make_pairs
+from attn.lessons.trained.seq2seq import BOS, Seq2Seq, make_pairs
 
 
 def model_and_inputs(length=6, batch=3, seed=0):

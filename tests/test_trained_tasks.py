@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from attn.trained.tasks import IGNORE, TASK_PATTERNS, TASKS, make_batch, token_labels
-from attn.pattern_scores import PATTERNS
+from attn.lessons.trained.tasks import IGNORE, TASK_PATTERNS, TASKS, make_batch, token_labels
+from attn.lessons.pattern_scores import PATTERNS
 
 
 def gen(seed=0):

@@ -10,19 +10,19 @@ import pytest
 import torch
 
 from attn.modules import MultiHeadAttention
-from attn.pattern_scores import pattern_mask, pattern_score
-from attn.trained.tasks import TASKS, held_out_batch, make_batch
-from attn.trained.tiny import (
-    TinyTransformer,
-    TrainRun,
-    accuracy,
-    build_model,
-    held_out_maps,
-    load_run,
-    load_trained,
-    save_run,
-    task_pattern_scores,
-    train_tiny,
+from attn.lessons.pattern_scores import pattern_mask, pattern_score
+from attn.lessons.trained.tasks import TASKS, held_out_batch, make_batch
+from attn.lessons.trained.tiny import (
+            TinyTransformer,
+            TrainRun,
+            accuracy,
+            build_model,
+            held_out_maps,
+            load_run,
+            load_trained,
+            save_run,
+            task_pattern_scores,
+            train_tiny,
 )
 
 SOLVED = 0.95  # held-out accuracy that counts as solving a task
@@ -182,7 +182,7 @@ def test_shipped_run_matches_its_own_history(task):
 
 
 def test_shipped_weights_are_small_and_load_with_weights_only():
-    folder = resources.files("attn.trained") / "weights"
+    folder = resources.files("attn.lessons.trained") / "weights"
     files = [f for f in folder.iterdir() if f.name.endswith(".pt")]
     assert {f.name for f in files} == {f"tiny_{t}.pt" for t in TASKS}
     assert sum(len(f.read_bytes()) for f in files) < 400_000

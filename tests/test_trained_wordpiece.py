@@ -2,7 +2,7 @@
 characters, longest match first, [UNK]."""
 import pytest
 
-from attn.trained.wordpiece import WordPiece
+from attn.lessons.trained.wordpiece import WordPiece
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cafe", "un", "##believ", "##able", ",",
          "!", "小", "明", "play", "##ing", "."]

@@ -1,8 +1,8 @@
-"""attn.two_sources: notebook 04's task that needs two sources, and the error left on it."""
+"""attn.lessons.two_sources: notebook 04's task that needs two sources, and the error left on it."""
 import pytest
 import torch
 
-from attn.two_sources import error_left, two_source_target
+from attn.lessons.two_sources import error_left, two_source_target
 
 
 def test_error_left_and_the_two_source_target():

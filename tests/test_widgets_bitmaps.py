@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from _pictures import draw_only, one_axes
 
-from attn.plotting import token_font
+from attn.drawing.plotting import token_font
 from attn.widgets._bitmaps import AxesTitle, CellText, TickLabels, cell_edges, text_bitmap
 
 

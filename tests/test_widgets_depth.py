@@ -1,4 +1,4 @@
-"""The depth explorer of notebook 12: the profiles it draws are attn.depth's, and its readout says
+"""The depth explorer of notebook 12: the profiles it draws are attn.lessons.depth's, and its readout says
 what they show."""
 import re
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from attn import depth
-from attn.depth import run_stack, stack_blocks, stack_profile
+from attn.lessons import depth
+from attn.lessons.depth import run_stack, stack_blocks, stack_profile
 from attn.language import language
 from attn.widgets.depth import COLLAPSED, DEPTHS, depth_explorer, depth_view
 
@@ -80,7 +80,7 @@ def test_a_move_redraws_the_lines_alone():
 @pytest.mark.parametrize("placement", ["post-LN", "pre-LN"])
 def test_the_readouts_gradient_ratio_is_the_bottoms_over_the_tops(placement):
     """The readout's "the gradient reaching the input is r times the one leaving the top", with r
-    computed here by autograd on the same seeded stack (attn.depth's recipe: the input and the
+    computed here by autograd on the same seeded stack (attn.lessons.depth's recipe: the input and the
     loss direction G from seed 1, loss = <final(x_N), G>), not read from the profile. Post-LN
     shrinks the gradient on the way down (r < 1), pre-LN does not (r > 1)."""
     N = 24

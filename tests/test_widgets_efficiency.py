@@ -8,9 +8,9 @@ import pytest
 
 from _pictures import box, changed, near, pixels
 
-from attn.cost import measure
-from attn.cost.counts import attention_cost
-from attn.cost.measure import fit_slope
+from attn.lessons.cost import measure
+from attn.lessons.cost.counts import attention_cost
+from attn.lessons.cost.measure import fit_slope
 from attn.widgets.efficiency import (BLOCK_SIZES, LENGTHS, BlockMeasurements, efficiency_explorer,
                                      efficiency_view, measure_block_sizes)
 

@@ -5,7 +5,7 @@ two or more values: in English, under ``language("zh")``, then in English again.
 Chinese, everything a learner reads is Chinese and in the catalogue (nothing new in
 ``missing_messages()``): the title, every control's name and option labels, what a screen reader
 hears of a slider, the readout and the picture's text alternative after every move, and the
-words drawn in the picture, which are drawn with the CJK font (``attn.plotting.text_font``).
+words drawn in the picture, which are drawn with the CJK font (``attn.drawing.plotting.text_font``).
 No English word is left but names (code, units, the model's name). Built in English after the
 Chinese one, an explorer reads and draws exactly as the first English one (no cache carries
 text from one language into the other).
@@ -20,7 +20,7 @@ from matplotlib.font_manager import findfont
 from matplotlib.text import Text
 
 from attn.language import language, missing_messages
-from attn.plotting import token_font
+from attn.drawing.plotting import token_font
 from attn.widgets import EXPLORERS
 from attn.widgets._base import html_to_text
 from attn.widgets._bitmaps import BitmapText, TickLabels

@@ -4,7 +4,7 @@ import pytest
 from _pictures import cell, draw_only, one_axes
 from matplotlib import colormaps
 
-from attn.plotting import new_figure, token_font
+from attn.drawing.plotting import new_figure, token_font
 from attn.widgets._bitmaps import cell_edges
 from attn.widgets._mapview import CellMap, MapView
 
@@ -130,7 +130,7 @@ def test_map_view_colorbar_uses_the_maps_colours():
 
 def test_cell_map_draws_values_a_round_off_apart_alike():
     """A uniform row over 8 keys is 1/8 plus round-off that differs by CPU; 1/8 is the edge of
-    colour level 32 and a tie of "{:.2f}": both must come out the same (attn.plotting.settle)."""
+    colour level 32 and a tie of "{:.2f}": both must come out the same (attn.drawing.plotting.settle)."""
     tie = np.array([[0.125 - 1.4e-17, 0.125 + 5.6e-17, -1e-17], [1e-17, 0.5 - 1e-16, 0.5 + 1e-16]])
     exact = np.array([[0.125, 0.125, 0.0], [0.0, 0.5, 0.5]])
     drawn = []

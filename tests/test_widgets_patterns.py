@@ -7,7 +7,7 @@ from _pictures import box, cell, changed, pixels
 from matplotlib import colormaps
 
 from attn.examples import TWO_SENTENCE_TOKENS
-from attn.handbuilt import heads as P
+from attn.lessons.handbuilt import heads as P
 from attn.widgets.patterns import (
     D_K_CHOICES,
     PATTERN_CHOICES,

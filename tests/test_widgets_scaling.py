@@ -4,10 +4,10 @@ import pytest
 import torch
 from _pictures import box, changed, pixels
 
-from attn.scaling import D_K_GRID, sample_scores, scaling_stats, softmax_jacobian_norm
+from attn.lessons.scaling import D_K_GRID, sample_scores, scaling_stats, softmax_jacobian_norm
 from attn.widgets.scaling import BINS, MAP_QUERIES, VIEW_KEYS, scaling_explorer, scaling_view
 
-# The numbers behind the readout (attn.scaling) are tested in test_scaling.py.
+# The numbers behind the readout (attn.lessons.scaling) are tested in test_scaling.py.
 
 
 def test_view_scores_weights_and_gradients():

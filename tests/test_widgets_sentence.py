@@ -5,7 +5,7 @@ import torch
 from _pictures import box, cell, changed, near, pixels
 
 from attn.examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
-from attn.handbuilt.sentence import toy_attention, toy_scores
+from attn.lessons.handbuilt.sentence import toy_attention, toy_scores
 from attn.widgets.sentence import STEP_NAMES, SentenceRow, sentence_explorer, sentence_row
 
 ORANGE = (255, 127, 14)  # tab:orange, the frame of the picked row

@@ -6,12 +6,12 @@ import torch
 from _pictures import box, cell, changed, near, pixels
 from matplotlib import colormaps
 
-from attn.cost.counts import multi_head_cost, valid_num_heads
+from attn.lessons.cost.counts import multi_head_cost, valid_num_heads
 from attn.examples import SENTENCE
-from attn.handbuilt.heads import diagonal_qk, vertical_qk
+from attn.lessons.handbuilt.heads import diagonal_qk, vertical_qk
 from attn.widgets.splitting import (D_MODELS, HEAD_SLOTS, INPUTS, MAX_HEADS, _cached_state, _inputs, _module,
                                 heads_explorer, heads_state)
-from attn.two_sources import error_left, two_source_target
+from attn.lessons.two_sources import error_left, two_source_target
 
 N = len(SENTENCE)
 

@@ -4,9 +4,9 @@ import pytest
 import torch
 from _pictures import box, cell, changed, near, pixels
 
-from attn.pattern_scores import head_scores, pattern_mask, pattern_score
-from attn.trained.tasks import IGNORE, TASKS, held_out_batch
-from attn.trained.tiny import load_run, train_tiny
+from attn.lessons.pattern_scores import head_scores, pattern_mask, pattern_score
+from attn.lessons.trained.tasks import IGNORE, TASKS, held_out_batch
+from attn.lessons.trained.tiny import load_run, train_tiny
 from attn.widgets.trained import (
     N_EXAMPLES,
     example_explorer,
@@ -201,7 +201,7 @@ def test_training_maps_show_the_weights_with_dots_on_the_pattern(runs):
 
 # --- the pretrained model's explorer ---------------------------------------------------------------
 
-from attn.trained import minilm as pretrained  # noqa: E402
+from attn.lessons.trained import minilm as pretrained  # noqa: E402
 from attn.widgets.trained import (  # noqa: E402
     MAX_TOKENS, head_view, pretrained_explorer, score_grids, split_sentence)
 

@@ -1,4 +1,4 @@
-"""attn.worked_example: the worked example step by step, sanity checks, scenarios."""
+"""attn.lessons.worked_example: the worked example step by step, sanity checks, scenarios."""
 import math
 
 import numpy as np
@@ -7,16 +7,16 @@ import torch
 
 from attn import scaled_dot_product_attention
 from attn.examples import worked_example_inputs
-from attn.worked_example import (
-    ROUNDING_ATOL,
-    SCALES,
-    explain_row_product,
-    format_scenarios,
-    printed,
-    row_softmax,
-    sanity_checks,
-    scenarios,
-    worked_steps,
+from attn.lessons.worked_example import (
+            ROUNDING_ATOL,
+            SCALES,
+            explain_row_product,
+            format_scenarios,
+            printed,
+            row_softmax,
+            sanity_checks,
+            scenarios,
+            worked_steps,
 )
 
 

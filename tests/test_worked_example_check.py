@@ -1,16 +1,16 @@
-"""attn.worked_example, its second half: every number the chapter prints for its worked example, checked."""
+"""attn.lessons.worked_example, its second half: every number the chapter prints for its worked example, checked."""
 import numpy as np
 import pytest
 
 from attn.examples import CHAPTER_PRINTED
-from attn.worked_example import (
-    STEPS,
-    check_chapter,
-    format_check,
-    format_summary,
-    printed,
-    renormalised_printed_weights,
-    worked_steps,
+from attn.lessons.worked_example import (
+            STEPS,
+            check_chapter,
+            format_check,
+            format_summary,
+            printed,
+            renormalised_printed_weights,
+            worked_steps,
 )
 
 

@@ -53,14 +53,14 @@ PICTURE_SUFFIX = ".webp"
 # --- what the site offers of each explorer -------------------------------------------------
 
 def _training(data: dict | None):
-    from attn.trained import tasks, tiny
+    from attn.lessons.trained import tasks, tiny
     from attn.widgets.trained import training_explorer
 
     return training_explorer({name: tiny.load_run(name) for name in tasks.TASKS}, task="neighbours")
 
 
 def _examples(data: dict | None):
-    from attn.trained import tasks, tiny
+    from attn.lessons.trained import tasks, tiny
     from attn.widgets.trained import example_explorer
 
     shipped = {name: tiny.load_run(name) for name in tasks.TASKS}
@@ -70,7 +70,7 @@ def _examples(data: dict | None):
 def _measure_costs() -> dict:
     """07's measurements, made once on the machine that builds the site (its explorer draws
     measured times and memory: the notebook's own are those of the machine that ran it)."""
-    from attn.cost.measure import memory_curve, time_curve
+    from attn.lessons.cost.measure import memory_curve, time_curve
     from attn.widgets.efficiency import LENGTHS, _WHOLE, measure_block_sizes
 
     blocks = measure_block_sizes(LENGTHS)

@@ -12,7 +12,7 @@
 - A "run it live" line under the title of every notebook page. The line links the page's notebook on Binder twice: in JupyterLab (code and explorers) and in
 Voilà's app mode (explorers only, code hidden). The Binder address is built from the book's
 ``repository`` settings in site/_config.yml (``OWNER/REPO`` until the course is published).
-- Every static figure as a picture with its text alternative: ``attn.figures.show_figure``
+- Every static figure as a picture with its text alternative: ``attn.drawing.figures.show_figure``
   stores its description in the output's metadata as ``{"image/png": {"alt": ...}}``. Where
   the output is a picture widget's view (what JupyterLab and Voilà show), the page gets the
   figure's PNG as an ``<img alt=...>`` instead of the widget; where it is a plain image/png,
@@ -120,7 +120,7 @@ def figure_alts(nb: dict) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
     """The static figures of a notebook and their text alternatives.
 
     A static figure is an output with an image/png and ``{"image/png": {"alt": ...}}`` in its
-    metadata (``attn.figures.show_figure``); an explorer's output has no such metadata.
+    metadata (``attn.drawing.figures.show_figure``); an explorer's output has no such metadata.
 
     Args:
         nb: the notebook, as its JSON.

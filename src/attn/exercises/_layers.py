@@ -13,8 +13,8 @@ side, in that order), raw matrices used as ``x @ W`` (the course's Q = X W^Q, so
 is (in, out)), and a layer that computes some steps (say the softmax) in float32: its output
 agrees to float32 round-off (``ROUND_OFF``), and every classic bug is far from that.
 How a layer of any of these forms is called (``forward(x, mask)`` or ``forward(q, k, v,
-mask)``, the output alone or with the weights) is read by ``attn.learner_layer``, through
-which the models of ``attn.trained`` train a learner's layer too.
+mask)``, the output alone or with the weights) is read by ``attn.lessons.learner_layer``, through
+which the models of ``attn.lessons.trained`` train a learner's layer too.
 
 Shape legend: B batch, L tokens, E = d_model, H heads, D = E // H (d_k of a head),
 d_k / d_v the sizes of one head's queries/keys and values.
@@ -35,8 +35,8 @@ from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ..modules import MultiHeadAttention
 from ..language import mark, tr
-from ..learner_layer import (NAMINGS, OUT_NAMES, attribute_set, call_arguments, call_style,
-                             find_projections, split_output)
+from ..lessons.learner_layer import (NAMINGS, OUT_NAMES, attribute_set, call_arguments, call_style,
+                                     find_projections, split_output)
 from ._base import Feedback, Hints, sentence_inside, sentences
 
 BATCH, LENGTH = 2, 5

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..rnn_vs_attention import gradient_profile, path_counts
-from ..handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
+from ..lessons.rnn_vs_attention import gradient_profile, path_counts
+from ..lessons.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
 from ..language import mark, tr
-from ._base import Feedback, Hints, SoftmaxCalled, as_array, as_whole_number, clauses, close, softmax_switched_off
+from ._base import (Feedback, Hints, SoftmaxCalled, as_array, as_whole_number, clauses, close,
+                    softmax_switched_off)
 
 __all__ = [
     "PATH_N",

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from ..functional import scaled_dot_product_attention
-from ..scaling import D_K_GRID, scaling_stats
+from ..lessons.scaling import D_K_GRID, scaling_stats
 from ..language import mark, tr
 from ._base import Feedback, as_array, as_whole_number, clauses, close
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..worked_example import printed, row_softmax, worked_steps
+from ..lessons.worked_example import printed, row_softmax, worked_steps
 from ..language import tr
 from ._base import Feedback, as_array, close
 

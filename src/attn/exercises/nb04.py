@@ -5,12 +5,12 @@
 2. ``check_param_count``: the parameters of the article's layer (biases) at several numbers of
    heads, counted by the learner from the layers' own tensors.
 3. ``check_layer_macs``: a learner's ``layer_macs(n, d_model, num_heads)``, compared with the
-   multiply-adds ``attn.cost.counts.count_ops`` counts on real layers.
+   multiply-adds ``attn.lessons.cost.counts.count_ops`` counts on real layers.
 4. ``check_softmax_entries``: the scores the softmax normalises per sequence, with h heads and
    with one, read by the learner from the weights two real layers return.
 
 Each returns a ``Feedback`` (right/wrong and a hint). Expected values come from real layers or
-``attn.cost.counts`` and are never shown.
+``attn.lessons.cost.counts`` and are never shown.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..cost.counts import count_ops, count_parameters, multi_head_cost
+from ..lessons.cost.counts import count_ops, count_parameters, multi_head_cost
 from ..modules import MultiHeadAttention
 from ..language import mark, tr
 from ._base import Feedback, Hints, as_whole_number
@@ -194,7 +194,7 @@ def check_layer_macs(answer: Any) -> Feedback:
     """Exercise 3: ``answer(n, d_model, num_heads)`` = multiply-adds of
     ``attn.MultiHeadAttention(d_model, num_heads)`` on one sequence of n tokens.
 
-    Compared at every size of ``MACS_SIZES`` with what ``attn.cost.counts.count_ops`` counts
+    Compared at every size of ``MACS_SIZES`` with what ``attn.lessons.cost.counts.count_ops`` counts
     when the real layer runs; the classic slips are recognised by their formulas.
     """
     if answer is None:

@@ -1,7 +1,7 @@
 """Checkers for notebook 06 (visualising attention: heatmaps and the three common patterns).
 
 Each checker returns a ``Feedback`` and never states the expected answer. Expected values
-come from the hand-built heads of ``attn.handbuilt.heads``.
+come from the hand-built heads of ``attn.lessons.handbuilt.heads``.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import numpy as np
 import torch
 
 from ..examples import SENTENCE, SENTENCE_PHRASES
-from ..handbuilt.heads import (
-    block_qk,
-    diagonal_qk,
-    head_weights,
-    vertical_qk,
+from ..lessons.handbuilt.heads import (
+            block_qk,
+            diagonal_qk,
+            head_weights,
+            vertical_qk,
 )
 from ..language import tr
 from ._base import Feedback, as_array

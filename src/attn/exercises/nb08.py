@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..pattern_scores import pattern_mask, pattern_score
-from ..trained.tasks import TASKS, held_out_batch
-from ..trained.tiny import load_run, load_trained
+from ..lessons.pattern_scores import pattern_mask, pattern_score
+from ..lessons.trained.tasks import TASKS, held_out_batch
+from ..lessons.trained.tiny import load_run, load_trained
 from ..language import tr
 from ._base import Feedback, as_array, close
 

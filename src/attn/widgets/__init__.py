@@ -24,16 +24,16 @@ from .worked import worked_explorer
 
 
 def _training() -> Explorer:
-    from ..trained.tasks import TASKS
-    from ..trained.tiny import load_run
+    from ..lessons.trained.tasks import TASKS
+    from ..lessons.trained.tiny import load_run
     from .trained import training_explorer
 
     return training_explorer({task: load_run(task) for task in TASKS})
 
 
 def _examples() -> Explorer:
-    from ..trained.tasks import TASKS
-    from ..trained.tiny import load_trained
+    from ..lessons.trained.tasks import TASKS
+    from ..lessons.trained.tiny import load_trained
     from .trained import example_explorer
 
     return example_explorer({task: load_trained(task) for task in TASKS})

@@ -40,7 +40,7 @@ from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from PIL import Image
 
 from ..examples import SENTENCE, SENTENCE_GLOSS
-from ..figures import Picture
+from ..drawing.figures import Picture
 from ..language import get_language, language, mark, tr
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_rgb
 from matplotlib.font_manager import FontProperties, findfont, get_font
 
-from ..plotting import MINUS, real_minus
+from ..drawing.plotting import MINUS, real_minus
 
 __all__ = ["text_bitmap", "point_metrics", "cell_edges", "BitmapText", "CellText", "AxesTitle", "TickLabels"]
 
@@ -61,8 +61,8 @@ def text_bitmap(text: str, *, size: float = 8.0, color: str = "black",
         text: the string ("" gives a (1, 1) transparent bitmap).
         size: font size in points, > 0.
         color: any matplotlib colour.
-        font: a font file, a ``FontProperties`` (e.g. ``attn.plotting.token_font()`` for the
-            course's Chinese tokens, ``attn.plotting.text_font()`` for words in the current
+        font: a font file, a ``FontProperties`` (e.g. ``attn.drawing.plotting.token_font()`` for the
+            course's Chinese tokens, ``attn.drawing.plotting.text_font()`` for words in the current
             language) or None for matplotlib's default font.
         rotation: 0 or 90 (degrees, counter-clockwise: read from bottom to top).
         dpi: pixels per inch of the figure it goes into.
@@ -374,7 +374,7 @@ class TickLabels(Artist):
 
     Args:
         ax: the map's axes (its own ticks should be off: ``ax.set_xticks([])``).
-        size, font: as ``text_bitmap`` (``attn.plotting.token_font()`` for Chinese tokens).
+        size, font: as ``text_bitmap`` (``attn.drawing.plotting.token_font()`` for Chinese tokens).
         rotate: stand the key labels up (90 degrees), so long or CJK labels do not overlap.
         x_labels: write the key labels (False: leave them to a map below).
         y_labels: write the query labels (False: leave them to a neighbouring map).

@@ -26,7 +26,7 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.colors import Colormap, Normalize, to_rgba
 from matplotlib.font_manager import FontProperties
 
-from ..plotting import is_diverging, settle, text_colors
+from ..drawing.plotting import is_diverging, settle, text_colors
 from ._bitmaps import AxesTitle, CellText, TickLabels, cell_edges
 
 __all__ = ["CellMap", "MapView"]
@@ -49,7 +49,7 @@ class CellMap(Artist):
     colour); ``strings`` replaces the formatted values (a hyphen that signs a number is drawn
     as the minus sign "−", as all text of ``attn.widgets._bitmaps``).
 
-    A diverging map (``attn.plotting.is_diverging``: RdBu_r, PuOr) shows its sign by hue,
+    A diverging map (``attn.drawing.plotting.is_diverging``: RdBu_r, PuOr) shows its sign by hue,
     which greyscale and colour-blind readers lose: a printed number keeps its minus sign, and
     where no number is printed, ``signs`` draws a short bar (a minus) in every cell below the
     middle of ``clim``.
@@ -59,7 +59,7 @@ class CellMap(Artist):
         cmap: a colour map or its name; clim: (vmin, vmax).
         numbers: write a string in each cell; fmt: how values are written: a format string
             ("{:.2f}") or a function of one value returning its string.
-        size, font: the strings' font size and font (``attn.plotting.token_font()`` for Chinese).
+        size, font: the strings' font size and font (``attn.drawing.plotting.token_font()`` for Chinese).
         frame: a 1-pixel black frame around the map.
         box_color, box_width: the frames drawn around ``boxes`` (pixels).
         mark_color, mark_radius: the dots drawn on ``marks`` (pixels).
@@ -138,7 +138,7 @@ class CellMap(Artist):
 
     def levels(self) -> np.ndarray:
         """(L, S) the values normalised to 0..1 as the colour map reads them, settled
-        (``attn.plotting.settle``): the same on every CPU."""
+        (``attn.drawing.plotting.settle``): the same on every CPU."""
         return settle(self.norm(self.values))
 
     def rgba(self) -> np.ndarray:

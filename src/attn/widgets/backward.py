@@ -33,7 +33,7 @@ from matplotlib.patches import FancyArrowPatch
 from .._checks import check_bool, check_choice, check_int
 from ..functional import attention_backward_steps, scaled_dot_product_attention
 from ..language import mark, tr
-from ..plotting import new_figure, text_font
+from ..drawing.plotting import new_figure, text_font
 from ._base import Explorer
 from ._mapview import MapView
 

@@ -28,7 +28,7 @@ import torch
 from .._checks import check_choice, check_int
 from ..decoding import Decoder, step_cost
 from ..language import mark, tr
-from ..plotting import new_figure, text_font
+from ..drawing.plotting import new_figure, text_font
 from ._base import Explorer, options
 from ._mapview import MapView
 

@@ -1,6 +1,6 @@
 """Depth and the placement of the norms: the size of the activations and of the gradients,
 block by block, through a stack of Transformer blocks (notebook 12; its numbers:
-``attn.depth.stack_profile``).
+``attn.lessons.depth.stack_profile``).
 
 Three panels against l, the block (0 = the input): the RMS of the residual stream x_l, the RMS
 of the gradient d loss / d x_l that reaches block l + 1, and how far apart the tokens of a
@@ -20,9 +20,9 @@ import numpy as np
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from .._checks import check_bool, check_choice, check_int
-from ..depth import MAX_DEPTH, StackProfile, stack_profile
+from ..lessons.depth import MAX_DEPTH, StackProfile, stack_profile
 from ..language import mark, tr
-from ..plotting import new_figure, power_of_ten_label, text_font
+from ..drawing.plotting import new_figure, power_of_ten_label, text_font
 from ._base import Explorer, options, sentences
 
 __all__ = ["DEPTHS", "PLACEMENTS", "DepthView", "depth_view", "depth_explorer"]
@@ -46,7 +46,7 @@ class DepthView:
 
 
 def depth_view(depth: int = 24, placement: str = "post-LN", residual: bool = True) -> DepthView:
-    """The profiles behind the explorer (``attn.depth.stack_profile``, seed 0).
+    """The profiles behind the explorer (``attn.lessons.depth.stack_profile``, seed 0).
 
     Args:
         depth: N, one of ``DEPTHS``.

@@ -26,11 +26,11 @@ import ipywidgets as widgets
 from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
-from ..cost.counts import AttentionCost, attention_cost
-from ..charts import STYLE, loglog_curves
-from ..cost.measure import fit_slope, format_bytes, memory_curve, time_curve
+from ..lessons.cost.counts import AttentionCost, attention_cost
+from ..drawing.charts import STYLE, loglog_curves
+from ..lessons.cost.measure import fit_slope, format_bytes, memory_curve, time_curve
 from ..language import tr
-from ..plotting import new_figure, text_font
+from ..drawing.plotting import new_figure, text_font
 from ._base import Explorer
 
 __all__ = ["LENGTHS", "BLOCK_SIZES", "BlockMeasurements", "measure_block_sizes", "EfficiencyView",

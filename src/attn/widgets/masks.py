@@ -21,7 +21,7 @@ from .._checks import check_positive_int
 from ..functional import masked_softmax, softmax_with_fill
 from ..language import mark, tr
 from ..masks import causal_mask, padding_mask
-from ..plotting import new_figure, text_font
+from ..drawing.plotting import new_figure, text_font
 from ._base import Explorer, options
 from ._mapview import MapView
 

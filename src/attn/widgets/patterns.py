@@ -1,11 +1,11 @@
-"""The pattern explorer: hand-built heads (``attn.handbuilt.heads``) drawn as a grid of maps.
+"""The pattern explorer: hand-built heads (``attn.lessons.handbuilt.heads``) drawn as a grid of maps.
 
 Controls: which pattern (diagonal, vertical, block, mixed, random), how many heads (1..8,
 each a variant: another offset, key or segmentation), the mask (none, causal, padding),
 d_k, the strength, whether scores are divided by sqrt(d_k), and how many tokens of
-``attn.handbuilt.heads.TOKENS`` to use (3..12).
+``attn.lessons.handbuilt.heads.TOKENS`` to use (3..12).
 
-The d_k control follows ``attn.handbuilt.heads``' size convention: coordinates of RMS size
+The d_k control follows ``attn.lessons.handbuilt.heads``' size convention: coordinates of RMS size
 sqrt(strength), so an aligned pair scores strength * sqrt(d_k) after scaling
 (strength * d_k without it) and an orthogonal pair scores 0.
 """
@@ -22,16 +22,16 @@ import torch
 from .._checks import check_positive_int
 from ..masks import causal_mask
 from ..examples import TWO_SENTENCE_TOKENS as TOKENS
-from ..handbuilt.heads import (
-    HeadSpec,
-    head_qk,
-    head_specs,
-    head_weights,
-    segments_for,
+from ..lessons.handbuilt.heads import (
+            HeadSpec,
+            head_qk,
+            head_specs,
+            head_weights,
+            segments_for,
 )
 from ..language import get_language, mark, tr
-from ..pattern_scores import PatternProfile, pattern_profile
-from ..plotting import new_figure, token_font
+from ..lessons.pattern_scores import PatternProfile, pattern_profile
+from ..drawing.plotting import new_figure, token_font
 from ._base import Explorer, listing, options
 from ._mapview import MapView
 
@@ -154,8 +154,8 @@ def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8
 
     Args:
         pattern: one of ``PATTERN_CHOICES``.
-        n_heads: 1..8; head h is the pattern's h-th variant (``attn.handbuilt.heads.HEAD_VARIANTS``).
-        n_tokens: 3..12, the first n of ``attn.handbuilt.heads.TOKENS``.
+        n_heads: 1..8; head h is the pattern's h-th variant (``attn.lessons.handbuilt.heads.HEAD_VARIANTS``).
+        n_tokens: 3..12, the first n of ``attn.lessons.handbuilt.heads.TOKENS``.
         d_k: query/key size, >= 1.
         strength: squared RMS size of a coordinate, >= 0.
         scaled: divide scores by sqrt(d_k).

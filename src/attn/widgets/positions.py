@@ -25,7 +25,7 @@ from ..examples import SENTENCE
 from ..functional import scaled_dot_product_attention
 from ..language import mark, tr
 from ..positions import apply_rope, sinusoidal
-from ..plotting import new_figure, text_font, token_font
+from ..drawing.plotting import new_figure, text_font, token_font
 from ._base import Explorer, options
 from ._mapview import MapView
 

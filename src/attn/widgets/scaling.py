@@ -1,4 +1,4 @@
-"""Why divide by sqrt(d_k): the d_k explorer of notebook 02 (its numbers: ``attn.scaling``).
+"""Why divide by sqrt(d_k): the d_k explorer of notebook 02 (its numbers: ``attn.lessons.scaling``).
 
 With q, k of d_k independent N(0, 1) entries, q . k has variance d_k. Unscaled, the scores
 spread out as d_k grows, the softmax saturates towards one-hot, and its Jacobian (the
@@ -18,8 +18,8 @@ import numpy as np
 
 from ..functional import masked_softmax
 from ..language import tr
-from ..plotting import new_figure, text_font
-from ..scaling import D_K_GRID, ScalingStats, sample_scores, scaling_stats, softmax_jacobian_norm
+from ..drawing.plotting import new_figure, text_font
+from ..lessons.scaling import D_K_GRID, ScalingStats, sample_scores, scaling_stats, softmax_jacobian_norm
 from ._base import Explorer, sentences
 from ._mapview import MapView
 
@@ -61,7 +61,7 @@ def scaling_view(d_k: int, *, seed: int = 0) -> ScalingView:
     sqrt(d_k): their histogram, and the softmax rows and Jacobian norms of the first 8.
 
     The 64 queries are the first of the 1000 that the readout's numbers average over
-    (``attn.scaling.sample_scores``): the picture and the readout show one sample.
+    (``attn.lessons.scaling.sample_scores``): the picture and the readout show one sample.
 
     Args:
         d_k: one of ``D_K_GRID`` (1, 2, 4, ..., 512).

@@ -1,6 +1,6 @@
 """Pick a word of 小明 在 北京 大学 学习 人工智能 and see its row of attention computed.
 
-The numbers come from the hand-built toy of ``attn.handbuilt.sentence`` (not a trained model).
+The numbers come from the hand-built toy of ``attn.lessons.handbuilt.sentence`` (not a trained model).
 For the picked word i the picture follows the computation of its row: the scores s·q_i·k_j
 (s = the score-scale slider), their exponentials, the weights (each exponential divided by
 their sum), and the new vector y_i = sum_j a_ij v_j as the sum of its six parts. For 学习 the
@@ -18,9 +18,10 @@ import torch
 
 from .._checks import check_number
 from ..examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
-from ..handbuilt.sentence import TOY_FEATURES, toy_attention, toy_embeddings, toy_projections, toy_scores
+from ..lessons.handbuilt.sentence import (TOY_FEATURES, toy_attention, toy_embeddings,
+                                          toy_projections, toy_scores)
 from ..language import mark, tr
-from ..plotting import new_figure, text_font, token_font
+from ..drawing.plotting import new_figure, text_font, token_font
 from ._base import Explorer, glossed
 from ._mapview import MapView
 

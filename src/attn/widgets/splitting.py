@@ -6,7 +6,7 @@ The input is the chapter's sentence (``attn.examples.SENTENCE``, 6 tokens) with 
 embeddings X, fed to one ``attn.MultiHeadAttention`` per d_model. Two choices of its W^Q, W^K:
 
 * "two sources": they are set so that X W^Q and X W^K are the hand-built queries and keys of
-  two patterns side by side (``attn.handbuilt.heads``): the first half of the columns aims
+  two patterns side by side (``attn.lessons.handbuilt.heads``): the first half of the columns aims
   each word at the word before it, the second half aims every word at 小明 (the subject).
   Each word needs both. Cut into 2 heads, each head takes one source and puts most of its
   weight there. Kept as 1 head, the two halves' scores add up in one softmax: the word's
@@ -32,13 +32,13 @@ import numpy as np
 import torch
 
 from .._checks import check_positive_int
-from ..cost.counts import multi_head_cost, trace_multi_head, valid_num_heads
+from ..lessons.cost.counts import multi_head_cost, trace_multi_head, valid_num_heads
 from ..examples import SENTENCE
-from ..handbuilt.heads import diagonal_qk, vertical_qk
+from ..lessons.handbuilt.heads import diagonal_qk, vertical_qk
 from ..language import mark, tr
 from ..modules import MultiHeadAttention
-from ..plotting import new_figure, text_font, token_font
-from ..two_sources import error_left, two_source_target
+from ..drawing.plotting import new_figure, text_font, token_font
+from ..lessons.two_sources import error_left, two_source_target
 from ._base import Explorer, glossed, listing
 from ._bitmaps import AxesTitle
 from ._mapview import MapView
@@ -62,7 +62,7 @@ _SUBJECT = 0  # 小明, the second source of every word
 HEAD_SLOTS: tuple[int, ...] = tuple(sorted({h for d in D_MODELS for h in valid_num_heads(d, max_heads=MAX_HEADS)}))
 _BAR, _BAR_CHOSEN = "#c6dbef", "#08519c"  # light and dark blue (Blues), told apart by lightness
 
-#: The steps of ``attn.cost.counts.trace_multi_head`` (their names, marked here for the
+#: The steps of ``attn.lessons.cost.counts.trace_multi_head`` (their names, marked here for the
 #: catalogue) -> the chapter's notation of each.
 _NOTATION = {
     mark("X"): mark("X (n, d_model)"),
@@ -91,7 +91,7 @@ class HeadsState:
         sources: (n, n) bool, the two cells each word needs ("two sources"; else None).
         source_weights: (H, 2) mean weight of each head on the previous word and on 小明,
             over the words whose two sources differ (3rd to last); None for "random".
-        params, macs, softmax_entries: the layer's counts (``attn.cost.counts.multi_head_cost``).
+        params, macs, softmax_entries: the layer's counts (``attn.lessons.cost.counts.multi_head_cost``).
         error: the share of the target's variance left in the output's error
             (``error_left`` against ``two_source_target``, every word after 小明), with these heads.
         errors: ((h, error), ...) for every head count the drop-down offers at this d_model
@@ -118,7 +118,7 @@ def _two_source_qk(n: int, d_model: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Hand-built Q, K (n, E): columns 0..E/2-1 aim at the previous word, the rest at 小明.
 
     The strength makes a word's score for its source SOURCE_SCORE after scaling by
-    sqrt(E / 2), the size of one half (``attn.handbuilt.heads``' size convention)."""
+    sqrt(E / 2), the size of one half (``attn.lessons.handbuilt.heads``' size convention)."""
     half = d_model // 2
     strength = SOURCE_SCORE / half**0.5
     q_prev, k_prev = diagonal_qk(n, half, strength=strength, offset=-1)  # (n, E/2) each

@@ -3,8 +3,8 @@ beside what the chapter printed.
 
 Starts from the chapter's 3-token example (``attn.examples.worked_example_inputs``). One entry of X
 gets ``delta`` added to it; Q, K, V, the scaled scores, the weights and the output are
-recomputed (``attn.worked_example.worked_steps``). Each cell shows the recomputed number and,
-under it, the chapter's printed one (``attn.worked_example.printed``); a frame and a * mark the
+recomputed (``attn.lessons.worked_example.worked_steps``). Each cell shows the recomputed number and,
+under it, the chapter's printed one (``attn.lessons.worked_example.printed``); a frame and a * mark the
 cells where the two differ by more than the chapter's rounding (the typo test of notebook 03,
 live: nudge X[1,1] by +1 and Q's wrong entry is fixed while K's row 2 breaks).
 """
@@ -18,8 +18,8 @@ import numpy as np
 
 from ..examples import worked_example_inputs
 from ..language import mark, tr
-from ..plotting import new_figure, text_font
-from ..worked_example import ROUNDING_ATOL, SCALES, SanityReport, printed, sanity_checks, worked_steps
+from ..drawing.plotting import new_figure, text_font
+from ..lessons.worked_example import ROUNDING_ATOL, SCALES, SanityReport, printed, sanity_checks, worked_steps
 from ._base import Explorer, listing, sentences
 from ._mapview import MapView
 
@@ -28,7 +28,7 @@ __all__ = ["WorkedState", "worked_state", "worked_explorer", "DELTAS", "SCALE_LA
 #: Values the delta slider can take.
 DELTAS: tuple[float, ...] = tuple(float(d) for d in np.arange(-2.0, 2.01, 0.5))
 
-#: Drop-down labels for the keys of ``attn.worked_example.SCALES`` (English; shown translated).
+#: Drop-down labels for the keys of ``attn.lessons.worked_example.SCALES`` (English; shown translated).
 SCALE_LABELS: dict[str, str] = {
     "1/sqrt(d_k)": mark("÷ √d_k (the chapter)"),
     "1/d_k": mark("÷ d_k"),
@@ -62,12 +62,12 @@ class WorkedState:
 
     Attributes:
         entry: (row, col) of X that was nudged; delta: what was added to it.
-        scale: key of ``attn.worked_example.SCALES``; factor: the number the scores were multiplied by.
+        scale: key of ``attn.lessons.worked_example.SCALES``; factor: the number the scores were multiplied by.
         X: (3, 4) the nudged input.
-        steps: step name -> (rows, cols) array, as ``attn.worked_example.worked_steps`` returns.
+        steps: step name -> (rows, cols) array, as ``attn.lessons.worked_example.worked_steps`` returns.
         printed: step -> the chapter's printed matrix, for ``PRINTED_STEPS``.
         differs: step -> (rows, cols) bool, True where the recomputed number and the printed
-            one differ by more than the rounding (``attn.worked_example.ROUNDING_ATOL``).
+            one differ by more than the rounding (``attn.lessons.worked_example.ROUNDING_ATOL``).
         sanity: the checks every attention result passes (row sums, output within V's range).
         is_chapter: True when nothing was changed (the chapter's own setting).
     """

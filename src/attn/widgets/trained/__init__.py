@@ -1,5 +1,5 @@
 """Explorers of trained heads: the tiny models trained for the course (``.tiny``) and a real
-pretrained model (``.minilm``, which needs ``attn.trained.minilm``'s model package)."""
+pretrained model (``.minilm``, which needs ``attn.lessons.trained.minilm``'s model package)."""
 from .minilm import MAX_TOKENS, HeadView, head_view, pretrained_explorer, score_grids, split_sentence
 from .tiny import (
     N_EXAMPLES,

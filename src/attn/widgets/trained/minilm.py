@@ -1,4 +1,4 @@
-"""The explorer of a real pretrained model's heads (``attn.trained.minilm``: needs its model
+"""The explorer of a real pretrained model's heads (``attn.lessons.trained.minilm``: needs its model
 package installed; nothing else in ``attn.widgets`` does), and a static picture of its
 layer x head pattern scores.
 
@@ -16,8 +16,8 @@ import numpy as np
 
 from ...examples import PHRASED_SENTENCES
 from ...language import mark, tr
-from ...pattern_scores import head_scores
-from ...plotting import new_figure, settled_for_colour, text_font, token_font
+from ...lessons.pattern_scores import head_scores
+from ...drawing.plotting import new_figure, settled_for_colour, text_font, token_font
 from .._base import Explorer, options, sentences
 from .._mapview import MapView
 
@@ -34,7 +34,7 @@ GRID_CMAP = "Purples"
 
 MAX_TOKENS = 24  # longer sentences are cut (the map would be unreadable at this size)
 
-#: The patterns' names (``attn.trained.minilm.SENTENCE_PATTERNS``), marked here for the catalogue.
+#: The patterns' names (``attn.lessons.trained.minilm.SENTENCE_PATTERNS``), marked here for the catalogue.
 _PATTERN_NAMES = (mark("previous"), mark("next"), mark("[CLS]"), mark("[SEP]"), mark("block"))
 
 
@@ -64,8 +64,8 @@ class HeadView:
 
 
 def head_view(text: str, layer: int, head: int, pattern: str) -> HeadView:
-    """The numbers behind the pretrained explorer (see ``attn.trained.minilm``)."""
-    from ...trained import minilm as pretrained
+    """The numbers behind the pretrained explorer (see ``attn.lessons.trained.minilm``)."""
+    from ...lessons.trained import minilm as pretrained
 
     if pattern not in pretrained.SENTENCE_PATTERNS:
         raise ValueError(f"pattern: expected one of {list(pretrained.SENTENCE_PATTERNS)}, got {pattern!r}")
@@ -97,7 +97,7 @@ def pretrained_explorer(text: str | None = None, *, layer: int = 1, head: int = 
     Returns:
         An ``Explorer``; ``.maps`` is "head" -> the head's ``MapView``, "grid" -> the score grid's.
     """
-    from ...trained import minilm as pretrained
+    from ...lessons.trained import minilm as pretrained
 
     presets = {name: " | ".join(words) if any(" " in w for w in words) else " ".join(words)
                for name, words in PHRASED_SENTENCES.items()}

@@ -1,4 +1,4 @@
-"""Explorers of the tiny trained models (``attn.trained.tiny``): maps forming during training,
+"""Explorers of the tiny trained models (``attn.lessons.trained.tiny``): maps forming during training,
 and maps on chosen held-out examples.
 
 ``training_frame`` and ``example_frame`` are the pure functions (a test calls them);
@@ -18,13 +18,13 @@ import numpy as np
 import torch
 
 from ...language import mark, tr
-from ...plotting import new_figure, text_font
+from ...drawing.plotting import new_figure, text_font
 from .._bitmaps import AxesTitle
 from .._mapview import MapView
-from ...pattern_scores import pattern_mask, pattern_score
+from ...lessons.pattern_scores import pattern_mask, pattern_score
 from ...threads import torch_threads
-from ...trained.tasks import IGNORE, TASKS, held_out_batch, token_labels
-from ...trained.tiny import TinyTransformer, TrainRun
+from ...lessons.trained.tasks import IGNORE, TASKS, held_out_batch, token_labels
+from ...lessons.trained.tiny import TinyTransformer, TrainRun
 from .._base import Explorer, options, sentences
 
 __all__ = [
@@ -40,7 +40,7 @@ __all__ = [
 
 N_EXAMPLES = 32  # held-out examples the example explorer can show
 
-# The tasks' names and patterns (``attn.trained.tasks.TASKS``), marked here for the catalogue:
+# The tasks' names and patterns (``attn.lessons.trained.tasks.TASKS``), marked here for the catalogue:
 # the explorers show them translated (their descriptions are marked where they are written).
 _TASK_WORDS = (mark("neighbours"), mark("reverse"), mark("cls"), mark("phrases"),
                mark("diagonal"), mark("anti-diagonal"), mark("vertical"), mark("block"))

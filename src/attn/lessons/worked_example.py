@@ -1,0 +1,488 @@
+"""The chapter's worked example, step by step: every intermediate matrix, checks any result
+must pass, and the same steps under other choices of scale or inputs.
+
+The example: 3 tokens, d_model = 4, d_k = d_v = 2 (``attn.examples.worked_example_inputs``).
+
+    Q = X W^Q,  K = X W^K,  V = X W^V          (3, 2) each
+    QK^T = Q K^T                               (3, 3)
+    scaled = QK^T * scale  (scale = 1/sqrt(d_k) in the chapter)
+    weights = softmax(scaled), row by row      (3, 3)
+    output = weights V                         (3, 2)
+
+The second half of this file checks every number the chapter prints for its worked example.
+``check_chapter`` puts each printed matrix (``attn.examples.CHAPTER_PRINTED``) beside two
+computations: the right one (from X and the W's, ``worked_steps``) and the one that follows
+from the chapter's own previous printed step. The first says whether a printed number is
+right; the second says where an error entered (a step whose printed input is wrong can still
+be computed correctly from it).
+
+Tolerances: the chapter rounds to 2 decimals, so a printed number agrees when it is within
+half a unit of the last decimal (0.005) of the computed one. When a step is recomputed from
+printed (rounded) inputs, the rounding of those inputs is carried through as well.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .._checks import check_choice, check_float, check_int, check_number, check_rank, shape_str, to_numpy
+from .._text import ljust, rjust, width
+from ..examples import CHAPTER_PRINTED, worked_example_inputs
+from ..language import mark, tr
+
+__all__ = [
+    "STEPS",
+    "SCALES",
+    "printed",
+    "worked_steps",
+    "row_softmax",
+    "SanityReport",
+    "sanity_checks",
+    "explain_row_product",
+    "scenarios",
+    "SCENARIO_NAMES",
+    "format_matrix",
+    "format_scenarios",
+    "ROUNDING_ATOL",
+    "StepCheck",
+    "check_chapter",
+    "format_check",
+    "format_summary",
+    "renormalised_printed_weights",
+]
+
+#: The steps in the order the chapter prints them.
+STEPS: tuple[str, ...] = ("Q", "K", "V", "sqrt(d_k)", "K^T", "QK^T", "scaled", "weights", "output")
+
+#: Scale choices for the scores: name -> function of d_k.
+SCALES: dict[str, object] = {
+    "1/sqrt(d_k)": lambda d_k: 1.0 / math.sqrt(d_k),
+    "1/d_k": lambda d_k: 1.0 / d_k,
+    "none": lambda d_k: 1.0,
+}
+
+def printed(step: str) -> Tensor:
+    """The chapter's printed matrix for ``step`` (one of ``STEPS``) as a float64 tensor."""
+    check_choice("step", step, STEPS)
+    return torch.tensor(CHAPTER_PRINTED[step], dtype=torch.float64)
+
+
+def _matrix(name: str, t: object, shape: tuple[int, ...] | None) -> Tensor:
+    """A float matrix (2 dims), of ``shape`` if one is given."""
+    t = check_float(name, t)
+    check_rank(name, t, 2, "(rows, cols)")
+    if shape is not None and tuple(t.shape) != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got shape {shape_str(t)}")
+    return t
+
+
+def worked_steps(
+    X: Tensor | None = None,
+    W_Q: Tensor | None = None,
+    W_K: Tensor | None = None,
+    W_V: Tensor | None = None,
+    *,
+    scale: str = "1/sqrt(d_k)",
+    overrides: Mapping[str, Tensor] | None = None,
+) -> dict[str, Tensor]:
+    """Every intermediate matrix of single-head attention, in order.
+
+    Args:
+        X: (n, d_model) inputs; W_Q, W_K: (d_model, d_k); W_V: (d_model, d_v). Each defaults
+            to the chapter's matrix (n = 3, d_model = 4, d_k = d_v = 2).
+        scale: how the scores are scaled, a key of ``SCALES``: "1/sqrt(d_k)" (the chapter),
+            "1/d_k" or "none".
+        overrides: step name -> matrix that replaces the computed one; the later steps then
+            follow from it (e.g. ``{"Q": printed("Q")}`` keeps the chapter's Q).
+
+    Returns:
+        step -> tensor: "Q" (n, d_k), "K" (n, d_k), "V" (n, d_v), "sqrt(d_k)" (1, 1),
+        "K^T" (d_k, n), "QK^T" (n, n), "scaled" (n, n), "weights" (n, n), "output" (n, d_v),
+        and "scale" (1, 1), the factor the scores were multiplied by.
+    """
+    ex = worked_example_inputs()
+    X = _matrix("X", ex["X"] if X is None else X, None)
+    W_Q = _matrix("W_Q", ex["W_Q"] if W_Q is None else W_Q, None)
+    W_K = _matrix("W_K", ex["W_K"] if W_K is None else W_K, None)
+    W_V = _matrix("W_V", ex["W_V"] if W_V is None else W_V, None)
+    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
+        if W.shape[0] != X.shape[1]:
+            raise ValueError(f"{name}: expected {X.shape[1]} rows (d_model of X {shape_str(X)}), "
+                             f"got shape {shape_str(W)}")
+    if W_Q.shape[1] != W_K.shape[1]:
+        raise ValueError(f"W_K: expected {W_Q.shape[1]} columns (d_k of W_Q), got shape {shape_str(W_K)}")
+    check_choice("scale", scale, tuple(SCALES))
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - set(STEPS)
+    if unknown:
+        raise ValueError(f"overrides: expected keys among {STEPS}, got {sorted(unknown)}")
+
+    out: dict[str, Tensor] = {}
+
+    def put(step: str, value: Tensor) -> Tensor:
+        if step in overrides:
+            value = _matrix(f"overrides[{step!r}]", overrides[step], tuple(value.shape)).to(X.dtype)
+        out[step] = value
+        return value
+
+    d_k = W_Q.shape[1]
+    Q = put("Q", X @ W_Q)  # (n, d_model) @ (d_model, d_k) -> (n, d_k)
+    K = put("K", X @ W_K)  # (n, d_k)
+    V = put("V", X @ W_V)  # (n, d_v)
+    put("sqrt(d_k)", torch.full((1, 1), math.sqrt(d_k), dtype=X.dtype))
+    KT = put("K^T", K.T)  # (n, d_k) -> (d_k, n)
+    scores = put("QK^T", Q @ KT)  # (n, d_k) @ (d_k, n) -> (n, n)
+    factor = SCALES[scale](d_k)
+    out["scale"] = torch.full((1, 1), factor, dtype=X.dtype)
+    scaled = put("scaled", scores * factor)
+    weights = put("weights", row_softmax(scaled))  # each row sums to 1
+    put("output", weights @ V)  # (n, n) @ (n, d_v) -> (n, d_v)
+    return out
+
+
+def row_softmax(scores: Tensor) -> Tensor:
+    """softmax of each row, written out: exp(s_ij - max_j s_ij) / sum_j exp(s_ij - max_j s_ij).
+
+    Subtracting the row's largest score changes nothing mathematically (it cancels in the
+    ratio) and keeps exp from overflowing. Same numbers as ``torch.softmax(scores, dim=-1)``.
+
+    Args:
+        scores: (..., n, S) -> weights (..., n, S), each row summing to 1.
+    """
+    scores = check_float("scores", scores)
+    e = (scores - scores.amax(dim=-1, keepdim=True)).exp()  # (..., n, S), largest entry 1
+    return e / e.sum(dim=-1, keepdim=True)  # (..., n, S) / (..., n, 1)
+
+
+@dataclass(frozen=True)
+class SanityReport:
+    """Checks any attention result must pass, whatever X and the W's are.
+
+    Attributes:
+        row_sums: (n,) sum of each row of the weights (must be 1).
+        nonnegative: every weight >= 0.
+        v_min, v_max: (d_v,) smallest and largest entry of each column of V.
+        inside: (n, d_v) whether each output entry lies within its V column's [min, max]
+            (an output row is a weighted average of the rows of V).
+    """
+
+    row_sums: np.ndarray
+    nonnegative: bool
+    v_min: np.ndarray
+    v_max: np.ndarray
+    inside: np.ndarray
+    atol: float
+
+    @property
+    def rows_sum_to_one(self) -> np.ndarray:
+        return np.abs(self.row_sums - 1) <= self.atol + 1e-12
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows_sum_to_one.all() and self.nonnegative and self.inside.all())
+
+    def __str__(self) -> str:
+        """The four checks, one line each, in the current language (``attn.language``)."""
+        sums = ", ".join(f"{s:.2f}" for s in self.row_sums)
+        bounds = ", ".join(f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(self.v_min, self.v_max))
+        outside = [(int(i), int(j)) for i, j in zip(*np.nonzero(~self.inside))]
+        if self.rows_sum_to_one.all():
+            row_sums = tr("row sums of the weights: {sums} -> all 1", sums=sums)
+        else:
+            rows = [int(i) for i in np.nonzero(~self.rows_sum_to_one)[0]]
+            row_sums = tr("row sums of the weights: {sums} -> rows {rows} do not sum to 1", sums=sums, rows=rows)
+        if not outside:
+            inside = tr("output inside those ranges: yes")
+        else:
+            inside = tr("output inside those ranges: no, at (row, col) {cells}", cells=outside)
+        return "\n".join([
+            row_sums,
+            tr("weights >= 0: {ok}", ok=self.nonnegative),
+            tr("range of each V column: {bounds}", bounds=bounds),
+            inside,
+        ])
+
+
+def sanity_checks(weights: object, V: object, output: object, *, atol: float = 1e-9) -> SanityReport:
+    """Checks that catch a wrong attention result without recomputing it.
+
+    Args:
+        weights: (n, S) attention weights; V: (S, d_v) values; output: (n, d_v).
+        atol: tolerance; use about 3 x 0.005 for numbers rounded to 2 decimals.
+    """
+    w = to_numpy("weights", weights, ndim=2)
+    v = to_numpy("V", V, ndim=2)
+    o = to_numpy("output", output, ndim=2)
+    if w.shape[1] != v.shape[0] or o.shape != (w.shape[0], v.shape[1]):
+        raise ValueError(f"weights/V/output: expected shapes (n, S), (S, d_v), (n, d_v), got "
+                         f"{w.shape}, {v.shape}, {o.shape}")
+    v_min, v_max = v.min(axis=0), v.max(axis=0)
+    inside = (o >= v_min - atol - 1e-12) & (o <= v_max + atol + 1e-12)
+    return SanityReport(row_sums=w.sum(axis=1), nonnegative=bool((w >= -atol).all()),
+                        v_min=v_min, v_max=v_max, inside=inside, atol=atol)
+
+
+def explain_row_product(X: object, W: object, row: int, *, names: tuple[str, str] = ("X", "W")) -> str:
+    """Write out ``X[row] @ W`` column by column, as one would by hand.
+
+    Args:
+        X: (n, d_model); W: (d_model, d_out); row: 0-based row of X.
+
+    Returns:
+        One line per output column: "col j: x0*w0j + x1*w1j + ... = value" (its words in the
+        current language, ``attn.language``).
+    """
+    x = to_numpy(names[0], X, ndim=2)
+    w = to_numpy(names[1], W, ndim=2)
+    row = check_int("row", row, low=0, high=x.shape[0] - 1)
+    if x.shape[1] != w.shape[0]:
+        raise ValueError(f"{names[1]}: expected {x.shape[1]} rows, got shape {w.shape}")
+    lines = [f"{names[0]}[{row}] = {_num_list(x[row])}"]
+    for j in range(w.shape[1]):
+        terms = " + ".join(f"{_num(a)}*{_num(b)}" for a, b in zip(x[row], w[:, j]))
+        lines.append("  " + tr("col {j}: {terms} = {value}", j=j, terms=terms, value=_num(float(x[row] @ w[:, j]))))
+    lines.append(f"{names[0]}[{row}] @ {names[1]} = {_num_list(x[row] @ w)}")
+    return "\n".join(lines)
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else f"{v:.2f}"
+
+
+def _num_list(a: np.ndarray) -> str:
+    return "[" + ", ".join(_num(float(v)) for v in a) + "]"
+
+
+def scenarios() -> dict[str, dict[str, Tensor]]:
+    """Three versions of the example, for side-by-side display.
+
+    Returns:
+        "printed": the chapter's numbers as printed;
+        "softmax fixed": the chapter's (wrong) Q kept, every later step computed correctly;
+        "right": everything computed from X and the W's.
+    """
+    chapter = {step: printed(step) for step in STEPS}
+    return {
+        "printed": chapter,
+        "softmax fixed": worked_steps(overrides={"Q": printed("Q")}),
+        "right": worked_steps(),
+    }
+
+
+#: The names of ``scenarios()``: ``format_scenarios`` heads its columns with them, translated.
+SCENARIO_NAMES: tuple[str, ...] = (mark("printed"), mark("softmax fixed"), mark("right"))
+
+
+def format_scenarios(versions: Mapping[str, Mapping[str, Tensor]], step: str, decimals: int = 2) -> str:
+    """One step of several versions of the example side by side (e.g. ``scenarios()``).
+
+    Args:
+        versions: name -> (step -> matrix); step: which matrix to show. The names of
+            ``scenarios()`` are shown in the current language (``attn.language``), others as given.
+    """
+    cols = []
+    for name, steps in versions.items():
+        if step not in steps:
+            raise ValueError(f"step: expected one of {tuple(steps)}, got {step!r}")
+        shown = tr(name) if name in SCENARIO_NAMES else name
+        cols.append((shown, format_matrix(to_numpy(step, steps[step], ndim=2), (), decimals)))
+    column = max(len(r) for _, rows in cols for r in rows) + 3
+    column = max(column, max(width(name) for name, _ in cols) + 3)
+    lines = [step, "".join(ljust(name, column) for name, _ in cols).rstrip()]
+    for i in range(len(cols[0][1])):
+        lines.append("".join(f"{rows[i]:<{column}}" for _, rows in cols).rstrip())
+    return "\n".join(lines)
+
+
+def format_matrix(a: np.ndarray, marks: tuple[tuple[int, int], ...] = (), decimals: int = 2) -> list[str]:
+    """One line per row of a matrix, each number to ``decimals`` places; ``marks`` lists
+    (row, col) entries to flag with a *."""
+    rows = []
+    for i, row in enumerate(a):
+        cells = []
+        for j, v in enumerate(row):
+            s = f"{v:.{decimals}f}"
+            cells.append(f"{s}{'*' if (i, j) in marks else ' '}")
+        rows.append("[" + " ".join(f"{c:>7}" for c in cells) + "]")
+    return rows
+
+
+# --- the check of every number the chapter prints -----------------------------------------
+
+#: Half a unit of the chapter's last printed decimal.
+ROUNDING_ATOL: float = 0.005
+
+_FORMULAS = {
+    "Q": "X W^Q",
+    "K": "X W^K",
+    "V": "X W^V",
+    "sqrt(d_k)": "sqrt(2)",
+    "K^T": mark("transpose of K"),
+    "QK^T": "Q K^T",
+    "scaled": "Q K^T / sqrt(d_k)",
+    "weights": mark("softmax of each row of scaled"),
+    "output": "weights V",
+}
+#: The formulas written in words, shown in the current language; the others are code.
+_WORDED = frozenset({_FORMULAS["K^T"], _FORMULAS["weights"]})
+
+def _from_printed(step: str) -> tuple[Tensor, np.ndarray]:
+    """``step`` computed from the chapter's printed inputs, and how far rounding of those
+    inputs (each within 0.005 of its true value) can move each entry."""
+    ex = worked_example_inputs()
+    r = ROUNDING_ATOL
+    if step in ("Q", "K", "V"):
+        t = ex["X"] @ ex["W_" + step]
+        return t, np.zeros(tuple(t.shape))
+    if step == "sqrt(d_k)":
+        return torch.full((1, 1), math.sqrt(2.0), dtype=torch.float64), np.zeros((1, 1))
+    if step == "K^T":
+        t = printed("K").T
+        return t, np.zeros(tuple(t.shape))
+    if step == "QK^T":  # printed Q and K are integers: nothing rounded
+        t = printed("Q") @ printed("K").T
+        return t, np.zeros(tuple(t.shape))
+    if step == "scaled":  # printed QK^T is integer
+        t = printed("QK^T") / math.sqrt(2.0)
+        return t, np.zeros(tuple(t.shape))
+    if step == "weights":
+        # d p_i = p_i (d x_i - sum_j p_j d x_j): with |d x| <= r, |d p_i| <= 2 r p_i.
+        p = row_softmax(printed("scaled"))
+        return p, 2 * r * p.numpy()
+    if step == "output":
+        # each weight within r: output (i, j) moves by at most r * sum_k |V_kj|.
+        w, V = printed("weights"), printed("V")
+        slack = r * np.abs(V.numpy()).sum(axis=0, keepdims=True)  # (1, d_v)
+        return w @ V, np.broadcast_to(slack, (w.shape[0], V.shape[1])).copy()
+    raise ValueError(f"step: expected one of {STEPS}, got {step!r}")
+
+
+def _bad_entries(a: np.ndarray, b: np.ndarray, atol: np.ndarray | float) -> tuple[tuple[int, int], ...]:
+    bad = np.abs(a - b) > atol + 1e-12
+    return tuple((int(i), int(j)) for i, j in zip(*np.nonzero(bad)))
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """One printed step beside the right value and the value its printed inputs give.
+
+    Attributes:
+        step, formula: the step's name and what it computes.
+        printed: what the chapter prints.
+        computed: the right value, computed from X and the W's.
+        from_printed: the value computed from the chapter's previous printed step(s).
+        wrong: (row, col) entries (0-based) where printed and computed differ by more than
+            the rounding tolerance.
+        inconsistent: entries where printed and from_printed differ by more than the rounding
+            tolerance plus the rounding carried in from the printed inputs.
+    """
+
+    step: str
+    formula: str
+    printed: np.ndarray
+    computed: np.ndarray
+    from_printed: np.ndarray
+    wrong: tuple[tuple[int, int], ...]
+    inconsistent: tuple[tuple[int, int], ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.wrong
+
+    @property
+    def verdict(self) -> str:
+        """Right or wrong, and where a wrong number came from, in the current language."""
+        if not self.wrong:
+            return tr("right (to the printed 2 decimals)")
+        if not self.inconsistent:
+            return tr("wrong, but follows from the chapter's previous printed step (an earlier error carried on)")
+        return tr("wrong, and does not follow from the chapter's previous printed step (a new error here)")
+
+
+def check_chapter(atol: float = ROUNDING_ATOL) -> dict[str, StepCheck]:
+    """Check every matrix the chapter prints for its worked example.
+
+    Args:
+        atol: how far a printed number may be from the computed one (default: half a unit
+            of the second decimal, the chapter's rounding).
+
+    Returns:
+        step -> ``StepCheck``, in the order of ``STEPS``.
+    """
+    atol = check_number("atol", atol, non_negative=True)
+    right = worked_steps()
+    checks = {}
+    for step in STEPS:
+        p = printed(step).numpy()
+        c = right[step].numpy()
+        f, slack = _from_printed(step)
+        checks[step] = StepCheck(
+            step=step,
+            formula=_FORMULAS[step],
+            printed=p,
+            computed=c,
+            from_printed=f.numpy(),
+            wrong=_bad_entries(p, c, atol),
+            inconsistent=_bad_entries(p, f.numpy(), atol + slack),
+        )
+    return checks
+
+
+def format_check(check: StepCheck, decimals: int = 2) -> str:
+    """Printed | right | from the printed previous step, side by side; * marks a disagreement.
+
+    The words are in the current language (``attn.language``); steps, formulas in symbols and
+    numbers are the same in every language.
+    """
+    cols = [
+        (tr("printed"), format_matrix(check.printed, check.wrong, decimals)),
+        (tr("right"), format_matrix(check.computed, (), decimals)),
+        (tr("from printed inputs"), format_matrix(check.from_printed, check.inconsistent, decimals)),
+    ]
+    column = max(len(r) for _, rows in cols for r in rows) + 3
+    formula = tr(check.formula) if check.formula in _WORDED else check.formula
+    lines = [tr("{step} = {formula}: {verdict}", step=check.step, formula=formula, verdict=check.verdict)]
+    lines.append("".join(ljust(name, column) for name, _ in cols).rstrip())
+    for i in range(len(cols[0][1])):
+        lines.append("".join(f"{rows[i]:<{column}}" for _, rows in cols).rstrip())
+    if check.wrong:
+        where = ", ".join(f"({i},{j})" for i, j in check.wrong)
+        lines.append("  " + tr("printed differs from the right value at (row, col) = {where}", where=where))
+    if check.inconsistent:
+        where = ", ".join(f"({i},{j})" for i, j in check.inconsistent)
+        lines.append("  " + tr("printed does not follow from its printed inputs at {where}", where=where))
+    return "\n".join(lines)
+
+
+def format_summary(checks: Mapping[str, StepCheck]) -> str:
+    """One line per step: how many numbers are printed, how many are wrong, the verdict
+    (the words in the current language, ``attn.language``)."""
+    step, count, wrong = tr("step"), tr("printed"), tr("wrong")
+    w_step, w_count, w_wrong = max(10, width(step)), max(7, width(count)), max(5, width(wrong))
+    lines = [f"{ljust(step, w_step)} {rjust(count, w_count)} {rjust(wrong, w_wrong)}  {tr('verdict')}"]
+    for name, c in checks.items():
+        lines.append(f"{name:<{w_step}} {c.printed.size:>{w_count}} {len(c.wrong):>{w_wrong}}  {c.verdict}")
+    total = sum(c.printed.size for c in checks.values())
+    bad = sum(len(c.wrong) for c in checks.values())
+    lines.append(f"{ljust(tr('all'), w_step)} {total:>{w_count}} {bad:>{w_wrong}}")
+    return "\n".join(lines)
+
+
+def renormalised_printed_weights() -> dict[str, Tensor]:
+    """The printed weights divided by their row sums, beside the softmax of the printed scores.
+
+    Returns:
+        "row_sums" (3,), "renormalised" (3, 3), "softmax_of_printed_scaled" (3, 3),
+        "max_abs_diff" (scalar): how far apart the last two are.
+    """
+    w = printed("weights")
+    sums = w.sum(-1)
+    renorm = w / sums[:, None]  # (3, 3) / (3, 1)
+    soft = row_softmax(printed("scaled"))
+    return {"row_sums": sums, "renormalised": renorm, "softmax_of_printed_scaled": soft,
+            "max_abs_diff": (renorm - soft).abs().max()}
