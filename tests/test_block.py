@@ -266,6 +266,65 @@ def test_errors_come_before_any_computation():
     assert ran == []
 
 
+# ---- one check of each input per call, at the block's door ----
+
+def spy_on_checks(monkeypatch):
+    """Every ``check_*`` of the block, its attention layer and ``attn.functional``, recorded as
+    (module, check, the name it checked) before it runs."""
+    import attn.block
+    import attn.functional
+    import attn.modules
+
+    log = []
+    for namespace in (attn.block, attn.modules, attn.functional):
+        for name in [n for n in vars(namespace) if n.startswith("check_")]:
+            def spy(*args, _real=getattr(namespace, name), _at=(namespace.__name__, name), **kwargs):
+                log.append((*_at, str(args[0])))
+                return _real(*args, **kwargs)
+            monkeypatch.setattr(namespace, name, spy)
+    return log
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("mask_name", ["none", "causal", "padding"])
+def test_forward_checks_each_input_once_at_the_block(monkeypatch, norm_first, mask_name):
+    """The block checks x and the mask; its attention layer runs its unchecked step
+    (``MultiHeadAttention.compute``) and checks nothing again."""
+    block = TransformerBlock(E, H, F, norm_first=norm_first).double().eval()
+    mask = masks()[mask_name][0]
+    log = spy_on_checks(monkeypatch)
+    assert block(rand(B, L, E), mask, causal=True).shape == (B, L, E)
+    assert len(log) == len(set(log)), f"an input checked twice: {log}"
+    assert [e for e in log if e[1] == "check_float"] == [("attn.block", "check_float", "x")]
+    assert [e for e in log if e[1] == "check_bool_mask"] == (
+        [] if mask is None else [("attn.block", "check_bool_mask", "mask")])
+    assert [e for e in log if e[0] != "attn.block"] == [], "the attention layer checked again"
+
+
+def test_a_bad_mask_is_refused_once_with_the_blocks_message(monkeypatch):
+    """Named as the block names it: its legend is (B, H, L, L), the attention layer's (B, H, L, S)."""
+    block = TransformerBlock(E, H, F).double()
+    log = spy_on_checks(monkeypatch)
+    with pytest.raises(ValueError, match=r"^mask: expected a shape broadcastable to \(B, H, L, L\) = "
+                                         r"\(3, 2, 5, 5\), got shape \(4, 4\)$"):
+        block(rand(B, L, E), torch.ones(4, 4, dtype=torch.bool))
+    assert [e for e in log if e[1] == "check_bool_mask"] == [("attn.block", "check_bool_mask", "mask")]
+    with pytest.raises(ValueError, match=r"^x: expected last dim d_model=8, got shape \(3, 5, 6\)$"):
+        block(rand(B, L, 6))  # the attention layer would have said "query: expected last dim E=8"
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_what_the_attention_layer_reads_is_still_seen_from_outside(norm_first):
+    """The block calls its layer's unchecked step, not the layer: the lessons that watch a
+    layer's input (``attention_inputs``, notebook 08) still see it, x or norm1(x)."""
+    from attn.lessons.contributions import attention_inputs
+
+    block = TransformerBlock(E, H, F, norm_first=norm_first).double().eval()
+    x = rand(B, L, E, seed=6)
+    (seen,) = attention_inputs(block, x)
+    torch.testing.assert_close(seen, block.norm1(x) if norm_first else x, atol=0, rtol=0)
+
+
 def test_sizes_whose_weights_cannot_be_allocated_are_refused_before_any():
     with pytest.raises(ValueError, match=r"^d_ff: expected a \(d_ff, d_model\) weight of at most 2\*\*28 = "
                                          r"268,435,456 entries, got \(d_ff, d_model\) = \(1099511627776, 8\), "

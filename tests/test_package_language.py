@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from attn.lessons import chapter_check
 from attn.lessons import worked_example as we
 from attn._text import width
 from attn.lessons.cost.counts import compare_heads, format_rows
@@ -81,14 +82,14 @@ def no_new_missing():
 
 
 def worked_texts() -> dict[str, str]:
-    checks = we.check_chapter()
+    checks = chapter_check.check_chapter()
     ex = worked_example_inputs()
     right = we.worked_steps()
     return {
-        "check Q": we.format_check(checks["Q"]),
-        "check weights": we.format_check(checks["weights"]),
-        "check K^T": we.format_check(checks["K^T"]),
-        "summary": we.format_summary(checks),
+        "check Q": chapter_check.format_check(checks["Q"]),
+        "check weights": chapter_check.format_check(checks["weights"]),
+        "check K^T": chapter_check.format_check(checks["K^T"]),
+        "summary": chapter_check.format_summary(checks),
         "row product": we.explain_row_product(ex["X"], ex["W_Q"], 1, names=("X", "W_Q")),
         "sanity printed": str(we.sanity_checks(we.printed("weights"), we.printed("V"), we.printed("output"),
                                                atol=3 * we.ROUNDING_ATOL)),
@@ -129,7 +130,7 @@ ENGLISH_WORKED = {
 def test_worked_example_in_chinese(no_new_missing):
     with language("zh"):
         texts = worked_texts()
-        verdicts = {step: c.verdict for step, c in we.check_chapter().items()}
+        verdicts = {step: c.verdict for step, c in chapter_check.check_chapter().items()}
     for name, text in texts.items():
         assert chinese(text), name
     assert "K 的转置" in texts["check K^T"].splitlines()[0]  # a formula in words is translated ...
@@ -148,7 +149,7 @@ def test_worked_example_in_english_is_unchanged():
         assert texts[name] == text, name
     assert texts["summary"].splitlines()[0] == "step       printed wrong  verdict"
     assert texts["summary"].splitlines()[-1] == "all             58    15"
-    assert we.check_chapter()["K"].verdict == "right (to the printed 2 decimals)"
+    assert chapter_check.check_chapter()["K"].verdict == "right (to the printed 2 decimals)"
 
 
 def right_edges(lines: list[str]) -> list[list[int]]:
@@ -178,7 +179,7 @@ def test_cost_table_in_english_is_unchanged():
 
 def test_worked_summary_lines_up_in_chinese():
     with language("zh"):
-        lines = we.format_summary(we.check_chapter()).splitlines()
+        lines = chapter_check.format_summary(chapter_check.check_chapter()).splitlines()
     edges = [e[:3] for e in right_edges(lines)]
     assert all(e[1:] == edges[0][1:] for e in edges), lines
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attn.widgets import Explorer, scaling_explorer
+from attn.widgets import Explorer
+from attn.widgets.scaling import scaling_explorer
 from attn.widgets._base import html_to_text
 
 from _pictures import explorer_outputs

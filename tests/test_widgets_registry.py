@@ -1,6 +1,9 @@
 """Every explorer of the course: builds without arguments, and every control, moved from the
 explorer's default state, changes the picture (its decoded pixels: a new readout is not enough);
 every control has a name and every slider says the value it shows (for a screen reader)."""
+import subprocess
+import sys
+
 import ipywidgets as widgets
 import numpy as np
 import pytest
@@ -21,6 +24,24 @@ def other_value(control):
     if isinstance(control, widgets.Text):
         return control.value + " 北京"
     raise AssertionError(f"no rule for {type(control).__name__}")
+
+
+def test_importing_the_registry_imports_no_explorer():
+    """``import attn.widgets`` (and reading ``EXPLORERS``) loads only what every explorer
+    shares, ``_base``; each entry imports its explorer's module when it is called."""
+    code = ("import sys\nfrom attn.widgets import EXPLORERS\n"
+            "print(*sorted(m for m in sys.modules if m.startswith('attn.widgets.')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            timeout=120).stdout.split()
+    assert loaded == ["attn.widgets._base"]
+
+
+def test_each_entry_is_the_builder_its_module_names():
+    """One form for every entry: the builder of ``attn.widgets.<module>`` named as the explorer
+    (04's is ``splitting_explorer``, in ``attn.widgets.splitting``)."""
+    names = {key: builder.__name__ for key, builder in EXPLORERS.items()}
+    assert names["splitting (04)"] == "splitting_explorer"
+    assert all(name.endswith("_explorer") for name in names.values()), names
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ def test_view_scores_weights_and_gradients():
     # the unscaled scores spread out: less of them in the two middle bins at d_k = 512
     middle = slice(len(BINS) // 2 - 1, len(BINS) // 2 + 1)
     assert large.hist_raw[middle].sum() < 0.3 < large.hist_scaled[middle].sum()
-    with pytest.raises(ValueError, match=r"d_k: expected a power of two in \(1, 2, 4"):
+    with pytest.raises(ValueError, match=r"^d_k: expected one of 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, got 3$"):
         scaling_view(3)
 
 
@@ -61,7 +61,19 @@ def test_explorer_slider_steps_in_powers_of_two_and_moves_every_panel():
 
 
 def test_explorer_bad_input():
-    with pytest.raises(ValueError, match="d_k"):
+    with pytest.raises(ValueError, match=r"^d_k: expected one of 1, 2, 4, .*, got 0$"):
         scaling_explorer(0)
-    with pytest.raises(ValueError, match="d_k"):
+    with pytest.raises(ValueError, match=r"^d_k: expected one of 1, 2, 4, .*, got 100$"):
         scaling_explorer(100)
+
+
+@pytest.mark.parametrize("d_k, seed, error, message", [
+    (True, 0, TypeError, r"^d_k: expected an int, got bool True$"),  # True == 1 would pass as d_k = 1
+    (4.0, 0, TypeError, r"^d_k: expected an int, got float 4.0$"),
+    ("64", 0, TypeError, r"^d_k: expected an int, got str '64'$"),
+    (64, "0", TypeError, r"^seed: expected an int, got str '0'$"),
+    (64, False, TypeError, r"^seed: expected an int, got bool False$"),
+])
+def test_view_names_a_bad_argument_expected_and_got(d_k, seed, error, message):
+    with pytest.raises(error, match=message):
+        scaling_view(d_k, seed=seed)

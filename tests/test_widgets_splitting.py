@@ -10,7 +10,7 @@ from attn.lessons.cost.counts import multi_head_cost, valid_num_heads
 from attn.examples import SENTENCE
 from attn.lessons.handbuilt.heads import diagonal_qk, vertical_qk
 from attn.widgets.splitting import (D_MODELS, HEAD_SLOTS, INPUTS, MAX_HEADS, _cached_state, _inputs, _module,
-                                heads_explorer, heads_state)
+                                    heads_state, splitting_explorer)
 from attn.lessons.two_sources import error_left, two_source_target
 
 N = len(SENTENCE)
@@ -89,9 +89,9 @@ def test_state_bad_inputs():
     with pytest.raises(ValueError, match="inputs: expected one of"):
         heads_state(12, 3, inputs="trained")
     with pytest.raises(ValueError, match="d_model"):
-        heads_explorer(d_model=10)
+        splitting_explorer(d_model=10)
     with pytest.raises(ValueError, match="num_heads"):
-        heads_explorer(d_model=16, num_heads=16)
+        splitting_explorer(d_model=16, num_heads=16)
 
 
 def _cell_is_blank(ex, h):
@@ -100,7 +100,7 @@ def _cell_is_blank(ex, h):
 
 
 def test_picture_shows_each_heads_weights_with_dots_on_the_sources():
-    ex = heads_explorer()
+    ex = splitting_explorer()
     px, cmap, n = pixels(ex), colormaps["Blues"], len(SENTENCE)
     for h in range(2):
         w = ex.state.weights[h]
@@ -115,7 +115,7 @@ def test_picture_shows_each_heads_weights_with_dots_on_the_sources():
 
 
 def test_input_choice_redraws_every_head():
-    ex = heads_explorer(d_model=16, num_heads=4)
+    ex = splitting_explorer(d_model=16, num_heads=4)
     before = [box(pixels(ex), ex.maps[h].ax) for h in range(4)]
     ex.controls["inputs"].value = "random"
     after = [box(pixels(ex), ex.maps[h].ax) for h in range(4)]
@@ -124,7 +124,7 @@ def test_input_choice_redraws_every_head():
 
 
 def test_explorer_every_d_model_and_head_count():
-    ex = heads_explorer()
+    ex = splitting_explorer()
     d_box, h_box = ex.controls["d_model"], ex.controls["num_heads"]
     calls = []
     inner = ex._update
@@ -156,7 +156,7 @@ def test_explorer_every_d_model_and_head_count():
 
 
 def test_explorer_one_head_readout():
-    ex = heads_explorer(d_model=512, num_heads=8)
+    ex = splitting_explorer(d_model=512, num_heads=8)
     assert "Each word needs two sources" in ex.readout.value
     ex.controls["num_heads"].value = 1
     assert ex.state.weights.shape == (1, N, N)
@@ -167,7 +167,7 @@ def test_explorer_one_head_readout():
 def test_two_sources_picture_changes_with_d_model():
     """Found by the browser test: at d_model 16 and 24 the hand-set heads' maps are the same,
     so the picture must say which d_k each head works in."""
-    ex = heads_explorer(d_model=16, num_heads=2)
+    ex = splitting_explorer(d_model=16, num_heads=2)
     before = pixels(ex)
     ex.controls["d_model"].value = 24
     assert changed(before, pixels(ex))
@@ -206,7 +206,7 @@ def _bar_heights(ex):
 
 
 def test_heads_control_shows_the_error_beside_the_weights():
-    ex = heads_explorer(d_model=16, num_heads=2)
+    ex = splitting_explorer(d_model=16, num_heads=2)
     for h in (1, 2, 4, 8):
         ex.controls["num_heads"].value = h
         heights, dark = _bar_heights(ex)
@@ -224,7 +224,7 @@ def test_heads_control_shows_the_error_beside_the_weights():
 
 
 def test_d_model_and_input_change_the_error_panel():
-    ex = heads_explorer(d_model=16, num_heads=2)
+    ex = splitting_explorer(d_model=16, num_heads=2)
     heights16, _ = _bar_heights(ex)
     assert heights16[HEAD_SLOTS.index(3)] == 0.0  # 3 does not divide 16: no bar
     ex.controls["d_model"].value = 24

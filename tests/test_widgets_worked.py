@@ -13,7 +13,8 @@ from _pictures import box, cell, changed, near, pixels
 
 from attn.examples import worked_example_inputs
 from attn.widgets.worked import DELTAS, PRINTED_STEPS, SCALE_LABELS, worked_explorer, worked_state
-from attn.lessons.worked_example import SCALES, check_chapter, printed, worked_steps
+from attn.lessons.chapter_check import check_chapter
+from attn.lessons.worked_example import SCALES, printed, worked_steps
 
 ORANGE = (255, 127, 14)  # the frame of the nudged X entry
 

@@ -139,7 +139,7 @@ def recipes() -> dict[str, list[Recipe]]:
         Recipe("03_worked_example", f"{w}.worked", _call(f"{w}.worked", "worked_explorer")),
         # the heads drop-down offers the divisors of d_model: every count any d_model allows
         Recipe("04_multi_head", f"{w}.splitting",
-               _call(f"{w}.splitting", "heads_explorer", d_model=16, num_heads=2),
+               _call(f"{w}.splitting", "splitting_explorer", d_model=16, num_heads=2),
                grid={"num_heads": (1, 2, 3, 4, 6, 8)}),
         Recipe("05_pytorch_implementation", f"{w}.masks",
                _call(f"{w}.masks", "mask_explorer", "causal + left padding", length=6, fill="-inf")),

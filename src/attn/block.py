@@ -84,13 +84,16 @@ class TransformerBlock(nn.Module):
     def attention_sublayer(self, x: Tensor, mask: Tensor | None, causal: bool) -> Tensor:
         """Multi-head self-attention (dropout on its weights inside), then dropout.
 
+        Its inputs are not checked again: ``forward`` checked x and the mask (``check_inputs``),
+        so the attention layer's unchecked step (``MultiHeadAttention.compute``) runs.
+
         Args:
             x: (B, L, E); mask, causal: as in ``forward``.
 
         Returns:
             (B, L, E)
         """
-        out, _ = self.self_attn(x, mask=mask, causal=causal, need_weights=False)  # (B, L, E)
+        out, _ = self.self_attn.compute(x, x, x, mask, need_weights=False, causal=causal)  # (B, L, E)
         return self.dropout1(out)
 
     def feed_forward(self, x: Tensor) -> Tensor:
@@ -131,7 +134,9 @@ class TransformerBlock(nn.Module):
         return x
 
     def check_inputs(self, x: object, mask: object, causal: object) -> None:
-        """The arguments of ``forward``, checked before any computation.
+        """The arguments of ``forward``, checked before any computation, once: the attention
+        sub-layer does not check them again. What ``attn.MultiHeadAttention.forward`` would
+        refuse in x or the mask is refused here, named as the block's arguments.
 
         Raises:
             TypeError / ValueError naming the argument: x not a float tensor (B, L, E) of the

@@ -25,7 +25,6 @@ from ._checks import (
     check_same_dtype_and_device,
     shape_str,
 )
-from .functional import scaled_dot_product_attention
 from .kv_cache import KVCache
 from .masks import causal_mask
 
@@ -77,7 +76,7 @@ class SelfAttention(nn.Module):
             raise ValueError(f"x: expected last dim d_model={self.d_model}, got shape {shape_str(x)}")
         check_like_parameters("x", x, self.W_q.weight)
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (B, L, d_k), (B, L, d_k), (B, L, d_v)
-        return scaled_dot_product_attention(q, k, v, mask)
+        return functional.scaled_dot_product_attention(q, k, v, mask)  # (B, L, d_v), (B, L, L)
 
 
 class MultiHeadAttention(nn.Module):
@@ -219,7 +218,7 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """Every head's softmax(q k^T / sqrt(D)) v, on the teaching path or the fast path.
 
-        Inputs are not checked: ``forward`` checked them (``check_inputs``).
+        Inputs are not checked: ``compute``'s caller checked them.
 
         Args:
             q: (B, H, L, D); k, v: (B, H, S, D), the projected heads.
@@ -299,11 +298,38 @@ class MultiHeadAttention(nn.Module):
         check_bool("need_weights", need_weights)
         check_bool("causal", causal)
         query, key, value = self.check_inputs(query, key, value, mask, cache=cache)
-        past = 0 if cache is None else len(cache)  # T positions cached before these queries
         if need_weights:  # the teaching path holds every weight at once
+            past = 0 if cache is None else len(cache)  # T positions cached before these queries
             check_entries("need_weights", (query.shape[0], self.num_heads, query.shape[1], past + key.shape[1]),
                           "(B, H, L, S)", what="tensor of attention weights",
                           hint=": pass need_weights=False, the fast path, which needs no weights tensor")
+        return self.compute(query, key, value, mask, need_weights=need_weights, causal=causal, cache=cache)
+
+    def compute(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None,
+        *,
+        need_weights: bool,
+        causal: bool,
+        cache: KVCache | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """The forward pass on inputs already checked: project, attend per head, combine.
+
+        Inputs are not checked: ``forward`` checked them (``check_inputs``), and so does a
+        layer that holds this one (``attn.TransformerBlock`` checks its own x and mask, then
+        calls this), as ``attn.functional.attend`` serves ``scaled_dot_product_attention``.
+
+        Args:
+            query: (B, L, E); key, value: (B, S, E), given (not None); mask, need_weights,
+                causal, cache: as in ``forward``.
+
+        Returns:
+            output: (B, L, E); weights: (B, H, L, S) or None, as ``forward`` returns them.
+        """
+        past = 0 if cache is None else len(cache)  # T positions cached before these queries
         q, k, v = self.project(query, key, value)  # (B, H, L, D), (B, H, S, D), (B, H, S, D)
         if cache is not None:
             k, v = cache.append(k, v, module=self)  # (B, H, T + L, D): the cached keys, then the new

@@ -3,8 +3,8 @@
 Each module serves one or a few notebooks (its docstring says which) and imports only the
 mechanism and its ground, never the drawing, the widgets or the exercises above it.
 
-``scaling``, ``pattern_scores``, ``worked_example``, ``two_sources``, ``rnn_vs_attention``,
-``depth``, ``contributions``: one lesson's numbers each.
+``scaling``, ``pattern_scores``, ``worked_example``, ``chapter_check``, ``two_sources``,
+``rnn_vs_attention``, ``depth``, ``contributions``: one lesson's numbers each.
 ``learner_layer``: how the course reads a layer a learner wrote (its projections, its call).
 ``cost/``: what attention costs, counted and measured.
 ``handbuilt/``: heads whose every number is chosen by hand.

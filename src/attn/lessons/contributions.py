@@ -79,26 +79,23 @@ def attention_inputs(model: nn.Module, *args: Any, **kwargs: Any) -> list[Tensor
     """Run ``model(*args, **kwargs)`` once, without gradients, and return the value input of
     every ``attn.MultiHeadAttention`` inside it, in the order they ran.
 
-    For self-attention the value input is the layer's input x, (B, S, E). Forward hooks
-    (``nn.Module.register_forward_hook``) record them and are removed afterwards.
+    For self-attention the value input is the layer's input x, (B, S, E). Hooks on each layer's
+    value projection ``W_v`` (``nn.Module.register_forward_pre_hook``), which every call goes
+    through (``attn.TransformerBlock`` calls the layer's unchecked step, ``compute``, not the
+    layer), record them and are removed afterwards.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model: expected an nn.Module, got {type(model).__name__}")
     seen: list[Tensor] = []
 
-    def record(module: nn.Module, a: tuple, kw: dict, out: object) -> None:
-        query = a[0] if a else kw["query"]
-        key = a[1] if len(a) > 1 else kw.get("key")
-        value = a[2] if len(a) > 2 else kw.get("value")
-        key = query if key is None else key  # the layer's own defaults: key = query, value = key
-        value = key if value is None else value
-        seen.append(value.detach())
+    def record(projection: nn.Module, args: tuple) -> None:
+        seen.append(args[0].detach())  # what W_v projects: the layer's value (B, S, E)
 
     layers = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     if not layers:
         raise ValueError(f"model: expected at least one attn.MultiHeadAttention inside, got none in "
                          f"{type(model).__name__}")
-    hooks = [m.register_forward_hook(record, with_kwargs=True) for m in layers]
+    hooks = [m.W_v.register_forward_pre_hook(record) for m in layers]
     try:
         with torch.no_grad():
             model(*args, **kwargs)

@@ -3,7 +3,10 @@
 Each builder returns an ``Explorer`` (an ``ipywidgets.VBox``) with ``.controls`` (name ->
 widget), ``.image`` (the picture), ``.readout`` (the numbers) and ``.state`` (the last
 result of the pure function behind it). ``EXPLORERS`` lists every explorer of the course as
-a no-argument builder (the benchmarks and tests walk it).
+a no-argument builder (the benchmarks and tests walk it). A notebook imports its explorer
+from the explorer's module (``from attn.widgets.splitting import splitting_explorer``);
+importing ``attn.widgets`` imports none of them: each entry of ``EXPLORERS`` imports its
+module when it is called (``_when_built``).
 
 Every control needs a ``description``: it is the control's name for a screen reader as well
 as its label (``Explorer`` refuses a control without one); ``Explorer.value_text`` says what a
@@ -11,89 +14,56 @@ slider announces ("d_k = 16"). See ``_base`` for how the page gets them.
 """
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Callable
 
 from ._base import Explorer
-from .efficiency import efficiency_explorer
-from .splitting import heads_explorer
-from .masks import mask_explorer
-from .patterns import pattern_explorer
-from .scaling import scaling_explorer
-from .sentence import sentence_explorer
-from .worked import worked_explorer
 
 
-def _training() -> Explorer:
+def _when_built(module: str, builder: str, data: Callable[[], object] | None = None) -> Callable[[], Explorer]:
+    """A no-argument builder of ``attn.widgets.<module>.<builder>``, which imports that module
+    only when it is called; ``data``, if given, loads what the explorer is built from (08's
+    trained models), also only then, and is passed as its one argument."""
+
+    def build() -> Explorer:
+        make = getattr(import_module(f"{__name__}.{module}"), builder)
+        return make() if data is None else make(data())
+
+    build.__name__ = build.__qualname__ = builder
+    return build
+
+
+def _training_runs() -> dict:
+    """08's shipped training runs, task -> ``TrainRun``."""
     from ..lessons.trained.tasks import TASKS
     from ..lessons.trained.tiny import load_run
-    from .trained import training_explorer
 
-    return training_explorer({task: load_run(task) for task in TASKS})
+    return {task: load_run(task) for task in TASKS}
 
 
-def _examples() -> Explorer:
+def _trained_models() -> dict:
+    """08's shipped trained models, task -> ``TinyTransformer``."""
     from ..lessons.trained.tasks import TASKS
     from ..lessons.trained.tiny import load_trained
-    from .trained import example_explorer
 
-    return example_explorer({task: load_trained(task) for task in TASKS})
-
-
-def _positions() -> Explorer:
-    from .positions import positions_explorer
-
-    return positions_explorer()
-
-
-def _decoding() -> Explorer:
-    from .decoding import decoding_explorer
-
-    return decoding_explorer()
-
-
-def _backward() -> Explorer:
-    from .backward import backward_explorer
-
-    return backward_explorer()
-
-
-def _depth() -> Explorer:
-    from .depth import depth_explorer
-
-    return depth_explorer()
-
-
-def _pretrained() -> Explorer:
-    from .trained import pretrained_explorer
-
-    return pretrained_explorer()
+    return {task: load_trained(task) for task in TASKS}
 
 
 EXPLORERS: dict[str, Callable[[], Explorer]] = {
-    "sentence (01)": sentence_explorer,
-    "scaling (02)": scaling_explorer,
-    "worked (03)": worked_explorer,
-    "heads (04)": heads_explorer,
-    "masks (05)": mask_explorer,
-    "patterns (06)": pattern_explorer,
-    "efficiency (07)": efficiency_explorer,  # measures its curves once (about a second)
-    "training (08)": _training,
-    "examples (08)": _examples,
-    "pretrained (08)": _pretrained,
-    "positions (09)": _positions,
-    "decoding (10)": _decoding,
-    "backward (11)": _backward,
-    "depth (12)": _depth,
+    "sentence (01)": _when_built("sentence", "sentence_explorer"),
+    "scaling (02)": _when_built("scaling", "scaling_explorer"),
+    "worked (03)": _when_built("worked", "worked_explorer"),
+    "splitting (04)": _when_built("splitting", "splitting_explorer"),
+    "masks (05)": _when_built("masks", "mask_explorer"),
+    "patterns (06)": _when_built("patterns", "pattern_explorer"),
+    "efficiency (07)": _when_built("efficiency", "efficiency_explorer"),  # measures its curves once (about a second)
+    "training (08)": _when_built("trained", "training_explorer", _training_runs),
+    "examples (08)": _when_built("trained", "example_explorer", _trained_models),
+    "pretrained (08)": _when_built("trained", "pretrained_explorer"),
+    "positions (09)": _when_built("positions", "positions_explorer"),
+    "decoding (10)": _when_built("decoding", "decoding_explorer"),
+    "backward (11)": _when_built("backward", "backward_explorer"),
+    "depth (12)": _when_built("depth", "depth_explorer"),
 }
 
-__all__ = [
-    "Explorer",
-    "EXPLORERS",
-    "scaling_explorer",
-    "sentence_explorer",
-    "worked_explorer",
-    "heads_explorer",
-    "mask_explorer",
-    "pattern_explorer",
-    "efficiency_explorer",
-]
+__all__ = ["Explorer", "EXPLORERS"]

@@ -16,6 +16,7 @@ from functools import lru_cache
 import ipywidgets as widgets
 import numpy as np
 
+from .._checks import check_choice, check_int
 from ..functional import masked_softmax
 from ..language import tr
 from ..drawing.plotting import new_figure, text_font
@@ -68,10 +69,8 @@ def scaling_view(d_k: int, *, seed: int = 0) -> ScalingView:
         seed: seeds the queries and keys (the same vectors for every d_k: a larger d_k adds
             coordinates).
     """
-    if d_k not in D_K_GRID:
-        raise ValueError(f"d_k: expected a power of two in {D_K_GRID}, got {d_k!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed: expected an int, got {type(seed).__name__}")
+    check_choice("d_k", check_int("d_k", d_k), D_K_GRID)
+    check_int("seed", seed)
     raw = sample_scores(d_k, n_keys=VIEW_KEYS, seed=seed)[:HIST_QUERIES]  # (N, n): q·k, N = 64 of the 1000
     scaled = raw / math.sqrt(d_k)
     p_raw = masked_softmax(raw[:MAP_QUERIES])  # (Q, n)

@@ -1,4 +1,4 @@
-"""Notebook 04's explorer of splitting d_model into heads (``heads_explorer``; notebook 06's
+"""Notebook 04's explorer of splitting d_model into heads (``splitting_explorer``; notebook 06's
 heads are drawn by ``attn.widgets.patterns``): why several heads. One head against two when
 each word needs two sources.
 
@@ -44,7 +44,7 @@ from ._bitmaps import AxesTitle
 from ._mapview import MapView
 
 __all__ = ["D_MODELS", "MAX_HEADS", "INPUTS", "HEAD_SLOTS", "HeadsState",
-           "heads_state", "heads_explorer"]
+           "heads_state", "splitting_explorer"]
 
 #: d_model choices of the explorer (the chapter's 512 included); each is at least the 6 tokens,
 #: so X W^Q can be any (6, d_model) matrix.
@@ -274,8 +274,8 @@ def _readout(s: HeadsState) -> str:
     return "".join(out)
 
 
-def heads_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two sources",
-                   seed: int = 0) -> Explorer:
+def splitting_explorer(d_model: int = 16, num_heads: int = 2, *, inputs: str = "two sources",
+                       seed: int = 0) -> Explorer:
     """Drop-downs for the input (``INPUTS``), d_model and the number of heads (divisors of
     d_model, at most 8): one map per head with a colour bar, dots on the two sources.
 

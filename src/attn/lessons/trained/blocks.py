@@ -360,7 +360,9 @@ def attention_maps(model: BlockModel, tokens: Tensor, *, num_heads: int = HEADS)
 
     Each block's attention layer (``find_attention``) is watched while the model runs, so that
     it is read on the input it really gets (in a pre-LN block, the normalised stream); then it
-    runs once more on that input to give its weights.
+    runs once more on that input to give its weights. An ``attn.MultiHeadAttention`` is watched
+    at its query projection ``W_q``, which every call goes through (``attn.TransformerBlock``
+    calls the layer's unchecked step, ``compute``, not the layer).
 
     Raises:
         ValueError: a block whose attention layer cannot be found.
@@ -379,7 +381,8 @@ def attention_maps(model: BlockModel, tokens: Tensor, *, num_heads: int = HEADS)
             inputs[i] = args[0] if args else kwargs.get("query", kwargs.get("x"))
         return hook
 
-    handles = [layer.register_forward_pre_hook(watch(i), with_kwargs=True) for i, layer in enumerate(layers)]
+    watched = [layer.W_q if isinstance(layer, MultiHeadAttention) else layer for layer in layers]
+    handles = [m.register_forward_pre_hook(watch(i), with_kwargs=True) for i, m in enumerate(watched)]
     try:
         with torch_threads(1):
             model(tokens)

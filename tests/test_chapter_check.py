@@ -1,18 +1,10 @@
-"""attn.lessons.worked_example, its second half: every number the chapter prints for its worked example, checked."""
+"""attn.lessons.chapter_check: every number the chapter prints for its worked example, checked."""
 import numpy as np
 import pytest
 
 from attn.examples import CHAPTER_PRINTED
-from attn.lessons.worked_example import (
-            STEPS,
-            check_chapter,
-            format_check,
-            format_summary,
-            printed,
-            renormalised_printed_weights,
-            worked_steps,
-)
-
+from attn.lessons.chapter_check import check_chapter, format_check, format_summary, renormalised_printed_weights
+from attn.lessons.worked_example import STEPS, printed, worked_steps
 
 
 def test_every_printed_number_is_checked():
