@@ -37,7 +37,7 @@ from ..modules import MultiHeadAttention
 from ..language import mark, tr
 from ..lessons.learner_layer import (NAMINGS, OUT_NAMES, attribute_set, call_arguments, call_style,
                                      find_projections, split_output)
-from ._base import Feedback, Hints, sentence_inside, sentences
+from ._base import Feedback, Hints, Refused, checker, sentence_inside, sentences
 
 BATCH, LENGTH = 2, 5
 TOLERANCE = 1e-10  # float64: different but correct orders of operations differ by ~1e-15
@@ -291,42 +291,50 @@ class Learner:
     square_matrices: bool = False  # raw (E, E) matrices, whose orientation the shape cannot tell
 
 
-def build(cls: object, spec: Spec) -> nn.Module | Feedback:
-    """``cls(*spec.args)``, or a Feedback saying why it could not be built."""
+def build(cls: object, spec: Spec) -> nn.Module:
+    """``cls(*spec.args)``.
+
+    Raises:
+        Refused: ``cls`` is not an nn.Module class, or building it failed; the reply says why.
+    """
     call = f"{getattr(cls, '__name__', spec.name)}({', '.join(map(str, spec.args))})"
     if isinstance(cls, nn.Module):
-        return Feedback(False, tr("Pass the class itself, `{cls}`, not an instance of it: the checker "
-                                  "builds {cls}({args}) with its own sizes.",
-                                  cls=type(cls).__name__, args=spec.arg_names))
+        raise Refused(tr("Pass the class itself, `{cls}`, not an instance of it: the checker "
+                         "builds {cls}({args}) with its own sizes.",
+                         cls=type(cls).__name__, args=spec.arg_names))
     if not inspect.isclass(cls):
-        return Feedback(False, tr("cls: expected a class (the nn.Module subclass you wrote), got "
-                                  "{kind} {value!r:.60}.", kind=type(cls).__name__, value=cls))
+        raise Refused(tr("cls: expected a class (the nn.Module subclass you wrote), got "
+                         "{kind} {value!r:.60}.", kind=type(cls).__name__, value=cls))
     if not issubclass(cls, nn.Module):
-        return Feedback(False, tr("{name} should subclass nn.Module (class {name}(nn.Module): ...).",
-                                  name=cls.__name__))
+        raise Refused(tr("{name} should subclass nn.Module (class {name}(nn.Module): ...).",
+                         name=cls.__name__))
     with torch.random.fork_rng(devices=[]):  # the layer's init must not move the learner's RNG
         try:
             module = cls(*spec.args)
         except NotImplementedError:
-            return Feedback(False, tr("{name}.__init__ is not written yet.", name=cls.__name__))
+            raise Refused(tr("{name}.__init__ is not written yet.", name=cls.__name__))
         except Exception as err:  # the learner's code: any error becomes a hint
-            return Feedback(False, tr("{call} raised {error} The checker builds {name}({args}).",
-                                      call=call, error=describe_error(err), name=cls.__name__,
-                                      args=spec.arg_names))
+            raise Refused(tr("{call} raised {error} The checker builds {name}({args}).",
+                             call=call, error=describe_error(err), name=cls.__name__,
+                             args=spec.arg_names))
     return module
 
 
-def _slots(module: nn.Module, spec: Spec) -> tuple[str, list[tuple[str, tuple[str, ...]]]] | Feedback:
+def _slots(module: nn.Module, spec: Spec) -> tuple[str, list[tuple[str, tuple[str, ...]]]]:
     """(naming, [(attribute, roles it makes)]): one attribute per role, or one fused ``qkv``
-    for the three roles q, k, v, then the output projection if the spec has one."""
+    for the three roles q, k, v, then the output projection if the spec has one.
+
+    Raises:
+        Refused: no projections of a known naming.
+    """
     name = type(module).__name__
     found = find_projections(module)
     if found is None:
         children = [n for n, _ in module.named_children()] or tr("none")
-        return Feedback(False, tr("{name} has no projections named W_q, W_k, W_v (the chapter), "
-                                  "q_linear, k_linear, v_linear (the article), W_query, W_key, "
-                                  "W_value (Raschka) or one fused qkv; its submodules: {found}.",
-                                  name=name, found=children))
+        raise Refused(tr("{name} has no projections named W_q, W_k, W_v (the chapter), "
+                         "q_linear, k_linear, v_linear (the article), W_query, W_key, "
+                         "W_value (Raschka) or one fused qkv; its submodules: {found}.",
+                         name=name, found=children))
     naming, roles = found
     slots = [(attr, tuple(role)) for role, attr in roles.items()]  # "qkv" -> ("q", "k", "v")
     if "o" in spec.roles:
@@ -337,19 +345,19 @@ def _slots(module: nn.Module, spec: Spec) -> tuple[str, list[tuple[str, tuple[st
     return naming, slots
 
 
-def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -> Learner | Feedback:
+def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -> Learner:
     """Find the projections by name, write known float64 weights into them, find the mask
     argument. Uses the module's attributes and forward's signature, not its source.
 
     A raw matrix (an ``nn.Parameter``, not an ``nn.Linear``) is read as the course writes it,
     Q = X W^Q with W^Q of shape (in, out); of shape (out, in) it is read as x @ W.T. A square
     one could be either: ``flip_square=True`` reads it the other way (x @ W.T).
+
+    Raises:
+        Refused: a projection is missing, not a Linear or a matrix, or of the wrong shape.
     """
     name = type(module).__name__
-    found = _slots(module, spec)
-    if isinstance(found, Feedback):
-        return found
-    naming, slots = found
+    naming, slots = _slots(module, spec)
     gen = torch.Generator().manual_seed(_SEED)
     module.double().eval()
     sizes = spec.shapes()  # role -> (out_features, in_features)
@@ -360,11 +368,11 @@ def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -
         lin = getattr(module, attr, None)
         if lin is None or lin is Ellipsis:
             if roles == ("o",):
-                return Feedback(False, tr("{name} has no output projection `{attr}`: multi-head "
-                                          "attention ends with one, after the heads are concatenated.",
-                                          name=name, attr=attr))
-            return Feedback(False, tr("{name}.{attr} is not set yet: create it in __init__.",
-                                      name=name, attr=attr))
+                raise Refused(tr("{name} has no output projection `{attr}`: multi-head "
+                                 "attention ends with one, after the heads are concatenated.",
+                                 name=name, attr=attr))
+            raise Refused(tr("{name}.{attr} is not set yet: create it in __init__.",
+                             name=name, attr=attr))
         out_f = sum(sizes[r][0] for r in roles)
         in_f = sizes[roles[0]][1]
         what = tr("q, k and v side by side") if len(roles) == 3 else ""
@@ -377,26 +385,26 @@ def inspect_layer(module: nn.Module, spec: Spec, *, flip_square: bool = False) -
                 transposed = True
             else:
                 legend = tr("in, out: {what}", what=what) if what else tr("in, out")
-                return Feedback(False, tr("{name}.{attr} is a matrix used as x @ W, so it should have "
-                                          "shape ({in_f}, {out_f}) ({legend}), got {got}.",
-                                          name=name, attr=attr, in_f=in_f, out_f=out_f,
-                                          legend=legend, got=tuple(weight.shape)))
+                raise Refused(tr("{name}.{attr} is a matrix used as x @ W, so it should have "
+                                 "shape ({in_f}, {out_f}) ({legend}), got {got}.",
+                                 name=name, attr=attr, in_f=in_f, out_f=out_f,
+                                 legend=legend, got=tuple(weight.shape)))
             matrices = "x @ W.T" if transposed else "x @ W"
         else:
             weight = getattr(lin, "weight", None)
             if not isinstance(weight, Tensor):
-                return Feedback(False, tr("{name}.{attr} should be an nn.Linear (or a matrix, an "
-                                          "nn.Parameter), got {kind}.",
-                                          name=name, attr=attr, kind=type(lin).__name__))
+                raise Refused(tr("{name}.{attr} should be an nn.Linear (or a matrix, an "
+                                 "nn.Parameter), got {kind}.",
+                                 name=name, attr=attr, kind=type(lin).__name__))
             if tuple(weight.shape) != (out_f, in_f):
                 fields = dict(name=name, attr=attr, in_f=in_f, out_f=out_f, got=tuple(weight.shape))
                 if what:
-                    return Feedback(False, tr("{name}.{attr} should take {in_f} features to {out_f} "
-                                              "({what}): its weight should have shape ({out_f}, "
-                                              "{in_f}), got {got}.", what=what, **fields))
-                return Feedback(False, tr("{name}.{attr} should take {in_f} features to {out_f}: its "
-                                          "weight should have shape ({out_f}, {in_f}), got {got}.",
-                                          **fields))
+                    raise Refused(tr("{name}.{attr} should take {in_f} features to {out_f} "
+                                     "({what}): its weight should have shape ({out_f}, "
+                                     "{in_f}), got {got}.", what=what, **fields))
+                raise Refused(tr("{name}.{attr} should take {in_f} features to {out_f}: its "
+                                 "weight should have shape ({out_f}, {in_f}), got {got}.",
+                                 **fields))
             bias = getattr(lin, "bias", None)
             transposed = False
         new = {r: torch.randn(*sizes[r], generator=gen, dtype=torch.float64) / math.sqrt(in_f)
@@ -453,6 +461,7 @@ def diagnose(learner: Learner, spec: Spec, x: Tensor, mask: Tensor | None, got: 
     return None
 
 
+@checker
 def check_layer(cls: object, spec: Spec, *, masks: bool = True, hints: Hints | None = None) -> Feedback:
     """Build, inspect, run and compare, case by case; the first difference is explained.
 
@@ -473,11 +482,7 @@ def check_layer(cls: object, spec: Spec, *, masks: bool = True, hints: Hints | N
 
 def _check_layer(cls: object, spec: Spec, masks: bool, hints: Hints) -> Feedback:
     module = build(cls, spec)
-    if isinstance(module, Feedback):
-        return module
     learner = inspect_layer(module, spec)
-    if isinstance(learner, Feedback):
-        return learner
     gen = torch.Generator().manual_seed(_SEED + 1)
     x = torch.randn(BATCH, LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
     cases = spec.masks() if masks else spec.masks()[:1]
@@ -565,13 +570,12 @@ def _read_matrices_transposed(module: nn.Module, spec: Spec, x: Tensor, mask: Te
     """For square raw matrices: if reading them as x @ W.T makes the first case right, the
     learner (re-inspected that way), its output and weights, and the reference's; else None
     (and the matrices are written back as x @ W)."""
-    flipped = inspect_layer(module, spec, flip_square=True)
-    if isinstance(flipped, Learner):
-        result = run(flipped, x, mask)
-        if not isinstance(result, str):
-            expected_out, expected_weights = reference(x, flipped.params, mask, spec)
-            if same(result[0], expected_out, ROUND_OFF):
-                return flipped, result[0], result[1], expected_out, expected_weights
+    flipped = inspect_layer(module, spec, flip_square=True)  # the shapes passed once: no refusal
+    result = run(flipped, x, mask)
+    if not isinstance(result, str):
+        expected_out, expected_weights = reference(x, flipped.params, mask, spec)
+        if same(result[0], expected_out, ROUND_OFF):
+            return flipped, result[0], result[1], expected_out, expected_weights
     inspect_layer(module, spec)  # back to x @ W, the course's reading
     return None
 

@@ -26,7 +26,7 @@ from ..functional import masked_softmax, softmax_with_fill
 from ..masks import causal_mask, to_torch_mha_mask
 from . import _layers
 from ..language import mark, tr
-from ._base import Feedback, Hints, sentences
+from ._base import Feedback, Hints, Refused, as_function, checker, sentences
 
 __all__ = [
     "SELF_ATTENTION_ARGS",
@@ -86,6 +86,7 @@ def reset_hints() -> None:
         hints.reset()
 
 
+@checker
 def check_self_attention(cls: Any, *, masks: bool = True) -> Feedback:
     """Steps 1-2: the learner's single-head class, built as ``cls(d_model, d_k, d_v)``.
 
@@ -106,6 +107,7 @@ def check_self_attention(cls: Any, *, masks: bool = True) -> Feedback:
     return _layers.check_layer(cls, _SELF, masks=masks, hints=SELF_ATTENTION_HINTS)
 
 
+@checker
 def check_multi_head_attention(cls: Any) -> Feedback:
     """Steps 4-5: the learner's multi-head class, built as ``cls(d_model, n_heads)``.
 
@@ -126,35 +128,36 @@ def _split_input() -> Tensor:
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    """fn(*args), or a message (in the learner's language) if it failed (the learner's code)."""
+    """fn(*args), the learner's function.
+
+    Raises:
+        Refused: it is not written yet, or raised; the reply names the function and its error.
+    """
     name = getattr(fn, "__name__", None)
     try:
         return fn(*args)
     except NotImplementedError:
         if name is None:
-            return tr("it is not written yet.")
-        return tr("{name} is not written yet.", name=name)
+            raise Refused(tr("it is not written yet."))
+        raise Refused(tr("{name} is not written yet.", name=name))
     except Exception as err:  # the learner's code: any error becomes a hint
         error = _layers.describe_error(err)
         if name is None:
-            return tr("it raised {error}", error=error)
-        return tr("{name} raised {error}", name=name, error=error)
+            raise Refused(tr("it raised {error}", error=error))
+        raise Refused(tr("{name} raised {error}", name=name, error=error))
 
 
+@checker
 def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
     """Step 3: ``split_heads(x, n_heads)`` takes (B, L, E) to (B, H, L, D) and
     ``merge_heads(x)`` takes (B, H, L, D) back to (B, L, E), for ``SPLIT_SETUP``."""
-    for name, fn in (("split_heads", split_heads), ("merge_heads", merge_heads)):
-        if not callable(fn):
-            return Feedback(False, tr("{name}: expected a function, got {kind}.", name=name,
-                                      kind=type(fn).__name__))
+    split_heads = as_function(split_heads, argument="split_heads")
+    merge_heads = as_function(merge_heads, argument="merge_heads")
     s = SPLIT_SETUP
     B, L, E, H = s["batch"], s["length"], s["d_model"], s["n_heads"]
     D = E // H
     x = _split_input()  # (B, L, E): the numbers 0, 1, 2, ... in order
     heads = _call(split_heads, x, H)
-    if isinstance(heads, str):
-        return Feedback(False, heads)
     if not isinstance(heads, Tensor) or tuple(heads.shape) != (B, H, L, D):
         got = tuple(heads.shape) if isinstance(heads, Tensor) else type(heads).__name__
         return Feedback(False, tr("split_heads should give shape (B, H, L, D) = {shape}, got {got}.",
@@ -167,8 +170,6 @@ def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
         return Feedback(False, tr("split_heads: the shape is right, not the numbers: head h of token l "
                                   "should hold D consecutive features of token l."))
     merged = _call(merge_heads, expected.contiguous())  # as attention's output: contiguous
-    if isinstance(merged, str):
-        return Feedback(False, merged)
     if not isinstance(merged, Tensor) or tuple(merged.shape) != (B, L, E):
         got = tuple(merged.shape) if isinstance(merged, Tensor) else type(merged).__name__
         return Feedback(False, tr("merge_heads should give shape (B, L, E) = {shape}, got {got}.",
@@ -233,6 +234,7 @@ def _silent_case_shapes() -> dict[str, Any]:
             "output": tuple(out.shape)}
 
 
+@checker
 def check_silent_case(answer: Any) -> Feedback:
     """Step 6: answer = {"head_dim": int, "weights": shape, "output": shape}, predicted for
     ``ArticleAsPrinted(d_model, num_heads)`` of ``SILENT_CASE`` on x (batch, length, d_model)."""
@@ -298,6 +300,7 @@ def _build_counting(cls: type, d_model: int, num_heads: int) -> tuple[BaseExcept
     return None, len(made)
 
 
+@checker
 def check_head_split_guard(cls: Any) -> Feedback:
     """Step 6: ``cls(d_model, num_heads)`` must raise a ValueError, naming both values, whenever
     num_heads does not divide d_model (``SILENT_CASE``, then the other sizes of ``GUARD_SIZES``),
@@ -388,6 +391,7 @@ SHAPES_SETUP: dict[str, int] = {"batch": 3, "length": 7, "embed_dim": 64, "num_h
 OUTCOMES: tuple[str, ...] = ("nan", "uniform", "zeros")
 
 
+@checker
 def check_mha_causal_mask(answer: Any) -> Feedback:
     """A causal mask over ``MASK_LENGTH`` tokens, as ``nn.MultiheadAttention``'s ``attn_mask``
     takes it: bool with True = blocked, or float, *added* to the scores, with 0 where a key is
@@ -482,6 +486,7 @@ def _as_shape(value: Any) -> tuple[int, ...] | None:
     return None
 
 
+@checker
 def check_weight_shapes(answer: Any) -> Feedback:
     """answer = {"averaged": shape, "per_head": shape}: the shapes of the weights that
     ``nn.MultiheadAttention`` returns for ``SHAPES_SETUP`` by default and with
@@ -518,6 +523,7 @@ def _outcome(row: torch.Tensor) -> str:
     return "other"
 
 
+@checker
 def check_fully_masked_row(answer: Any) -> Feedback:
     """answer = {"-inf": ..., "-1e9": ..., "package": ...}, each one of ``OUTCOMES``: what the
     weights of a query whose every key is blocked become under each fill."""

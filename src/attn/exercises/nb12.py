@@ -31,7 +31,7 @@ from torch import Tensor, nn
 from ..masks import causal_mask, padding_mask, to_torch_mha_mask
 from . import _layers
 from ..language import mark, tr
-from ._base import Feedback, Hints, as_whole_number, sentence_start, sentences
+from ._base import Feedback, Hints, Refused, as_function, as_whole_number, checker, sentence_start, sentences
 
 __all__ = ["BLOCK_ARGS", "DROPOUT", "BUGS", "check_transformer_block", "passes", "variant", "reset_hints",
            "LAYER_NORM_BUGS", "layer_norm_variant", "check_layer_norm", "BASE", "block_parameters",
@@ -110,13 +110,14 @@ NO_DROPOUT_IN_TRAINING = (
          "dropout never runs."),
     mark("where forward calls the dropout layers made in __init__"))
 
-#: One ``Hints`` for the checker: a second try with the same mistake hears where to look too.
-_HINTS = Hints()
+#: The tiers of ``check_transformer_block``: a second try with the same mistake hears where to
+#: look too.
+BLOCK_HINTS = Hints()
 
 
 def reset_hints() -> None:
     """Start the checkers' hints again from the first tier (the symptom alone)."""
-    _HINTS.reset()
+    BLOCK_HINTS.reset()
     LAYER_NORM_HINTS.reset()
 
 
@@ -251,17 +252,22 @@ class _Parts:
     linear2: nn.Linear
 
 
-def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool] | Feedback:
+def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool]:
     """``cls(d_model, num_heads, d_ff, norm_first=..., [dropout=DROPOUT])``: (the block,
-    whether it took a dropout), or a Feedback saying why not."""
+    whether it took a dropout).
+
+    Raises:
+        Refused: ``cls`` is not an nn.Module class, takes no norm_first when both placements
+            are checked, or building it failed.
+    """
     name = getattr(cls, "__name__", type(cls).__name__)
     args = ", ".join(map(str, BLOCK_ARGS.values()))
     if isinstance(cls, nn.Module):
-        return Feedback(False, tr("Pass the class itself, `{cls}`, not an instance of it: the checker "
-                                  "builds it with its own sizes.", cls=type(cls).__name__))
+        raise Refused(tr("Pass the class itself, `{cls}`, not an instance of it: the checker "
+                         "builds it with its own sizes.", cls=type(cls).__name__))
     if not inspect.isclass(cls) or not issubclass(cls, nn.Module):
-        return Feedback(False, tr("cls: expected the class you wrote (an nn.Module subclass), got {kind}.",
-                                  kind=type(cls).__name__))
+        raise Refused(tr("cls: expected the class you wrote (an nn.Module subclass), got {kind}.",
+                         kind=type(cls).__name__))
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
@@ -271,10 +277,10 @@ def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool] | F
     if "norm_first" in params or takes_any:
         kwargs["norm_first"] = norm_first
     elif both:
-        return Feedback(False, tr("{name} takes no `norm_first`: the checker builds {name}({args}, "
-                                  "norm_first=False) and norm_first=True. Give __init__ a keyword "
-                                  "argument norm_first, or check one placement: "
-                                  "check_transformer_block({name}, norm_first=False).", name=name, args=args))
+        raise Refused(tr("{name} takes no `norm_first`: the checker builds {name}({args}, "
+                         "norm_first=False) and norm_first=True. Give __init__ a keyword "
+                         "argument norm_first, or check one placement: "
+                         "check_transformer_block({name}, norm_first=False).", name=name, args=args))
     took_dropout = "dropout" in params
     if took_dropout:
         kwargs["dropout"] = DROPOUT
@@ -282,39 +288,46 @@ def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool] | F
     try:
         block = cls(*BLOCK_ARGS.values(), **kwargs)
     except NotImplementedError:
-        return Feedback(False, tr("{name}.__init__ is not written yet.", name=name))
+        raise Refused(tr("{name}.__init__ is not written yet.", name=name))
     except Exception as err:  # the learner's code: any error becomes a hint
-        return Feedback(False, tr("{call} raised {error} The checker builds {name}(d_model, num_heads, "
-                                  "d_ff, norm_first=...).", call=call, error=_layers.describe_error(err),
-                                  name=name))
+        raise Refused(tr("{call} raised {error} The checker builds {name}(d_model, num_heads, "
+                         "d_ff, norm_first=...).", call=call, error=_layers.describe_error(err),
+                         name=name))
     return block.double().eval(), took_dropout
 
 
-def _find_attention(block: nn.Module) -> tuple[str, _layers.Learner] | Feedback:
-    """The first submodule whose projections ``_layers`` finds (W_q..., q_linear..., qkv)."""
+def _find_attention(block: nn.Module) -> tuple[str, _layers.Learner]:
+    """The first submodule whose projections ``_layers`` finds (W_q..., q_linear..., qkv).
+
+    Raises:
+        Refused: no submodule is an attention layer the checker can read.
+    """
     name = type(block).__name__
     for path, sub in block.named_modules():
         if sub is block or isinstance(sub, (nn.Linear, nn.LayerNorm, nn.Dropout)):
             continue
-        found = _layers.inspect_layer(sub, _SPEC)
-        if isinstance(found, _layers.Learner):
-            return path, found
+        try:
+            return path, _layers.inspect_layer(sub, _SPEC)
+        except Refused:
+            continue  # not this submodule
     torch_mha = next((p for p, m in block.named_modules() if isinstance(m, nn.MultiheadAttention)), None)
     if torch_mha is not None:
-        return Feedback(False, tr("{name}.{path} is PyTorch's nn.MultiheadAttention: build the block "
-                                  "around your own attention layer from 05 (or attn.MultiHeadAttention), "
-                                  "so that it is your layer that runs.", name=name, path=torch_mha))
-    return Feedback(False, tr("{name} has no attention layer the checker can find: make one submodule "
-                              "your MultiHeadAttention from 05 (or attn.MultiHeadAttention), built with "
-                              "d_model and num_heads, e.g. self.self_attn = ...", name=name))
+        raise Refused(tr("{name}.{path} is PyTorch's nn.MultiheadAttention: build the block "
+                         "around your own attention layer from 05 (or attn.MultiHeadAttention), "
+                         "so that it is your layer that runs.", name=name, path=torch_mha))
+    raise Refused(tr("{name} has no attention layer the checker can find: make one submodule "
+                     "your MultiHeadAttention from 05 (or attn.MultiHeadAttention), built with "
+                     "d_model and num_heads, e.g. self.self_attn = ...", name=name))
 
 
-def _find_parts(block: nn.Module) -> _Parts | Feedback:
+def _find_parts(block: nn.Module, hints: Hints) -> _Parts:
+    """The block's attention layer, its two norms and its feed-forward's two Linears.
+
+    Raises:
+        Refused: a part is missing or of the wrong kind (a BatchNorm is a mistake of ``hints``).
+    """
     name = type(block).__name__
-    found = _find_attention(block)
-    if isinstance(found, Feedback):
-        return found
-    att_path, learner = found
+    att_path, learner = _find_attention(block)
     inside = {id(m) for m in learner.module.modules()}  # the attention and its projections
     norms: list[_Norm] = []
     linears: list[tuple[str, nn.Linear]] = []
@@ -322,19 +335,19 @@ def _find_parts(block: nn.Module) -> _Parts | Feedback:
         if sub is block or id(sub) in inside:
             continue
         if isinstance(sub, (nn.BatchNorm1d, nn.BatchNorm2d)):
-            return _HINTS.wrong(
+            raise Refused(hints.wrong(
                 "batch norm", tr("{name}.{path} is a BatchNorm: it normalises each feature across the "
                                  "batch, so that one sequence changes another's output (and in eval mode "
                                  "it uses averages kept from training). A LayerNorm normalises the "
                                  "d_model features of each token on its own.", name=name, path=path),
-                where=tr("the kind of norm your block makes in __init__"))
+                where=tr("the kind of norm your block makes in __init__")))
         if isinstance(sub, nn.LayerNorm):
             if tuple(sub.normalized_shape) != (_E,):
-                return Feedback(False, tr("{name}.{path} is nn.LayerNorm({shape}): it normalises over the "
-                                          "last {dims} dims together. A Transformer block normalises the "
-                                          "d_model features of each token on its own: the norm's shape is "
-                                          "d_model alone.", name=name, path=path,
-                                          shape=tuple(sub.normalized_shape), dims=len(sub.normalized_shape)))
+                raise Refused(tr("{name}.{path} is nn.LayerNorm({shape}): it normalises over the "
+                                 "last {dims} dims together. A Transformer block normalises the "
+                                 "d_model features of each token on its own: the norm's shape is "
+                                 "d_model alone.", name=name, path=path,
+                                 shape=tuple(sub.normalized_shape), dims=len(sub.normalized_shape)))
             norms.append(_Norm(path, sub.weight, sub.bias, float(sub.eps)))
         elif isinstance(sub, nn.Linear):
             linears.append((path, sub))
@@ -345,10 +358,10 @@ def _find_parts(block: nn.Module) -> _Parts | Feedback:
                 norms.append(_Norm(path, gain, bias, float(getattr(sub, "eps", 1e-5))))
     if len(norms) != 2:
         got = ", ".join(n.path for n in norms) or tr("none")
-        return Feedback(False, tr("{name} should have two LayerNorms of d_model={E} features (one per "
-                                  "sub-layer: nn.LayerNorm(d_model), or your own module with a gain and a "
-                                  "bias of d_model numbers each); found {count}: {got}.",
-                                  name=name, E=_E, count=len(norms), got=got))
+        raise Refused(tr("{name} should have two LayerNorms of d_model={E} features (one per "
+                         "sub-layer: nn.LayerNorm(d_model), or your own module with a gain and a "
+                         "bias of d_model numbers each); found {count}: {got}.",
+                         name=name, E=_E, count=len(norms), got=got))
     by_shape = {tuple(lin.weight.shape): (path, lin) for path, lin in linears}
     first, second = (_F, _E) in by_shape, (_E, _F) in by_shape  # (out, in) of each Linear
     if not (first and second):
@@ -359,10 +372,10 @@ def _find_parts(block: nn.Module) -> _Parts | Feedback:
             lacks = tr("the first Linear ({E} -> {F})", E=_E, F=_F)
         else:
             lacks = tr("the second Linear ({F} -> {E})", E=_E, F=_F)
-        return Feedback(False, tr("{name}'s feed-forward should be nn.Linear(d_model, d_ff), then "
-                                  "nn.Linear(d_ff, d_model); built with d_ff={F}, it lacks {lacks}. "
-                                  "Linears found outside the attention: {got}.",
-                                  name=name, F=_F, lacks=lacks, got=got))
+        raise Refused(tr("{name}'s feed-forward should be nn.Linear(d_model, d_ff), then "
+                         "nn.Linear(d_ff, d_model); built with d_ff={F}, it lacks {lacks}. "
+                         "Linears found outside the attention: {got}.",
+                         name=name, F=_F, lacks=lacks, got=got))
     return _Parts(learner, att_path, norms, by_shape[(_F, _E)][1], by_shape[(_E, _F)][1])
 
 
@@ -443,26 +456,31 @@ def _attention_problem(learner: _layers.Learner, x: Tensor) -> str | None:
     return None
 
 
-def _check_attention(parts: _Parts, block_name: str, x: Tensor) -> Feedback | None:
-    """The block's attention layer alone must be multi-head attention (None if it is)."""
+def _check_attention(parts: _Parts, block_name: str, x: Tensor) -> None:
+    """The block's attention layer alone must be multi-head attention.
+
+    Raises:
+        Refused: it is not; the reply sends the learner to 05's checker.
+    """
     learner = parts.attention
     problem = _attention_problem(learner, x)
     if problem is not None and learner.square_matrices:  # raw (E, E) matrices: maybe x @ W.T
-        flipped = _layers.inspect_layer(learner.module, _SPEC, flip_square=True)
-        if isinstance(flipped, _layers.Learner) and _attention_problem(flipped, x) is None:
+        flipped = _layers.inspect_layer(learner.module, _SPEC, flip_square=True)  # shapes passed once
+        if _attention_problem(flipped, x) is None:
             parts.attention = flipped
-            return None
+            return
         _layers.inspect_layer(learner.module, _SPEC)  # back to x @ W, the course's reading
     if problem is None:
-        return None
-    return Feedback(False, tr("{block}.{path} ({kind}), your attention layer, alone {problem} Check it "
-                              "with attn.exercises.nb05.check_multi_head_attention first.",
-                              block=block_name, path=parts.attention_path,
-                              kind=type(learner.module).__name__, problem=problem))
+        return
+    raise Refused(tr("{block}.{path} ({kind}), your attention layer, alone {problem} Check it "
+                     "with attn.exercises.nb05.check_multi_head_attention first.",
+                     block=block_name, path=parts.attention_path,
+                     kind=type(learner.module).__name__, problem=problem))
 
 
 # ---- the checker ---------------------------------------------------------------------------
 
+@checker
 def check_transformer_block(cls: Any, *, norm_first: bool | None = None) -> Feedback:
     """The learner's Transformer block against ``nn.TransformerEncoderLayer(batch_first=True)``.
 
@@ -487,32 +505,47 @@ def check_transformer_block(cls: Any, *, norm_first: bool | None = None) -> Feed
     Returns:
         A ``Feedback``; the learner's RNG is left as it was.
     """
+    return _check_block(cls, norm_first, BLOCK_HINTS)
+
+
+def passes(cls: Any, *, norm_first: bool | None = None) -> bool:
+    """Whether ``check_transformer_block(cls, norm_first=norm_first)`` says correct, asked
+    quietly: the learner's tiers of hints are left as they were (for the cell that builds a
+    model of the learner's blocks when they pass, and of ``attn.TransformerBlock`` when not)."""
+    try:
+        return _check_block(cls, norm_first, Hints()).correct
+    except Refused:
+        return False
+
+
+def _check_block(cls: Any, norm_first: bool | None, hints: Hints) -> Feedback:
+    """``check_transformer_block``, its mistakes counted in ``hints``.
+
+    Raises:
+        Refused: the block cannot be built or read, or a case goes wrong.
+        TypeError: ``norm_first`` is not None, True or False (the notebook's call, not the answer).
+    """
     if norm_first is not None and not isinstance(norm_first, bool):
         raise TypeError(f"norm_first: expected None, True or False, got {type(norm_first).__name__} "
                         f"{norm_first!r}")
     with torch.random.fork_rng(devices=[]):  # the block's init and dropout must not move the RNG
         torch.manual_seed(_SEED)
-        return _check(cls, norm_first)
+        return _compare(cls, norm_first, hints)
 
 
-def _check(cls: Any, only: bool | None) -> Feedback:
+def _compare(cls: Any, only: bool | None, hints: Hints) -> Feedback:
+    """Build the block for each placement, find its parts, write known weights and compare it
+    with PyTorch's layer, case by case; the first difference is explained (``_diagnose``)."""
     placements = (False, True) if only is None else (only,)
     gen = torch.Generator().manual_seed(_SEED + 1)
     x = torch.randn(BATCH, LENGTH, _E, generator=gen, dtype=torch.float64)
     config: tuple[str, bool] | None = None  # (activation, norms swapped), fixed by the first case
     exact, dropout_seen = True, None
     for nf in placements:
-        built = _build(cls, nf, both=only is None)
-        if isinstance(built, Feedback):
-            return built
-        block, took_dropout = built
+        block, took_dropout = _build(cls, nf, both=only is None)
         name = type(block).__name__
-        parts = _find_parts(block)
-        if isinstance(parts, Feedback):
-            return parts
-        wrong_attention = _check_attention(parts, name, x)
-        if wrong_attention is not None:
-            return wrong_attention
+        parts = _find_parts(block, hints)
+        _check_attention(parts, name, x)
         params = _write_weights(parts)
         runner = _runner(block)
         for case, mask, torch_kwargs in cases():
@@ -528,7 +561,7 @@ def _check(cls: Any, only: bool | None) -> Feedback:
                                           got=tuple(out.shape)))
             again = _layers.run(runner, x, mask)
             if isinstance(again, str) or not _layers.same(again[0], out.double()):
-                return _HINTS.wrong("random in eval", tr(RANDOM_IN_EVAL[0]), where=tr(RANDOM_IN_EVAL[1]))
+                return hints.wrong("random in eval", tr(RANDOM_IN_EVAL[0]), where=tr(RANDOM_IN_EVAL[1]))
             configs = [config] if config is not None else [
                 (act, swap) for act in _ACTIVATIONS for swap in (False, True)]
             match = None
@@ -540,14 +573,14 @@ def _check(cls: Any, only: bool | None) -> Feedback:
                     exact = exact and _layers.same(out, expected)
                     break
             if match is None:
-                return _diagnose(out, x, params, mask, nf, case, configs)
+                return _diagnose(out, x, params, mask, nf, case, configs, hints)
             config = match
         if took_dropout and dropout_seen is None:
             dropout_seen = _dropout_runs_in_training(block, parts.attention.module, runner, x)
             if not dropout_seen:
                 symptom = tr(NO_DROPOUT_IN_TRAINING[0], p=DROPOUT)
-                return _HINTS.wrong("no dropout in training", symptom,
-                                    where=tr(NO_DROPOUT_IN_TRAINING[1]))
+                return hints.wrong("no dropout in training", symptom,
+                                   where=tr(NO_DROPOUT_IN_TRAINING[1]))
     act = {"relu": "ReLU", "gelu": "GELU"}[config[0]]
     which = tr("norm_first=False and True") if only is None else f"norm_first={only}"
     bound = f"{_layers.ROUND_OFF:.0e}".replace("e-0", "e-")
@@ -578,8 +611,8 @@ def _dropout_runs_in_training(block: nn.Module, attention: nn.Module, runner: _l
 
 
 def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, nf: bool,
-              case: str, configs: list[tuple[str, bool]]) -> Feedback:
-    """Name the classic bug that gives ``out``, or say that none does."""
+              case: str, configs: list[tuple[str, bool]], hints: Hints) -> Feedback:
+    """Name the classic bug that gives ``out``, or say that none does (a mistake of ``hints``)."""
     for bug in bugs_for(nf, mask is not None):
         forms = (None, 0, 1) if bug == "unbiased variance" else (None,)
         for (act, swap), form in ((c, f) for c in configs for f in forms):
@@ -588,34 +621,22 @@ def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, 
             if _layers.same(out, got, _layers.ROUND_OFF):
                 symptom, where = BUGS[bug]
                 other = tr("pre-LN, x + sa(norm1(x))") if not nf else tr("post-LN, norm1(x + sa(x))")
-                return _HINTS.wrong(bug, tr("With norm_first={nf} and {case}: {problem}", nf=nf,
-                                            case=tr(case), problem=tr(symptom, nf=nf, other=other)),
-                                    where=tr(where))
+                return hints.wrong(bug, tr("With norm_first={nf} and {case}: {problem}", nf=nf,
+                                           case=tr(case), problem=tr(symptom, nf=nf, other=other)),
+                                   where=tr(where))
     nan = [tr("It contains NaN.")] if bool(out.isnan().any()) else []
     if mask is not None:
-        return _HINTS.wrong(
+        return hints.wrong(
             "unknown mask", sentences([tr("With norm_first={nf} and {case}: without a mask your block is "
                                           "right, with one it is not.", nf=nf, case=tr(case)), *nan]),
             where=tr("how forward hands the mask to the attention, unchanged"))
-    return _HINTS.wrong(
+    return hints.wrong(
         "unknown", sentences([tr("With norm_first={nf} and {case}: your block's output differs from "
                                  "nn.TransformerEncoderLayer's, and not by one of the classic bugs this "
                                  "checker knows.", nf=nf, case=tr(case)), *nan,
                               tr("More than one step may be wrong.")]),
         where=tr("each step on its own against the formulas: the norms, the attention sub-layer with "
                  "its residual, the feed-forward with its residual"))
-
-
-def passes(cls: Any, *, norm_first: bool | None = None) -> bool:
-    """Whether ``check_transformer_block(cls, norm_first=norm_first)`` says correct, asked
-    quietly: the learner's tiers of hints are left as they were (for the cell that builds a
-    model of the learner's blocks when they pass, and of ``attn.TransformerBlock`` when not)."""
-    global _HINTS
-    kept, _HINTS = _HINTS, Hints()
-    try:
-        return check_transformer_block(cls, norm_first=norm_first).correct
-    finally:
-        _HINTS = kept
 
 
 # ---- exercise 1: LayerNorm written out -----------------------------------------------------
@@ -694,6 +715,7 @@ def _ln_inputs() -> list[tuple[Tensor, Tensor, Tensor, float]]:
     return [(x, gain, bias, eps) for eps in _LN_EPS]
 
 
+@checker
 def check_layer_norm(fn: Any) -> Feedback:
     """Exercise 1: ``fn(x, gain, bias, eps)`` must be ``nn.LayerNorm``'s computation on x (B, L,
     E) with the gain (E,) and the bias (E,): over the last dim, the biased variance, eps inside
@@ -704,8 +726,7 @@ def check_layer_norm(fn: Any) -> Feedback:
     recognised by computing what it gives, and gets its symptom, then on the next try with it
     where to look too (``LAYER_NORM_HINTS``); never the code. The inputs must come back unchanged.
     """
-    if not callable(fn):
-        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
+    fn = as_function(fn)
     for x, gain, bias, eps in _ln_inputs():
         kept = [t.clone() for t in (x, gain, bias)]
         try:
@@ -751,13 +772,12 @@ def block_parameters(d_model: int, d_ff: int) -> dict[str, int]:
     return {"attention": 4 * (E * E + E), "feed-forward": E * Fd + Fd + Fd * E + E, "norms": 2 * 2 * E}
 
 
+@checker
 def check_block_parameters(answer: Any) -> Feedback:
     """Exercise 2: how many numbers one block of the base model (``BASE``) learns, with a bias
     in every Linear and a gain and a bias in each LayerNorm (``attn.TransformerBlock`` and
     ``nn.TransformerEncoderLayer`` count the same). The usual miscounts are named."""
     answer = as_whole_number(tr("a number of parameters"), answer)
-    if isinstance(answer, Feedback):
-        return answer
     E, Fd = BASE["d_model"], BASE["d_ff"]
     parts = block_parameters(E, Fd)
     total = sum(parts.values())
