@@ -4,7 +4,7 @@ The guided build: ``check_self_attention`` (steps 1-2), ``check_split_merge`` (s
 ``check_multi_head_attention`` (steps 4-5), ``check_silent_case`` and
 ``check_head_split_guard`` (step 6). The layer checkers take the learner's **class**, build it,
 write known weights into it and compare what it computes with the package's layer
-(``attn.exercises._layers`` does the work, by behaviour only). Then PyTorch's own layer:
+(``attn.exercises._layer_checker`` does the work, by behaviour only). Then PyTorch's own layer:
 ``check_weight_shapes``, ``check_mha_causal_mask``, and ``check_fully_masked_row``.
 
 Each checker returns a ``Feedback`` (right or wrong, with a hint) and never states the expected
@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from ..functional import masked_softmax, softmax_with_fill
 from ..masks import causal_mask, to_torch_mha_mask
-from . import _layers
+from . import _layer_bugs, _layer_checker
 from ..language import mark, tr
 from ._base import Feedback, Hints, Refused, as_function, checker, sentences
 
@@ -63,11 +63,11 @@ SPLIT_SETUP: dict[str, int] = {"batch": 2, "length": 3, "d_model": 8, "n_heads":
 #: Step 6: the article's layer with these sizes, on x of shape (batch, length, d_model).
 SILENT_CASE: dict[str, int] = {"batch": 2, "length": 5, "d_model": 12, "num_heads": 5}
 
-_SELF = _layers.Spec("SelfAttention", tuple(SELF_ATTENTION_ARGS.values()), "d_model, d_k, d_v",
+_SELF = _layer_bugs.Spec("SelfAttention", tuple(SELF_ATTENTION_ARGS.values()), "d_model, d_k, d_v",
                      d_model=SELF_ATTENTION_ARGS["d_model"], d_k=SELF_ATTENTION_ARGS["d_k"],
                      d_v=SELF_ATTENTION_ARGS["d_v"], heads=None)
 _E, _H = MULTI_HEAD_ARGS["d_model"], MULTI_HEAD_ARGS["n_heads"]
-_MULTI = _layers.Spec("MultiHeadAttention", (_E, _H), "d_model, n_heads", d_model=_E,
+_MULTI = _layer_bugs.Spec("MultiHeadAttention", (_E, _H), "d_model, n_heads", d_model=_E,
                       d_k=_E // _H, d_v=_E // _H, heads=_H)
 
 #: One ``Hints`` per checker (a second try with the same mistake hears where to look too):
@@ -104,7 +104,7 @@ def check_self_attention(cls: Any, *, masks: bool = True) -> Feedback:
         cls: the class (not an instance).
         masks: False checks only the case without a mask (step 1, before masks are taught).
     """
-    return _layers.check_layer(cls, _SELF, masks=masks, hints=SELF_ATTENTION_HINTS)
+    return _layer_checker.check_layer(cls, _SELF, masks=masks, hints=SELF_ATTENTION_HINTS)
 
 
 @checker
@@ -116,7 +116,7 @@ def check_multi_head_attention(cls: Any) -> Feedback:
     Output (B, L, d_model), weights per head (B, H, L, L); the masks are (L, L) and
     (B, 1, 1, L), ``mask == 0`` blocked.
     """
-    return _layers.check_layer(cls, _MULTI, hints=MULTI_HEAD_HINTS)
+    return _layer_checker.check_layer(cls, _MULTI, hints=MULTI_HEAD_HINTS)
 
 
 # ---- step 3: splitting into heads and merging back ---------------------------------------
@@ -141,7 +141,7 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
             raise Refused(tr("it is not written yet."))
         raise Refused(tr("{name} is not written yet.", name=name))
     except Exception as err:  # the learner's code: any error becomes a hint
-        error = _layers.describe_error(err)
+        error = _layer_checker.describe_error(err)
         if name is None:
             raise Refused(tr("it raised {error}", error=error))
         raise Refused(tr("{name} raised {error}", name=name, error=error))
@@ -166,7 +166,7 @@ def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
     if not torch.equal(heads.double(), expected):
         if torch.equal(heads.double(), x.view(B, H, L, D)):
             return Feedback(False, tr("split_heads: {symptom}",
-                                      symptom=tr(_layers.BUGS["heads split without a transpose"][0])))
+                                      symptom=tr(_layer_bugs.BUGS["heads split without a transpose"][0])))
         return Feedback(False, tr("split_heads: the shape is right, not the numbers: head h of token l "
                                   "should hold D consecutive features of token l."))
     merged = _call(merge_heads, expected.contiguous())  # as attention's output: contiguous
@@ -177,7 +177,7 @@ def check_split_merge(split_heads: Any, merge_heads: Any) -> Feedback:
     if not torch.equal(merged.double(), x):
         if torch.equal(merged.double(), expected.reshape(B, L, E)):
             return Feedback(False, tr("merge_heads: {symptom}",
-                                      symptom=tr(_layers.BUGS["heads merged without a transpose"][0])))
+                                      symptom=tr(_layer_bugs.BUGS["heads merged without a transpose"][0])))
         return Feedback(False, tr("merge_heads: the shape is right, not the numbers: merging the split "
                                   "should give back x exactly."))
     return Feedback(True, tr("Each head gets D features of every token, and merging puts every "
@@ -324,7 +324,7 @@ def check_head_split_guard(cls: Any) -> Feedback:
         if err is not None:
             return hints.wrong("too strict", tr("{name}({E}, {H}) raised {error} {H} heads split {E} "
                                                 "evenly, so it should build.",
-                                                name=name, E=E, H=good, error=_layers.describe_error(err)),
+                                                name=name, E=E, H=good, error=_layer_checker.describe_error(err)),
                                where=tr("the condition of your check"))
     uneven = ((SILENT_CASE["d_model"], SILENT_CASE["num_heads"]),) + GUARD_SIZES["uneven"]
     for E, H in uneven:
@@ -349,7 +349,7 @@ def check_head_split_guard(cls: Any) -> Feedback:
             return Feedback(False, tr("{name}.__init__ is not written yet.", name=name))
         if not isinstance(err, ValueError):
             return hints.wrong("not a ValueError", tr("It raises {error} A value that does not fit is a "
-                                                      "ValueError.", error=_layers.describe_error(err)),
+                                                      "ValueError.", error=_layer_checker.describe_error(err)),
                                where=tr("the type of the exception you raise"))
         if made:
             symptom = (tr("{name}({E}, {H}) raises a ValueError, but only after {made} parameter was "

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..masks import causal_mask, padding_mask, to_torch_mha_mask
-from . import _layers
+from . import _layer_bugs, _layer_checker
 from ..language import mark, tr
 from ._base import Feedback, Hints, Refused, as_function, as_whole_number, checker, sentence_start, sentences
 
@@ -45,8 +45,8 @@ DROPOUT = 0.5
 BATCH, LENGTH = 2, 5
 _E, _H, _F = BLOCK_ARGS["d_model"], BLOCK_ARGS["num_heads"], BLOCK_ARGS["d_ff"]
 #: The attention layer inside the block, as ``attn.exercises.nb05.check_multi_head_attention``
-#: sees one (its machinery, ``_layers``, finds the projections).
-_SPEC = _layers.Spec("MultiHeadAttention", (_E, _H), "d_model, n_heads", d_model=_E,
+#: sees one (its machinery, ``_layer_checker``, finds the projections).
+_SPEC = _layer_bugs.Spec("MultiHeadAttention", (_E, _H), "d_model, n_heads", d_model=_E,
                      d_k=_E // _H, d_v=_E // _H, heads=_H)
 _SEED = 1212
 _ACTIVATIONS = ("relu", "gelu")
@@ -125,10 +125,10 @@ def reset_hints() -> None:
 
 @dataclass(frozen=True)
 class BlockParams:
-    """Known float64 weights for every part: attention by role (as ``_layers`` keeps them),
+    """Known float64 weights for every part: attention by role (as ``_layer_checker`` keeps them),
     norms as (gain (E,), bias (E,), eps), Linears as (weight (out, in), bias or None)."""
 
-    attn: _layers.Params
+    attn: _layer_bugs.Params
     norm1: tuple[Tensor, Tensor, float]
     norm2: tuple[Tensor, Tensor, float]
     linear1: tuple[Tensor, Tensor | None]
@@ -173,7 +173,7 @@ def variant(x: Tensor, params: BlockParams, mask: Tensor | None, *, norm_first: 
         return _norm(t, *which, bug)
 
     def sa(t: Tensor) -> Tensor:
-        return _layers.variant(t, params.attn, None if bug == "mask not passed" else mask, _SPEC, None)
+        return _layer_bugs.variant(t, params.attn, None if bug == "mask not passed" else mask, _SPEC, None)
 
     def ff(t: Tensor) -> Tensor:
         act = {"relu": torch.relu, "gelu": F.gelu}[activation]
@@ -245,7 +245,7 @@ class _Norm:
 
 @dataclass
 class _Parts:
-    attention: _layers.Learner
+    attention: _layer_checker.Learner
     attention_path: str
     norms: list[_Norm]
     linear1: nn.Linear
@@ -291,13 +291,13 @@ def _build(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool]:
         raise Refused(tr("{name}.__init__ is not written yet.", name=name))
     except Exception as err:  # the learner's code: any error becomes a hint
         raise Refused(tr("{call} raised {error} The checker builds {name}(d_model, num_heads, "
-                         "d_ff, norm_first=...).", call=call, error=_layers.describe_error(err),
+                         "d_ff, norm_first=...).", call=call, error=_layer_checker.describe_error(err),
                          name=name))
     return block.double().eval(), took_dropout
 
 
-def _find_attention(block: nn.Module) -> tuple[str, _layers.Learner]:
-    """The first submodule whose projections ``_layers`` finds (W_q..., q_linear..., qkv).
+def _find_attention(block: nn.Module) -> tuple[str, _layer_checker.Learner]:
+    """The first submodule whose projections ``_layer_checker`` finds (W_q..., q_linear..., qkv).
 
     Raises:
         Refused: no submodule is an attention layer the checker can read.
@@ -307,7 +307,7 @@ def _find_attention(block: nn.Module) -> tuple[str, _layers.Learner]:
         if sub is block or isinstance(sub, (nn.Linear, nn.LayerNorm, nn.Dropout)):
             continue
         try:
-            return path, _layers.inspect_layer(sub, _SPEC)
+            return path, _layer_checker.inspect_layer(sub, _SPEC)
         except Refused:
             continue  # not this submodule
     torch_mha = next((p for p, m in block.named_modules() if isinstance(m, nn.MultiheadAttention)), None)
@@ -431,7 +431,7 @@ def cases() -> list[tuple[str, Tensor | None, dict[str, Tensor]]]:
             (mark("a padding mask"), pad, {"src_key_padding_mask": to_torch_mha_mask(pad[:, 0, 0])})]  # (B, L)
 
 
-def _runner(block: nn.Module) -> _layers.Learner:
+def _runner(block: nn.Module) -> _layer_checker.Learner:
     """How to call the block: ``forward(x, mask)``, the mask by keyword if it is named so."""
     try:
         params = inspect.signature(block.forward).parameters
@@ -440,18 +440,18 @@ def _runner(block: nn.Module) -> _layers.Learner:
     positional = [p for p in params.values() if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
                                                            inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     mask_param: str | int | None = "mask" if "mask" in params else (1 if len(positional) > 1 else None)
-    return _layers.Learner(block, "", {}, False, mask_param)
+    return _layer_checker.Learner(block, "", {}, False, mask_param)
 
 
-def _attention_problem(learner: _layers.Learner, x: Tensor) -> str | None:
+def _attention_problem(learner: _layer_checker.Learner, x: Tensor) -> str | None:
     """What is wrong with the attention layer alone, case by case (in the learner's language),
     or None if nothing is."""
     for case, mask, _ in cases():
-        result = _layers.run(learner, x, mask)
+        result = _layer_checker.run(learner, x, mask)
         if isinstance(result, str):
             return tr("with {case}: {problem}", case=tr(case), problem=result)
-        expected = _layers.reference(x, learner.params, mask, _SPEC)[0]  # the package's layer
-        if not _layers.same(result[0], expected, _layers.ROUND_OFF):
+        expected = _layer_bugs.reference(x, learner.params, mask, _SPEC)[0]  # the package's layer
+        if not _layer_bugs.same(result[0], expected, _layer_bugs.ROUND_OFF):
             return tr("with {case}: its output is not the chapter's multi-head attention.", case=tr(case))
     return None
 
@@ -465,11 +465,11 @@ def _check_attention(parts: _Parts, block_name: str, x: Tensor) -> None:
     learner = parts.attention
     problem = _attention_problem(learner, x)
     if problem is not None and learner.square_matrices:  # raw (E, E) matrices: maybe x @ W.T
-        flipped = _layers.inspect_layer(learner.module, _SPEC, flip_square=True)  # shapes passed once
+        flipped = _layer_checker.inspect_layer(learner.module, _SPEC, flip_square=True)  # shapes passed once
         if _attention_problem(flipped, x) is None:
             parts.attention = flipped
             return
-        _layers.inspect_layer(learner.module, _SPEC)  # back to x @ W, the course's reading
+        _layer_checker.inspect_layer(learner.module, _SPEC)  # back to x @ W, the course's reading
     if problem is None:
         return
     raise Refused(tr("{block}.{path} ({kind}), your attention layer, alone {problem} Check it "
@@ -549,7 +549,7 @@ def _compare(cls: Any, only: bool | None, hints: Hints) -> Feedback:
         params = _write_weights(parts)
         runner = _runner(block)
         for case, mask, torch_kwargs in cases():
-            result = _layers.run(runner, x, mask)
+            result = _layer_checker.run(runner, x, mask)
             if isinstance(result, str):
                 return Feedback(False, tr("With norm_first={nf} and {case}: {problem}",
                                           nf=nf, case=tr(case), problem=result))
@@ -559,8 +559,8 @@ def _compare(cls: Any, only: bool | None, hints: Hints) -> Feedback:
                                           "{shape} (B, L, d_model), the shape of x, got {got}.",
                                           nf=nf, case=tr(case), shape=(BATCH, LENGTH, _E),
                                           got=tuple(out.shape)))
-            again = _layers.run(runner, x, mask)
-            if isinstance(again, str) or not _layers.same(again[0], out.double()):
+            again = _layer_checker.run(runner, x, mask)
+            if isinstance(again, str) or not _layer_bugs.same(again[0], out.double()):
                 return hints.wrong("random in eval", tr(RANDOM_IN_EVAL[0]), where=tr(RANDOM_IN_EVAL[1]))
             configs = [config] if config is not None else [
                 (act, swap) for act in _ACTIVATIONS for swap in (False, True)]
@@ -568,9 +568,9 @@ def _compare(cls: Any, only: bool | None, hints: Hints) -> Feedback:
             for act, swap in configs:
                 p = params.swapped_norms() if swap else params
                 expected = torch_reference(x, p, torch_kwargs, norm_first=nf, activation=act)
-                if _layers.same(out, expected, _layers.ROUND_OFF):
+                if _layer_bugs.same(out, expected, _layer_bugs.ROUND_OFF):
                     match = (act, swap)
-                    exact = exact and _layers.same(out, expected)
+                    exact = exact and _layer_bugs.same(out, expected)
                     break
             if match is None:
                 return _diagnose(out, x, params, mask, nf, case, configs, hints)
@@ -583,7 +583,7 @@ def _compare(cls: Any, only: bool | None, hints: Hints) -> Feedback:
                                    where=tr(NO_DROPOUT_IN_TRAINING[1]))
     act = {"relu": "ReLU", "gelu": "GELU"}[config[0]]
     which = tr("norm_first=False and True") if only is None else f"norm_first={only}"
-    bound = f"{_layers.ROUND_OFF:.0e}".replace("e-0", "e-")
+    bound = f"{_layer_bugs.ROUND_OFF:.0e}".replace("e-0", "e-")
     precision = tr("in float64") if exact else tr("to float32 round-off (below {bound})", bound=bound)
     dropout = (tr("Its dropout is off in eval mode and on in training.") if dropout_seen
                else tr("Called twice in eval mode, it gives the same output."))
@@ -594,7 +594,7 @@ def _compare(cls: Any, only: bool | None, hints: Hints) -> Feedback:
         dropout]))
 
 
-def _dropout_runs_in_training(block: nn.Module, attention: nn.Module, runner: _layers.Learner,
+def _dropout_runs_in_training(block: nn.Module, attention: nn.Module, runner: _layer_checker.Learner,
                               x: Tensor) -> bool:
     """Whether the block's own dropout runs in training mode: two calls in training mode differ,
     with its attention layer in eval mode (a dropout inside the attention layer, such as
@@ -602,12 +602,12 @@ def _dropout_runs_in_training(block: nn.Module, attention: nn.Module, runner: _l
     block.train()
     attention.eval()
     try:
-        first, second = _layers.run(runner, x, None), _layers.run(runner, x, None)
+        first, second = _layer_checker.run(runner, x, None), _layer_checker.run(runner, x, None)
     finally:
         block.eval()
     if isinstance(first, str) or isinstance(second, str):
         return True  # an error in training mode is not a missing dropout; eval mode worked
-    return not _layers.same(first[0], second[0])
+    return not _layer_bugs.same(first[0], second[0])
 
 
 def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, nf: bool,
@@ -618,7 +618,7 @@ def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, 
         for (act, swap), form in ((c, f) for c in configs for f in forms):
             p = params.swapped_norms() if swap else params
             got = variant(x, p, mask, norm_first=nf, activation=act, bug=bug, std_form=form)
-            if _layers.same(out, got, _layers.ROUND_OFF):
+            if _layer_bugs.same(out, got, _layer_bugs.ROUND_OFF):
                 symptom, where = BUGS[bug]
                 other = tr("pre-LN, x + sa(norm1(x))") if not nf else tr("post-LN, norm1(x + sa(x))")
                 return hints.wrong(bug, tr("With norm_first={nf} and {case}: {problem}", nf=nf,
@@ -734,7 +734,7 @@ def check_layer_norm(fn: Any) -> Feedback:
         except NotImplementedError:
             return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
         except Exception as err:  # the learner's code: any error becomes a hint
-            return Feedback(False, tr("Your function raised {error}", error=_layers.describe_error(err)))
+            return Feedback(False, tr("Your function raised {error}", error=_layer_checker.describe_error(err)))
         if not all(torch.equal(a, b) for a, b in zip(kept, (x, gain, bias))):
             return Feedback(False, tr("Your function changed its inputs in place (x, gain or bias): compute "
                                       "new tensors instead, the caller still needs x."))
@@ -744,10 +744,10 @@ def check_layer_norm(fn: Any) -> Feedback:
             return Feedback(False, tr("The output has the shape of x {shape}, got {got}.",
                                       shape=tuple(x.shape), got=tuple(got.shape)))
         want = F.layer_norm(x, (x.shape[-1],), gain, bias, eps)
-        if _layers.same(got, want):
+        if _layer_bugs.same(got, want):
             continue
         for bug, (symptom, where) in LAYER_NORM_BUGS.items():
-            if _layers.same(got, layer_norm_variant(x, gain, bias, eps, bug), _layers.ROUND_OFF):
+            if _layer_bugs.same(got, layer_norm_variant(x, gain, bias, eps, bug), _layer_bugs.ROUND_OFF):
                 return LAYER_NORM_HINTS.wrong(bug, sentence_start(tr(symptom)), where=tr(where))
         nan = [tr("It contains NaN.")] if bool(got.isnan().any()) else []
         return LAYER_NORM_HINTS.wrong(
