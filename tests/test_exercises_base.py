@@ -17,7 +17,7 @@ import torch
 
 from attn.exercises import (Feedback, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10,
                             nb11, nb12)
-from attn.exercises._base import Refused, as_array, as_function, as_whole_number, checker
+from attn.exercises._base import Refused, as_array, as_function, as_whole_number, checker, shape_or_none
 from attn.language import language, tr
 
 EXERCISES = Path(__file__).resolve().parents[1] / "src" / "attn" / "exercises"
@@ -249,3 +249,14 @@ def test_a_function_that_raises_is_refused_with_its_error():
 
     fb = nb04.check_layer_macs(layer_macs)
     assert fb == Feedback(False, "Your function raised ZeroDivisionError: division by zero")
+
+
+def test_shape_or_none_reads_a_shape_and_nothing_else():
+    """The two shape questions of notebook 05 (the silent case, the weights' shapes) read an
+    answer's shapes through it, and explain a None in their own words."""
+    assert shape_or_none(torch.Size([2, 3])) == (2, 3)
+    assert shape_or_none([2, 3]) == shape_or_none((2, 3)) == (2, 3)
+    for not_a_shape in ((2, 3.0), (True, 3), "2, 3", 6, None):
+        assert shape_or_none(not_a_shape) is None, not_a_shape
+    fb = nb05.check_weight_shapes({"averaged": (3, 7, 7), "per_head": "3, 4, 7, 7"})
+    assert fb == Feedback(False, 'answer["per_head"] should be a tuple of ints, got \'3, 4, 7, 7\'.')

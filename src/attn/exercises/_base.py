@@ -26,8 +26,8 @@ from .._checks import to_numpy
 from ..language import get_language, tr
 
 __all__ = [
-    "Feedback", "Refused", "checker", "Hints", "as_array", "as_whole_number", "as_function", "close",
-    "SoftmaxCalled", "softmax_switched_off", "sentence_start", "sentence_inside", "clauses", "sentences",
+    "Feedback", "Refused", "checker", "Hints", "as_array", "as_whole_number", "as_function", "shape_or_none",
+    "close", "SoftmaxCalled", "softmax_switched_off", "sentence_start", "sentence_inside", "clauses", "sentences",
 ]
 
 
@@ -209,6 +209,17 @@ def as_function(answer: Any, call: str | None = None, *, argument: str | None = 
     if call is not None:
         raise Refused(tr("answer should be a function {call}, got {kind}.", call=call, kind=kind))
     raise Refused(tr("Pass your function itself, got {kind}.", kind=kind))
+
+
+def shape_or_none(value: Any) -> tuple[int, ...] | None:
+    """``value`` as a shape, a tuple of ints (from a ``torch.Size``, a tuple or a list of ints),
+    or None if it is not one: an answer's field, which its checker explains in its own words."""
+    if isinstance(value, torch.Size):
+        return tuple(value)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) and not isinstance(v, bool)
+                                                for v in value):
+        return tuple(value)
+    return None
 
 
 def sentence_start(text: str) -> str:
