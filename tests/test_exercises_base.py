@@ -22,8 +22,9 @@ from attn.language import language, tr
 
 EXERCISES = Path(__file__).resolve().parents[1] / "src" / "attn" / "exercises"
 MODULES = (nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12)
-#: Every public checker of every notebook, as ``tools.assignments`` finds them.
-CHECKERS = [getattr(m, name) for m in MODULES for name in m.__all__ if name.startswith("check_")]
+#: Every public checker of every notebook, as ``tools.assignments`` finds them, by its notebook's name.
+CHECKERS = {f"{m.__name__.rsplit('.', 1)[1]}.{name}": getattr(m, name)
+            for m in MODULES for name in m.__all__ if name.startswith("check_")}
 
 
 # ---- Refused and @checker ------------------------------------------------------------------
@@ -88,12 +89,12 @@ def test_checker_lets_every_other_exception_through():
 
 def test_checker_keeps_the_name_the_docstring_and_the_signature():
     """tools.assignments finds checkers by name; help() in a notebook shows their docstring."""
-    for check in CHECKERS:
+    for check in CHECKERS.values():
         assert check.__name__.startswith("check_") and check.__doc__, check
     assert list(inspect.signature(nb05.check_self_attention).parameters) == ["cls", "masks"]
 
 
-@pytest.mark.parametrize("check", CHECKERS, ids=lambda c: f"{c.__module__.rsplit('.', 1)[1]}.{c.__name__}")
+@pytest.mark.parametrize("check", CHECKERS.values(), ids=CHECKERS.keys())
 def test_every_checker_answers_a_junk_answer_with_a_reply_never_an_exception(check):
     """Each junk answer is refused somewhere inside (a conversion, ``as_function``, a build):
     a checker without ``@checker`` would raise ``Refused`` at the learner instead."""
@@ -183,20 +184,25 @@ OPENINGS = [
     (torch.zeros(4), dict(call="softmax_row(s)", why=_softmax_row_why),
      "Pass the function itself, softmax_row, not its result: the checker runs it on more rows, with "
      "torch.softmax switched off.",
-     "请传入函数本身 softmax_row，而不是它的结果：检查器会在关掉 torch.softmax 的情况下，用更多行来运行它。"),
-    ([0.1, 0.9], dict(call="reversed_output(x)", why=lambda: tr("runs it on sentences of other lengths too")),
+     "请传入函数本身 softmax_row，而不是它的结果：检查器会在关掉 torch.softmax 的情况下，"
+     "用更多行来运行它。"),
+    ([0.1, 0.9], dict(call="reversed_output(x)",
+                      why=lambda: tr("runs it on sentences of other lengths too")),
      "Pass the function itself, reversed_output, not its result: the checker runs it on sentences of "
      "other lengths too.",
      "请传入函数本身 reversed_output，而不是它的结果：检查器还会在其他长度的句子上运行它。"),
     ("f", dict(call="softmax_row(s)", why=_softmax_row_why),
-     "answer should be a function softmax_row(s), got str.", "answer 应当是函数 softmax_row(s)，实际得到 str。"),
+     "answer should be a function softmax_row(s), got str.",
+     "answer 应当是函数 softmax_row(s)，实际得到 str。"),
     (None, dict(call="online_softmax(blocks)"),
-     "Replace None with your function online_softmax(blocks).", "请把 None 换成你的函数 online_softmax(blocks)。"),
+     "Replace None with your function online_softmax(blocks).",
+     "请把 None 换成你的函数 online_softmax(blocks)。"),
     ([1.0], dict(call="head_queries(weight, x, i, num_heads)"),  # no why: a list is not "its result"
      "answer should be a function head_queries(weight, x, i, num_heads), got list.",
      "answer 应当是函数 head_queries(weight, x, i, num_heads)，实际得到 list。"),
     (None, dict(), "Pass your function itself, got NoneType.", "请传入你的函数本身，实际得到 NoneType。"),
-    (torch.zeros(2), dict(), "Pass your function itself, got Tensor.", "请传入你的函数本身，实际得到 Tensor。"),
+    (torch.zeros(2), dict(), "Pass your function itself, got Tensor.",
+     "请传入你的函数本身，实际得到 Tensor。"),
     (3, dict(argument="split_heads"), "split_heads: expected a function, got int.",
      "split_heads：应传入一个函数，实际得到 int。"),
 ]
