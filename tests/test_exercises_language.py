@@ -34,7 +34,7 @@ import test_exercises_nb12 as t12
 from attn import exercises
 from attn.blockwise import causal_blocks
 from attn.lessons.cost.counts import multi_head_cost
-from attn.exercises import (Feedback, _layers, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08,
+from attn.exercises import (Feedback, _layer_bugs, nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08,
                             nb09, nb10, nb11, nb12)
 from attn.lessons.handbuilt import heads as handbuilt_heads
 from attn.lessons.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
@@ -58,7 +58,7 @@ CODE_WORDS = {
     "str", "int", "float", "list", "tuple", "dict", "function", "NoneType",
     "diagonal", "vertical", "block", "stripe", "stripes", "flat", "nan", "uniform", "zeros",
 }
-#: What PyTorch says of the classic errors in a layer (each has its hint, ``_layers.ERROR_HINTS``).
+#: What PyTorch says of the classic errors in a layer (each has its hint, ``_layer_checker.ERROR_HINTS``).
 TORCH_ERRORS = ("view size is not compatible with input tensor's size and stride",
                 "batch1 must be a 3D tensor", "shape '[2, 5, 3]' is invalid for input of size 80",
                 "mat1 and mat2 shapes cannot be multiplied (10x8 and 4x8)",
@@ -152,7 +152,7 @@ def test_the_language_comes_back_and_no_text_is_kept_from_chinese():
     assert get_language() == "en" and not CHINESE.search(english.message)
     assert repr(english).startswith("❌ Not yet. With no mask: your scores are not scaled")
     assert chinese.message != english.message
-    assert _layers.BUGS["no scaling"][0].startswith("Your scores are not scaled")
+    assert _layer_bugs.BUGS["no scaling"][0].startswith("Your scores are not scaled")
     assert nb12.BUGS["no activation"][0].startswith("your feed-forward has no non-linearity")
 
 
@@ -369,7 +369,7 @@ def test_nb04_softmax_entries_right_swapped_and_input_errors():
         assert not zh(nb04.check_softmax_entries, answer).correct
 
 
-# ---- notebook 05 (and the layer machinery, _layers) ----------------------------------------
+# ---- notebook 05 (and the layer machinery, _layer_bugs and _layer_checker) -------------------
 
 @pytest.fixture
 def fresh_nb05_hints():

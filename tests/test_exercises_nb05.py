@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import attn
-from attn.exercises import Feedback, _layers, nb05
+from attn.exercises import Feedback, _layer_bugs, _layer_checker, nb05
 
 
 @pytest.fixture(autouse=True)
@@ -664,16 +664,16 @@ def assert_names_the_bug(fb, bug):
 
 
 def test_every_bug_has_a_name_and_a_buggy_class():
-    assert set(NAMES) == set(_layers.BUGS)
+    assert set(NAMES) == set(_layer_bugs.BUGS)
     assert {b for b, _ in MHA_BUGS} == set(nb05._MULTI.bugs())
     assert {b for b, _ in HEAD_BUGS} == set(nb05._SELF.bugs())
-    assert set(nb05._MULTI.bugs()) | set(nb05._SELF.bugs()) == set(_layers.BUGS)
+    assert set(nb05._MULTI.bugs()) | set(nb05._SELF.bugs()) == set(_layer_bugs.BUGS)
     assert "scaled by sqrt(d_v)" not in nb05._MULTI.bugs()  # d_v = d_k there: it cannot show
 
 
 def assert_second_try_says_where(check, cls, bug):
     """The same mistake twice: the symptom, then the symptom and the place to look."""
-    symptom, where = _layers.BUGS[bug]
+    symptom, where = _layer_bugs.BUGS[bug]
     symptom = symptom[0].lower() + symptom[1:]  # after "With <case>: "
     nb05.reset_hints()
     first, second = check(cls), check(cls)
@@ -816,23 +816,23 @@ def test_step_one_checks_only_the_case_without_a_mask():
 @pytest.mark.parametrize("spec", [nb05._SELF, nb05._MULTI], ids=["single", "multi"])
 def test_variants_are_one_bug_each_and_tell_apart(spec):
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn(_layers.BATCH, _layers.LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
+    x = torch.randn(_layer_bugs.BATCH, _layer_bugs.LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
     params = {role: (torch.randn(*shape, generator=gen, dtype=torch.float64) / 2,
                      torch.randn(shape[0], generator=gen, dtype=torch.float64))
               for role, shape in spec.shapes().items()}
     outputs = {}
     for case, mask in spec.masks():
-        expected, _ = _layers.reference(x, params, mask, spec)
-        assert torch.allclose(_layers.variant(x, params, mask, spec, None), expected,
+        expected, _ = _layer_bugs.reference(x, params, mask, spec)
+        assert torch.allclose(_layer_bugs.variant(x, params, mask, spec, None), expected,
                               atol=1e-12, rtol=0)
         for bug in spec.bugs():
-            outputs.setdefault(bug, []).append(_layers.variant(x, params, mask, spec, bug))
-    correct = [_layers.reference(x, params, m, spec)[0] for _, m in spec.masks()]
+            outputs.setdefault(bug, []).append(_layer_bugs.variant(x, params, mask, spec, bug))
+    correct = [_layer_bugs.reference(x, params, m, spec)[0] for _, m in spec.masks()]
     for bug, outs in outputs.items():
-        assert any(not _layers.same(o, c) for o, c in zip(outs, correct)), f"{bug} is not a bug"
+        assert any(not _layer_bugs.same(o, c) for o, c in zip(outs, correct)), f"{bug} is not a bug"
         for other, other_outs in outputs.items():
             if other != bug:
-                assert any(not _layers.same(a, b) for a, b in zip(outs, other_outs)), (bug, other)
+                assert any(not _layer_bugs.same(a, b) for a, b in zip(outs, other_outs)), (bug, other)
 
 
 def test_the_reference_is_pytorchs_layer():
@@ -847,13 +847,13 @@ def test_the_reference_is_pytorchs_layer():
         torch_mask = None if mask is None else attn.to_torch_mha_mask(mask.expand(2, H, 5, 5)
                                                                       ).reshape(2 * H, 5, 5)
         expected, w = torch_mha(x, x, x, attn_mask=torch_mask, average_attn_weights=False)
-        got, got_w = _layers.reference(x, params, mask, nb05._MULTI)
+        got, got_w = _layer_bugs.reference(x, params, mask, nb05._MULTI)
         assert (got - expected).abs().max() < 1e-12 and (got_w - w).abs().max() < 1e-12
 
 
 def test_variant_rejects_an_unknown_bug():
     with pytest.raises(ValueError, match="bug: expected None or one of"):
-        _layers.variant(torch.zeros(2, 5, 6), {}, None, nb05._SELF, "typo")
+        _layer_bugs.variant(torch.zeros(2, 5, 6), {}, None, nb05._SELF, "typo")
 
 
 # ---- the checker's own bad input -----------------------------------------------------------
@@ -1281,15 +1281,15 @@ def test_every_bug_is_far_from_float32_round_off(spec, correct):
     """With the checker's own weights and input, each bug differs from the right layer, and
     from every other bug, by far more than ROUND_OFF in some mask case: so accepting float32
     round-off never lets a bug through nor names the wrong one."""
-    learner = _layers.inspect_layer(correct(*spec.args), spec)
-    gen = torch.Generator().manual_seed(_layers._SEED + 1)
-    x = torch.randn(_layers.BATCH, _layers.LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
-    far = 100 * _layers.ROUND_OFF
+    learner = _layer_checker.inspect_layer(correct(*spec.args), spec)
+    gen = torch.Generator().manual_seed(_layer_checker._SEED + 1)
+    x = torch.randn(_layer_bugs.BATCH, _layer_bugs.LENGTH, spec.d_model, generator=gen, dtype=torch.float64)
+    far = 100 * _layer_bugs.ROUND_OFF
 
     def gap(a, b):
         return (a - b).nan_to_num(nan=1.0).abs().max().item()  # NaN against a number: far
 
-    outs = {bug: [_layers.variant(x, learner.params, m, spec, bug) for _, m in spec.masks()]
+    outs = {bug: [_layer_bugs.variant(x, learner.params, m, spec, bug) for _, m in spec.masks()]
             for bug in (None, *spec.bugs())}
     for bug in spec.bugs():
         for other in (None, *spec.bugs()):
@@ -1320,7 +1320,7 @@ def test_an_output_that_changes_between_two_calls_in_eval_mode_is_named(check, c
     torch.manual_seed(3)
     first, second = check(cls), check(cls)
     assert torch.equal(torch.rand(2), before)  # the learner's dropout did not move the RNG
-    symptom, where = _layers.RANDOM_IN_EVAL
+    symptom, where = _layer_checker.RANDOM_IN_EVAL
     assert not first.correct and first.message == symptom
     assert second.message == f"{symptom} Where to look: {where}."
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import attn
-from attn.exercises import nb12
+from attn.exercises import _block_bugs, _layer_norm, nb12
 
 from _learner_classes import (AnnotatedLayerNorm, ArticleMHA, Block, ChapterMHA, GeluPackageBlock,  # noqa: F401
                               MaskAsKey, MyLayerNorm, OnlyTheAttentionDrops, PostLNOnly, ReversedNorms,
@@ -207,24 +207,24 @@ def _params():
 
     E, Fd = nb12.BLOCK_ARGS["d_model"], nb12.BLOCK_ARGS["d_ff"]
     attn_params = {r: (randn(E, E) / math.sqrt(E), 0.3 * randn(E)) for r in "qkvo"}
-    return nb12.BlockParams(attn_params, (1 + 0.3 * randn(E), 0.3 * randn(E), 1e-5),
-                            (1 + 0.3 * randn(E), 0.3 * randn(E), 1e-5),
-                            (randn(Fd, E) / math.sqrt(E), 0.3 * randn(Fd)),
-                            (randn(E, Fd) / math.sqrt(Fd), 0.3 * randn(E)))
+    return _block_bugs.BlockParams(attn_params, (1 + 0.3 * randn(E), 0.3 * randn(E), 1e-5),
+                                   (1 + 0.3 * randn(E), 0.3 * randn(E), 1e-5),
+                                   (randn(Fd, E) / math.sqrt(E), 0.3 * randn(Fd)),
+                                   (randn(E, Fd) / math.sqrt(Fd), 0.3 * randn(E)))
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_variant_without_a_bug_is_torch_and_every_bug_is_far_from_it(norm_first, activation):
     params = _params()
-    x = torch.randn(nb12.BATCH, nb12.LENGTH, 8, generator=torch.Generator().manual_seed(1),
+    x = torch.randn(_block_bugs.BATCH, _block_bugs.LENGTH, 8, generator=torch.Generator().manual_seed(1),
                     dtype=torch.float64)
-    for case, mask, torch_kwargs in nb12.cases():
+    for case, mask, torch_kwargs in _block_bugs.cases():
         right = nb12.variant(x, params, mask, norm_first=norm_first, activation=activation)
-        expected = nb12.torch_reference(x, params, torch_kwargs, norm_first=norm_first,
-                                        activation=activation)
+        expected = _block_bugs.torch_reference(x, params, torch_kwargs, norm_first=norm_first,
+                                               activation=activation)
         torch.testing.assert_close(right, expected, atol=1e-12, rtol=0)
-        for bug in nb12.bugs_for(norm_first, mask is not None):
+        for bug in _block_bugs.bugs_for(norm_first, mask is not None):
             got = nb12.variant(x, params, mask, norm_first=norm_first, activation=activation, bug=bug)
             assert (got - right).abs().max() > 1e-3, (bug, case)
     with pytest.raises(ValueError, match=r"bug: expected None or one of"):
@@ -334,7 +334,7 @@ def test_each_layer_norm_slip_gets_its_symptom_then_where_to_look(slip):
 
 
 def test_layer_norm_variant_without_a_slip_is_torchs_and_every_slip_is_far_from_it():
-    for x, gain, bias, eps in nb12._ln_inputs():
+    for x, gain, bias, eps in _layer_norm._ln_inputs():
         right = nb12.layer_norm_variant(x, gain, bias, eps)
         torch.testing.assert_close(right, F.layer_norm(x, x.shape[-1:], gain, bias, eps), atol=1e-12, rtol=0)
         for bug in nb12.LAYER_NORM_BUGS:

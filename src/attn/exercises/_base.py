@@ -3,13 +3,20 @@
 Every sentence a checker returns is written in English inside ``tr`` (``attn.language``), at
 the moment the checker runs, so that it speaks the notebook's language; a sentence kept in a
 module-level table is ``mark``-ed there and ``tr``-ed where it is shown.
+
+A checker reads top-down. Where an answer cannot be taken further (not numbers, the wrong
+shape, not a function, a learner's function that raised), the step that finds out raises
+``Refused`` with the reply; the ``@checker`` decorator returns that reply. So a checker asks
+``arr = as_array("answer", answer, (4, 2))`` and goes on with ``arr``, never checking what
+came back.
 """
 from __future__ import annotations
 
+import functools
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, ParamSpec
 from unittest import mock
 
 import numpy as np
@@ -19,8 +26,8 @@ from .._checks import to_numpy
 from ..language import get_language, tr
 
 __all__ = [
-    "Feedback", "Hints", "as_array", "as_whole_number", "close", "SoftmaxCalled",
-    "softmax_switched_off", "sentence_start", "sentence_inside", "clauses", "sentences",
+    "Feedback", "Refused", "checker", "Hints", "as_array", "as_whole_number", "as_function", "shape_or_none",
+    "close", "SoftmaxCalled", "softmax_switched_off", "sentence_start", "sentence_inside", "clauses", "sentences",
 ]
 
 
@@ -78,47 +85,141 @@ class Hints:
         self._tries.clear()
 
 
-def as_array(name: str, answer: Any, shape: tuple[int, ...] | None = None) -> np.ndarray | Feedback:
-    """Turn an answer (tensor, array, nested list, number) into a float array, or explain why not.
+class Refused(Exception):
+    """An answer the checker cannot take further, and the reply that says why.
+
+    Raised by ``as_array``, ``as_whole_number``, ``as_function`` and a checker's own steps;
+    ``@checker`` turns it into the ``Feedback`` the checker returns. ``Refused(message)`` is
+    ``Refused(Feedback(False, message))``; a ``Feedback`` of its own (say from ``Hints.wrong``)
+    is kept as it is. A refusal is never a right answer.
+
+    Example, a step of a checker:
+        >>> if not (isinstance(got, tuple) and len(got) == 2):
+        ...     raise Refused(tr("Return a pair (dQ, dK)."))
+    """
+
+    def __init__(self, reply: Feedback | str) -> None:
+        feedback = reply if isinstance(reply, Feedback) else Feedback(False, reply)
+        if feedback.correct:
+            raise ValueError(f"reply: expected a Feedback that is not correct, got {feedback!r}")
+        super().__init__(feedback.message)
+        self.feedback = feedback
+
+
+_P = ParamSpec("_P")
+
+
+def checker(check: Callable[_P, Feedback]) -> Callable[_P, Feedback]:
+    """Decorate a checker: a ``Refused`` raised anywhere inside it becomes the ``Feedback`` it
+    returns; what it returns itself passes through unchanged. Any other exception is not a
+    reply and propagates (a bad argument from the notebook, such as ``norm_first="yes"``)."""
+
+    @functools.wraps(check)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> Feedback:
+        try:
+            return check(*args, **kwargs)
+        except Refused as refused:
+            return refused.feedback
+
+    return checked
+
+
+def as_array(name: str, answer: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """An answer (tensor, array, nested list, number) as a float array.
 
     ``name`` is how the messages call the answer, in the learner's language (a code name such
     as ``answer`` as it is, a description through ``tr``).
+
+    Raises:
+        Refused: the answer is not numbers, has another shape than ``shape``, or holds NaN.
     """
     try:
         arr = to_numpy(name, answer)  # the package's one conversion (attn._checks), float
     except TypeError:
-        return Feedback(False, tr("{name} should be numbers (a tensor, an array or a nested list), "
-                                  "got {kind}.", name=name, kind=type(answer).__name__))
+        raise Refused(tr("{name} should be numbers (a tensor, an array or a nested list), "
+                         "got {kind}.", name=name, kind=type(answer).__name__))
     if shape is not None and arr.shape != shape:
-        return Feedback(False, tr("{name} should have shape {shape}, got {got}.",
-                                  name=name, shape=shape, got=tuple(arr.shape)))
+        raise Refused(tr("{name} should have shape {shape}, got {got}.",
+                         name=name, shape=shape, got=tuple(arr.shape)))
     if np.isnan(arr).any():
-        return Feedback(False, tr("{name} contains NaN: is a row fully masked, or a -inf left in?",
-                                  name=name))
+        raise Refused(tr("{name} contains NaN: is a row fully masked, or a -inf left in?", name=name))
     return arr
 
 
-def as_whole_number(name: str, answer: Any) -> int | Feedback:
+def as_whole_number(name: str, answer: Any) -> int:
     """An answer that should be one whole number (an int, a float such as 4.0, a NumPy number or
-    a one-element tensor) as an int, or a ``Feedback`` that says why not. ``name`` as in
-    ``as_array``."""
+    a one-element tensor) as an int. ``name`` as in ``as_array``.
+
+    Raises:
+        Refused: the answer is the placeholder, a bool, not one number, or not a whole one.
+    """
     label = sentence_start(name)
     if answer is None or answer is ...:
-        return Feedback(False, tr("Replace the placeholder with {name} (a whole number).", name=name))
+        raise Refused(tr("Replace the placeholder with {name} (a whole number).", name=name))
     if isinstance(answer, bool):
-        return Feedback(False, tr("{label} should be a whole number, got {answer!r}.",
-                                  label=label, answer=answer))
+        raise Refused(tr("{label} should be a whole number, got {answer!r}.", label=label, answer=answer))
     if hasattr(answer, "numel") and answer.numel() == 1:
         answer = answer.item()
     try:
         value = float(answer)
     except (TypeError, ValueError):
-        return Feedback(False, tr("{label} should be one whole number, got {kind}.",
-                                  label=label, kind=type(answer).__name__))
+        raise Refused(tr("{label} should be one whole number, got {kind}.",
+                         label=label, kind=type(answer).__name__))
     if not math.isfinite(value) or not value.is_integer():
-        return Feedback(False, tr("{label} should be a whole number, got {value:g}.",
-                                  label=label, value=value))
+        raise Refused(tr("{label} should be a whole number, got {value:g}.", label=label, value=value))
     return int(value)
+
+
+def as_function(answer: Any, call: str | None = None, *, argument: str | None = None,
+                why: str | None = None) -> Callable[..., Any]:
+    """An answer that should be the learner's function itself, for the checker to run.
+
+    Args:
+        answer: what the learner passed.
+        call: the function as the exercise writes it, e.g. ``"online_softmax(blocks)"``. Given,
+            None hears "Replace None with your function online_softmax(blocks)." and anything
+            else that cannot be called "answer should be a function online_softmax(blocks), got
+            int."; not given, both hear "Pass your function itself, got int.".
+        argument: for a checker that takes several functions, the name of this one
+            ("split_heads: expected a function, got int.").
+        why: for an exercise where passing the function's result is a likely slip: why the
+            checker needs the function itself, in the learner's language ("runs it on more
+            rows"). A tensor, an array, a list or a tuple then hears "Pass the function itself,
+            softmax_row, not its result: the checker runs it on more rows.", and None hears to
+            pass the function without calling it.
+
+    Raises:
+        Refused: the answer is not a function, with the reply that says what to pass.
+    """
+    if why is not None and call is None:
+        raise TypeError("why: needs call, the function as the exercise writes it")
+    kind = type(answer).__name__
+    if call is not None and answer is None:
+        if why is not None:
+            raise Refused(tr("Replace None with {what}.", what=tr(
+                "your function {call} (define it above, pass it without calling it)", call=call)))
+        raise Refused(tr("Replace None with your function {call}.", call=call))
+    if why is not None and isinstance(answer, (torch.Tensor, np.ndarray, list, tuple)):
+        raise Refused(tr("Pass the function itself, {name}, not its result: the checker {why}.",
+                         name=call.split("(")[0], why=why))
+    if callable(answer):
+        return answer
+    if argument is not None:
+        raise Refused(tr("{name}: expected a function, got {kind}.", name=argument, kind=kind))
+    if call is not None:
+        raise Refused(tr("answer should be a function {call}, got {kind}.", call=call, kind=kind))
+    raise Refused(tr("Pass your function itself, got {kind}.", kind=kind))
+
+
+def shape_or_none(value: Any) -> tuple[int, ...] | None:
+    """``value`` as a shape, a tuple of ints (from a ``torch.Size``, a tuple or a list of ints),
+    or None if it is not one: an answer's field, which its checker explains in its own words."""
+    if isinstance(value, torch.Size):
+        return tuple(value)
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) and not isinstance(v, bool)
+                                                for v in value):
+        return tuple(value)
+    return None
 
 
 def sentence_start(text: str) -> str:

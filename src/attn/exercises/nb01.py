@@ -17,8 +17,8 @@ import torch
 from ..lessons.rnn_vs_attention import gradient_profile, path_counts
 from ..lessons.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
 from ..language import mark, tr
-from ._base import (Feedback, Hints, SoftmaxCalled, as_array, as_whole_number, clauses, close,
-                    softmax_switched_off)
+from ._base import (Feedback, Hints, SoftmaxCalled, as_array, as_function, as_whole_number, checker,
+                    clauses, close, softmax_switched_off)
 
 __all__ = [
     "PATH_N",
@@ -44,6 +44,7 @@ def _softmax_cases() -> list[torch.Tensor]:
     return [toy_scores()[0], toy_scores()[4], torch.tensor([-1.0, 0.5, 2.0, -3.0], dtype=torch.float64)]
 
 
+@checker
 def check_softmax_row(answer: Any) -> Feedback:
     """Exercise 1: ``answer`` = a function ``softmax_row(s)`` that turns one row of scores (S,)
     into weights (S,) with ``torch.exp``, a sum and a division.
@@ -52,18 +53,12 @@ def check_softmax_row(answer: Any) -> Feedback:
     library softmax switched off (``softmax_switched_off``), so a call to ``torch.softmax`` is
     caught rather than trusted.
     """
-    if answer is None:
-        return _not_yet(tr("your function softmax_row(s) (define it above, pass it without calling it)"))
-    if isinstance(answer, (torch.Tensor, np.ndarray, list, tuple)):
-        return Feedback(False, tr("Pass the function itself, softmax_row, not its result: the checker "
-                                  "runs it on more rows, with torch.softmax switched off."))
-    if not callable(answer):
-        return Feedback(False, tr("answer should be a function softmax_row(s), got {kind}.",
-                                  kind=type(answer).__name__))
+    softmax_row = as_function(answer, "softmax_row(s)",
+                              why=tr("runs it on more rows, with torch.softmax switched off"))
     for k, scores in enumerate(_softmax_cases()):
         try:
             with softmax_switched_off(tr("the exercise builds the softmax itself: no library softmax")):
-                got = answer(scores.clone())
+                got = softmax_row(scores.clone())
         except SoftmaxCalled:
             return Feedback(False, tr("Your function calls a library softmax (torch.softmax, .softmax or "
                                       "F.softmax): build it from torch.exp, .sum() and a division."))
@@ -73,8 +68,6 @@ def check_softmax_row(answer: Any) -> Feedback:
         if got is None:
             return Feedback(False, tr("Your function returns None: return the weights computed from s."))
         arr = as_array("softmax_row(s)", got, tuple(scores.shape))
-        if isinstance(arr, Feedback):
-            return arr
         if close(arr, torch.softmax(scores, dim=-1).numpy(), 1e-6):
             continue
         row = tr("小明's row") if k == 0 else tr("a row it had not seen")
@@ -92,6 +85,7 @@ def check_softmax_row(answer: Any) -> Feedback:
                              "weight positive, each row summing to 1, larger scores getting larger weights."))
 
 
+@checker
 def check_path_counts(answer: Any) -> Feedback:
     """Exercise 2: ``answer`` = dict with keys rnn_steps, attention_steps, rnn_path,
     attention_path (ints) for a sequence of PATH_N positions."""
@@ -128,6 +122,7 @@ def _reversal_cases() -> list[torch.Tensor]:
 REVERSED_OUTPUT_HINTS = Hints()
 
 
+@checker
 def check_reversed_output(answer: Any) -> Feedback:
     """Exercise 3: ``answer`` = a function ``reversed_output(x)`` that returns the toy's output
     (``toy_attention``'s first return value), (L, F), for the words of x (L, F) in reverse order.
@@ -139,17 +134,11 @@ def check_reversed_output(answer: Any) -> Feedback:
     symptom, the next one where to look too (``REVERSED_OUTPUT_HINTS``); never the code.
     """
     hints = REVERSED_OUTPUT_HINTS
-    if answer is None:
-        return _not_yet(tr("your function reversed_output(x) (define it above, pass it without calling it)"))
-    if isinstance(answer, (torch.Tensor, np.ndarray, list, tuple)):
-        return Feedback(False, tr("Pass the function itself, reversed_output, not its result: the checker "
-                                  "runs it on sentences of other lengths too."))
-    if not callable(answer):
-        return Feedback(False, tr("answer should be a function reversed_output(x), got {kind}.",
-                                  kind=type(answer).__name__))
+    reversed_output = as_function(answer, "reversed_output(x)",
+                                  why=tr("runs it on sentences of other lengths too"))
     for k, x in enumerate(_reversal_cases()):
         try:
-            got = answer(x.clone())
+            got = reversed_output(x.clone())
         except NotImplementedError:
             return Feedback(False, tr("Not implemented yet: write the body of reversed_output(x) in place "
                                       "of the `raise NotImplementedError` line."))
@@ -173,8 +162,6 @@ def check_reversed_output(answer: Any) -> Feedback:
                                            "answer.", words=len(x)),
                                where=tr("what your function runs toy_attention on: its argument"))
         arr = as_array("reversed_output(x)", got, tuple(want.shape))
-        if isinstance(arr, Feedback):
-            return arr
         if close(arr, want.numpy(), 1e-9):
             continue
         where_x = (tr("the chapter's sentence") if k == 0
@@ -208,14 +195,13 @@ def _decay_distance() -> int | None:
     return None
 
 
+@checker
 def check_rnn_decay_distance(answer: Any) -> Feedback:
     """Exercise 4: ``answer`` = the smallest distance at which the RNN's gradient norm in
     ``gradient_profile()`` is below 1 % of its value at distance 0 (an int)."""
     if answer is None:
         return _not_yet(tr("an int: the first distance whose RNN gradient is < 0.01 * profile.rnn[0]"))
     answer = as_whole_number("answer", answer)
-    if isinstance(answer, Feedback):
-        return answer
     expected = _decay_distance()
     if answer == expected:
         return Feedback(True, tr("A hundredfold loss within a few steps: far inputs barely reach the "

@@ -18,7 +18,7 @@ from torch import Tensor
 from ..functional import scaled_dot_product_attention
 from ..lessons.scaling import D_K_GRID, scaling_stats
 from ..language import mark, tr
-from ._base import Feedback, as_array, as_whole_number, clauses, close
+from ._base import Feedback, as_array, as_whole_number, checker, clauses, close
 
 __all__ = [
     "SHAPE_SIZES",
@@ -39,6 +39,7 @@ def _not_yet(what: str) -> Feedback:
     return Feedback(False, tr("Replace None with {what}.", what=what))
 
 
+@checker
 def check_shapes(answer: Any) -> Feedback:
     """Exercise 1: ``answer`` = dict name -> shape tuple for Q, K, V, scores, weights, output
     when X is (n, d_model) with the sizes of ``SHAPE_SIZES``."""
@@ -84,13 +85,12 @@ def exercise_inputs() -> dict[str, Tensor]:
             for name, shape in shapes.items()}
 
 
+@checker
 def check_attention_output(answer: Any) -> Feedback:
     """Exercise 2: ``answer`` = the output (4, 2) of the five steps on ``exercise_inputs()``."""
     if answer is None:
         return _not_yet(tr("the (4, 2) output of the five steps on exercise_inputs()"))
     arr = as_array("answer", answer, (4, 2))
-    if isinstance(arr, Feedback):
-        return arr
     t = exercise_inputs()
     q, k, v = t["X"] @ t["W_Q"], t["X"] @ t["W_K"], t["X"] @ t["W_V"]
     expected, _ = scaled_dot_product_attention(q, k, v)
@@ -106,14 +106,13 @@ def check_attention_output(answer: Any) -> Feedback:
                               "softmax each row, multiply by V."))
 
 
+@checker
 def check_score_variance(answer: Any) -> Feedback:
     """Exercise 3: ``answer`` = (variance of q·k, variance of q·k / sqrt(d_k)) estimated from
     many random q, k with d_k = 256 independent N(0, 1) entries."""
     if answer is None:
         return _not_yet(tr("a pair (variance unscaled, variance scaled) for d_k = 256"))
     arr = as_array("answer", answer, (2,))
-    if isinstance(arr, Feedback):
-        return arr
     raw, scaled = arr
     d_k = 256
     raw_ok = abs(raw - d_k) <= 0.1 * d_k
@@ -139,14 +138,13 @@ def _half_gradient_d_k() -> int | None:
     return None
 
 
+@checker
 def check_half_gradient_d_k(answer: Any) -> Feedback:
     """Exercise 4: ``answer`` = the first d_k of ``D_K_GRID`` where ``scaling_stats(d_k)`` gives
     ``grad_norm_raw < 0.5 * grad_norm_scaled`` (an int)."""
     if answer is None:
         return _not_yet(tr("an int from D_K_GRID"))
     answer = as_whole_number("answer", answer)
-    if isinstance(answer, Feedback):
-        return answer
     if answer not in D_K_GRID:
         return Feedback(False, tr("answer should be one of D_K_GRID = {grid}.", grid=list(D_K_GRID)))
     expected = _half_gradient_d_k()

@@ -9,27 +9,29 @@ from typing import Any
 
 from ..lessons.worked_example import printed, row_softmax, worked_steps
 from ..language import tr
-from ._base import Feedback, as_array, close
+from ._base import Feedback, Refused, as_array, checker, close
 
 __all__ = ["check_q_row", "check_softmax_row", "check_output_row"]
 
 _HAND_ATOL = 0.01  # answers worked out by hand to 2 decimals
 
 
-def _missing(answer: Any, what: str) -> Feedback | None:
-    """"Replace the placeholder with ..." if ``answer`` is one; ``what`` in the learner's language."""
+def _given(answer: Any, what: str) -> Any:
+    """``answer``, once it is no longer the placeholder (None or ...).
+
+    Raises:
+        Refused: "Replace the placeholder with {what}", ``what`` in the learner's language.
+    """
     if answer is None or answer is ...:
-        return Feedback(False, tr("Replace the placeholder with {what}.", what=what))
-    return None
+        raise Refused(tr("Replace the placeholder with {what}.", what=what))
+    return answer
 
 
+@checker
 def check_q_row(answer: Any) -> Feedback:
     """Row 1 of Q (the second row): X[1] @ W^Q, two numbers."""
-    if (fb := _missing(answer, tr("the two numbers of X[1] @ W_Q"))) is not None:
-        return fb
+    answer = _given(answer, tr("the two numbers of X[1] @ W_Q"))
     arr = as_array(tr("Q row 1"), answer, (2,))
-    if isinstance(arr, Feedback):
-        return arr
     right = worked_steps()["Q"][1].numpy()
     if close(arr, right, 1e-9):
         return Feedback(True, tr("Row 1 of Q is X[1] @ W_Q, one dot product per column of W_Q."))
@@ -43,13 +45,11 @@ def check_q_row(answer: Any) -> Feedback:
                               "X[1] has two non-zero entries, so each column adds two terms."))
 
 
+@checker
 def check_softmax_row(answer: Any) -> Feedback:
     """Row 1 (the second row) of the attention weights, from the correctly computed scaled scores."""
-    if (fb := _missing(answer, tr("three weights, e.g. [0.2, 0.3, 0.5]"))) is not None:
-        return fb
+    answer = _given(answer, tr("three weights, e.g. [0.2, 0.3, 0.5]"))
     arr = as_array(tr("weights row 1"), answer, (3,))
-    if isinstance(arr, Feedback):
-        return arr
     steps = worked_steps()
     right = steps["weights"][1].numpy()
     if close(arr, right, _HAND_ATOL):
@@ -71,13 +71,11 @@ def check_softmax_row(answer: Any) -> Feedback:
                               "exp(s_j) / (exp(s_0) + exp(s_1) + exp(s_2))."))
 
 
+@checker
 def check_output_row(answer: Any) -> Feedback:
     """Row 1 (the second row) of the output: the right weights of row 1 times V."""
-    if (fb := _missing(answer, tr("the two numbers of the output's row 1"))) is not None:
-        return fb
+    answer = _given(answer, tr("the two numbers of the output's row 1"))
     arr = as_array(tr("output row 1"), answer, (2,))
-    if isinstance(arr, Feedback):
-        return arr
     steps = worked_steps()
     if close(arr, steps["output"][1].numpy(), _HAND_ATOL):
         return Feedback(True, tr("An output row is a weighted average of the rows of V."))

@@ -21,7 +21,7 @@ import torch
 from ..lessons.cost.counts import count_ops, count_parameters, multi_head_cost
 from ..modules import MultiHeadAttention
 from ..language import mark, tr
-from ._base import Feedback, Hints, as_whole_number
+from ._base import Feedback, Hints, Refused, as_function, as_whole_number, checker
 
 __all__ = [
     "HEAD_QUERY_SIZES",
@@ -49,13 +49,18 @@ SOFTMAX_QUESTION = {"batch": 2, "n": 10, "d_model": 512, "num_heads": 8}
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run the learner's function; an exception becomes a ``Feedback``, not a traceback."""
+    """What the learner's function returns.
+
+    Raises:
+        Refused: the function raised; the reply names its error (not a traceback).
+    """
     try:
         return fn(*args)
     except Exception as e:  # the learner's code: report, do not raise
-        return Feedback(False, tr("Your function raised {error}: {message}", error=type(e).__name__, message=e))
+        raise Refused(tr("Your function raised {error}: {message}", error=type(e).__name__, message=e))
 
 
+@checker
 def check_head_queries(answer: Any) -> Feedback:
     """Exercise 1: ``answer(weight, x, i, num_heads) -> (B, n, d_k)``, head i's queries X W_i^Q.
 
@@ -64,11 +69,7 @@ def check_head_queries(answer: Any) -> Feedback:
     ``MultiHeadAttention`` of each size in ``HEAD_QUERY_SIZES``, with the layer's own split
     ``mha.split_heads(mha.W_q(x))[:, i]``; the classic slips are recognised by running them.
     """
-    if answer is None:
-        return Feedback(False, tr("Replace None with your function head_queries(weight, x, i, num_heads)."))
-    if not callable(answer):
-        return Feedback(False, tr("answer should be a function head_queries(weight, x, i, num_heads), "
-                                  "got {kind}.", kind=type(answer).__name__))
+    head_queries = as_function(answer, "head_queries(weight, x, i, num_heads)")
     g = torch.Generator().manual_seed(4)
     for d_model, h in HEAD_QUERY_SIZES:
         with torch.random.fork_rng():
@@ -80,9 +81,7 @@ def check_head_queries(answer: Any) -> Feedback:
         with torch.no_grad():
             right = mha.split_heads(mha.W_q(x))  # (B, n, E) -> (B, h, n, D)
         for i in range(h):
-            got = _call(answer, weight.clone(), x.clone(), i, h)
-            if isinstance(got, Feedback):
-                return got
+            got = _call(head_queries, weight.clone(), x.clone(), i, h)
             if not isinstance(got, torch.Tensor):
                 return Feedback(False, tr("Return a tensor, got {kind}.", kind=type(got).__name__))
             if tuple(got.shape) != tuple(right[:, i].shape):
@@ -119,6 +118,7 @@ PARAM_COUNT_HINTS = Hints()
 SOFTMAX_ENTRIES_HINTS = Hints()
 
 
+@checker
 def check_param_count(answer: Any) -> Feedback:
     """Exercise 2: ``answer`` = {num_heads: parameter count} for the article's layer,
     ``MultiHeadAttention(d_model, num_heads, bias=True)``, at every h of ``PARAMS_QUESTION``.
@@ -144,8 +144,6 @@ def check_param_count(answer: Any) -> Feedback:
                                   heads=heads, missing=missing))
     for h in heads:
         got = as_whole_number(tr("the count for {h} heads", h=h), answer[h])
-        if isinstance(got, Feedback):
-            return got
         with torch.random.fork_rng():  # counting only: leave the learner's random state alone
             layer = MultiHeadAttention(E, h, bias=True)
         tensors = list(layer.parameters())
@@ -190,6 +188,7 @@ def _counted_macs(n: int, d_model: int, h: int) -> int:
     return count_ops(lambda: layer(x)).macs
 
 
+@checker
 def check_layer_macs(answer: Any) -> Feedback:
     """Exercise 3: ``answer(n, d_model, num_heads)`` = multiply-adds of
     ``attn.MultiHeadAttention(d_model, num_heads)`` on one sequence of n tokens.
@@ -197,18 +196,9 @@ def check_layer_macs(answer: Any) -> Feedback:
     Compared at every size of ``MACS_SIZES`` with what ``attn.lessons.cost.counts.count_ops`` counts
     when the real layer runs; the classic slips are recognised by their formulas.
     """
-    if answer is None:
-        return Feedback(False, tr("Replace None with your function layer_macs(n, d_model, num_heads)."))
-    if not callable(answer):
-        return Feedback(False, tr("answer should be a function layer_macs(n, d_model, num_heads), "
-                                  "got {kind}.", kind=type(answer).__name__))
+    layer_macs = as_function(answer, "layer_macs(n, d_model, num_heads)")
     for n, E, h in MACS_SIZES:
-        got = _call(answer, n, E, h)
-        if isinstance(got, Feedback):
-            return got
-        got = as_whole_number(f"layer_macs({n}, {E}, {h})", got)
-        if isinstance(got, Feedback):
-            return got
+        got = as_whole_number(f"layer_macs({n}, {E}, {h})", _call(layer_macs, n, E, h))
         right = _counted_macs(n, E, h)
         if got == right:
             continue
@@ -234,6 +224,7 @@ def check_layer_macs(answer: Any) -> Feedback:
                              "projections and 2 n^2 d_model for the two products, whatever h."))
 
 
+@checker
 def check_softmax_entries(answer: Any) -> Feedback:
     """Exercise 4: (h heads, one full-size head), the scores the softmax normalises per
     sequence for ``SOFTMAX_QUESTION``, read from the weights the two layers return.
@@ -251,9 +242,6 @@ def check_softmax_entries(answer: Any) -> Feedback:
     except (TypeError, ValueError):
         return Feedback(False, tr("Give two numbers: (entries with h heads, entries with one head)."))
     a, b = as_whole_number(tr("the first number"), many), as_whole_number(tr("the second number"), one)
-    for fb in (a, b):
-        if isinstance(fb, Feedback):
-            return fb
     q = SOFTMAX_QUESTION
     B, n, h = q["batch"], q["n"], q["num_heads"]
     want_many = multi_head_cost(n, q["d_model"], h).softmax_entries

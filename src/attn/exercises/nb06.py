@@ -19,7 +19,7 @@ from ..lessons.handbuilt.heads import (
             vertical_qk,
 )
 from ..language import tr
-from ._base import Feedback, as_array
+from ._base import Feedback, as_array, checker
 
 __all__ = [
     "PATTERN_NAMES",
@@ -51,6 +51,7 @@ def mystery_maps() -> torch.Tensor:
     return torch.stack([head_weights(*builders[kind]()) for kind in _MYSTERY_KINDS])  # (3, 6, 6)
 
 
+@checker
 def check_pattern_names(answer: Any) -> Feedback:
     """answer = three names from ``PATTERN_NAMES``, one per map of ``mystery_maps()``."""
     if not isinstance(answer, (list, tuple)) or len(answer) != 3:
@@ -75,6 +76,7 @@ def check_pattern_names(answer: Any) -> Feedback:
 VERTICAL_MIN_WEIGHT = 0.5
 
 
+@checker
 def check_vertical_qk(answer: Any) -> Feedback:
     """answer = (Q, K), each (6, d_k), such that softmax(Q K^T / sqrt(d_k)) gives key 0 at least
     ``VERTICAL_MIN_WEIGHT`` in every row (a vertical stripe on the first token)."""
@@ -84,8 +86,6 @@ def check_vertical_qk(answer: Any) -> Feedback:
     arrays = []
     for name, a in zip(("Q", "K"), answer):
         arr = as_array(name, a)
-        if isinstance(arr, Feedback):
-            return arr
         if arr.ndim != 2 or arr.shape[0] != n or arr.shape[1] < 1:
             return Feedback(False, tr("{name} should have shape ({n}, d_k), got {got}.",
                                       name=name, n=n, got=tuple(arr.shape)))
@@ -114,14 +114,13 @@ def check_vertical_qk(answer: Any) -> Feedback:
 DIAGONAL_SETUP: dict[str, float] = {"n": len(SENTENCE), "d_k": 16, "strength": 0.5}
 
 
+@checker
 def check_diagonal_weight(answer: Any) -> Feedback:
     """answer = the weight a query gives to itself in the head of ``DIAGONAL_SETUP``
     (scores divided by sqrt(d_k), no mask), to 3 decimals."""
     if answer is None or isinstance(answer, (str, bool)):
         return Feedback(False, tr("Set `answer` to a number between 0 and 1."))
     arr = as_array("answer", answer)
-    if isinstance(arr, Feedback):
-        return arr
     if arr.size != 1:
         return Feedback(False, tr("`answer` should be one number, got shape {got}.", got=tuple(arr.shape)))
     value = float(arr.reshape(()))

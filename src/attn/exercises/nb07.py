@@ -13,7 +13,7 @@ import torch
 
 from ..blockwise import OnlineSoftmax, causal_blocks
 from ..language import mark, tr
-from ._base import Feedback, Hints, as_whole_number, softmax_switched_off
+from ._base import Feedback, Hints, Refused, as_function, as_whole_number, checker, softmax_switched_off
 
 __all__ = [
     "WEIGHTS_B", "WEIGHTS_H", "WEIGHTS_L",
@@ -28,13 +28,12 @@ WEIGHTS_B, WEIGHTS_H, WEIGHTS_L = 8, 12, 2048
 CAUSAL_L, CAUSAL_QUERY_BLOCK, CAUSAL_KEY_BLOCK = 1024, 256, 128
 
 
+@checker
 def check_weights_bytes(answer: Any) -> Feedback:
     """Exercise 1: bytes of the (B, H, L, L) float32 weights, B=WEIGHTS_B, H=WEIGHTS_H, L=WEIGHTS_L."""
     if answer is None:
         return Feedback(False, tr("Replace None with a number of bytes."))
     n = as_whole_number("answer", answer)
-    if isinstance(n, Feedback):
-        return n
     B, H, L = WEIGHTS_B, WEIGHTS_H, WEIGHTS_L
     expected = B * H * L * L * 4
     if n == expected:
@@ -130,26 +129,35 @@ def _blocks(scores: torch.Tensor, block_size: int) -> list[torch.Tensor]:
     return [scores[j0:j0 + block_size].clone() for j0 in range(0, len(scores), block_size)]
 
 
-def _run(fn: Any, blocks: Any) -> Any:
-    """Run the learner's function with every library softmax off; an exception becomes a Feedback."""
+def _run(fn: Any, blocks: Any) -> tuple[float, float]:
+    """The learner's (m, l) for ``blocks``, run with every library softmax off.
+
+    Raises:
+        Refused: the function is not written yet, raised, or did not return two numbers.
+    """
     try:
         with softmax_switched_off(tr("the online softmax builds the weights itself: no library softmax")):
-            return fn(blocks)
+            got = fn(blocks)
     except NotImplementedError:
-        return Feedback(False, tr("Not implemented yet: write the body of online_softmax(blocks) in "
-                                  "place of the `raise NotImplementedError` line."))
+        raise Refused(tr("Not implemented yet: write the body of online_softmax(blocks) in "
+                         "place of the `raise NotImplementedError` line."))
     except Exception as e:  # the learner's code: report, do not raise
-        return Feedback(False, tr("Your function raised {error}: {message}", error=type(e).__name__, message=e))
-
-
-def _as_pair(got: Any) -> tuple[float, float] | Feedback:
-    """The learner's (m, l) as two floats, or why not."""
+        raise Refused(tr("Your function raised {error}: {message}", error=type(e).__name__, message=e))
     try:
         m, l = got
         return float(m), float(l)
     except (TypeError, ValueError, RuntimeError):
-        return Feedback(False, tr("Return two numbers, (m, l): the running maximum and the running sum "
-                                  "after the last block; got {kind}.", kind=type(got).__name__))
+        raise Refused(tr("Return two numbers, (m, l): the running maximum and the running sum "
+                         "after the last block; got {kind}.", kind=type(got).__name__))
+
+
+def _right_on_kept_blocks(fn: Any, scores: torch.Tensor, block_size: int, want: tuple[float, float]) -> bool:
+    """Whether ``fn`` gives the right (m, l) when the blocks come as a plain list, kept and
+    re-readable (what a two-pass softmax needs)."""
+    try:
+        return _same(_run(fn, _blocks(scores, block_size)), want)
+    except Refused:
+        return False
 
 
 def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -160,6 +168,7 @@ def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
 ONLINE_SOFTMAX_HINTS = Hints()
 
 
+@checker
 def check_online_softmax(fn: Any) -> Feedback:
     """Exercise 2: ``fn(blocks) -> (m, l)``, the online softmax of one row read block by block.
 
@@ -181,27 +190,16 @@ def check_online_softmax(fn: Any) -> Feedback:
     (``ONLINE_SOFTMAX_HINTS``); no message gives the code.
     """
     hints = ONLINE_SOFTMAX_HINTS
-    if fn is None:
-        return Feedback(False, tr("Replace None with your function online_softmax(blocks)."))
-    if not callable(fn):
-        return Feedback(False, tr("answer should be a function online_softmax(blocks), got {kind}.",
-                                  kind=type(fn).__name__))
+    online_softmax = as_function(fn, "online_softmax(blocks)")
     for scores, b in _cases():
         stream = BlockStream(scores, b)
-        got = _run(fn, stream)
-        if isinstance(got, Feedback):
-            return got
-        pair = _as_pair(got)
-        if isinstance(pair, Feedback):
-            return pair
+        pair = _run(online_softmax, stream)
         want = _state(scores, b)
         if _same(pair, want):
             continue
         S = len(scores)
         if stream.passes > 1 or any(math.isnan(x) for x in pair):
-            again = _run(fn, _blocks(scores, b))  # the same blocks, kept and re-readable
-            if not isinstance(again, Feedback) and not isinstance(_as_pair(again), Feedback) \
-                    and _same(_as_pair(again), want):
+            if _right_on_kept_blocks(online_softmax, scores, b, want):
                 return hints.wrong(
                     "two_pass", tr("Right only when the blocks can be kept and read again: your function "
                                    "goes over the scores twice (a two-pass softmax: the maximum first, then "
@@ -253,13 +251,12 @@ def check_online_softmax(fn: Any) -> Feedback:
                              "the blocks: with two numbers kept, m and l, it is one pass.)"))
 
 
+@checker
 def check_causal_pairs(answer: Any) -> Feedback:
     """Exercise 3: (query block, key block) pairs of a causal pass over L = S = CAUSAL_L."""
     if answer is None:
         return Feedback(False, tr("Replace None with a number of block pairs."))
     n = as_whole_number("answer", answer)
-    if isinstance(n, Feedback):
-        return n
     L, bq, bk = CAUSAL_L, CAUSAL_QUERY_BLOCK, CAUSAL_KEY_BLOCK
     expected = causal_blocks(L, block_size=bk, query_block_size=bq)
     full = math.ceil(L / bq) * math.ceil(L / bk)

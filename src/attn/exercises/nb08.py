@@ -12,7 +12,7 @@ from ..lessons.pattern_scores import pattern_mask, pattern_score
 from ..lessons.trained.tasks import TASKS, held_out_batch
 from ..lessons.trained.tiny import load_run, load_trained
 from ..language import tr
-from ._base import Feedback, as_array, close
+from ._base import Feedback, Refused, as_array, checker, close
 
 __all__ = [
     "EXERCISE_SEGMENTS",
@@ -32,24 +32,25 @@ EXERCISE_SEGMENTS: tuple[int, ...] = (0, 0, 1, 1, 1, 2, 2, 3, 3, 3)
 MYSTERY_TASKS: tuple[str, ...] = ("phrases", "reverse", "neighbours", "cls")
 
 
-def _bool_matrix(name: str, answer: Any, shape: tuple[int, int]) -> np.ndarray | Feedback:
+def _bool_matrix(name: str, answer: Any, shape: tuple[int, int]) -> np.ndarray:
+    """The answer as a bool matrix of ``shape``.
+
+    Raises:
+        Refused: still None, not numbers of that shape, or numbers other than 0 and 1.
+    """
     if answer is None:
-        return Feedback(False, tr("{name} is still None: build a {rows} x {cols} bool matrix.",
-                                  name=name, rows=shape[0], cols=shape[1]))
+        raise Refused(tr("{name} is still None: build a {rows} x {cols} bool matrix.",
+                         name=name, rows=shape[0], cols=shape[1]))
     arr = as_array(name, answer, shape)
-    if isinstance(arr, Feedback):
-        return arr
     if not np.isin(arr, (0.0, 1.0)).all():
-        return Feedback(False, tr("{name} should hold only True/False (or 1/0), one per (query, key) cell.",
-                                  name=name))
+        raise Refused(tr("{name} should hold only True/False (or 1/0), one per (query, key) cell.", name=name))
     return arr.astype(bool)
 
 
+@checker
 def check_previous_token_mask(answer: Any) -> Feedback:
     """Exercise 1: the previous-token pattern for L = 6, True where key j = query i - 1."""
     arr = _bool_matrix("answer", answer, (6, 6))
-    if isinstance(arr, Feedback):
-        return arr
     i = np.arange(6)
     expected = i[None, :] == i[:, None] - 1
     if (arr == expected).all():
@@ -68,12 +69,11 @@ def check_previous_token_mask(answer: Any) -> Feedback:
     return Feedback(False, tr("rows are queries i, columns keys j: mark (i, j) where j = i - 1."))
 
 
+@checker
 def check_block_mask(answer: Any) -> Feedback:
     """Exercise 2: the block pattern of ``EXERCISE_SEGMENTS``, True where i and j share a phrase."""
     L = len(EXERCISE_SEGMENTS)
     arr = _bool_matrix("answer", answer, (L, L))
-    if isinstance(arr, Feedback):
-        return arr
     expected = pattern_mask("block", L, segments=torch.tensor(EXERCISE_SEGMENTS)).numpy()
     if (arr == expected).all():
         return Feedback(True, tr("four square blocks on the diagonal, one per phrase."))
@@ -99,6 +99,7 @@ def exercise_map() -> torch.Tensor:
     return _exercise_weights().clone()
 
 
+@checker
 def check_vertical_score(answer: Any) -> Feedback:
     """Exercise 3: each head's vertical score on ``exercise_map()``: mean weight on column 0."""
     w = _exercise_weights()
@@ -106,8 +107,6 @@ def check_vertical_score(answer: Any) -> Feedback:
     if answer is None:
         return Feedback(False, tr("answer is still None: compute one score per head, shape ({H},).", H=H))
     arr = as_array("answer", answer, (H,))
-    if isinstance(arr, Feedback):
-        return arr
     expected = pattern_score(w, pattern_mask("vertical", w.shape[-1])).mean(0).numpy()  # (B, H) -> (H,)
     if close(arr, expected, atol=1e-4):
         return Feedback(True, tr("the share of each head's attention that lands on the first token."))
@@ -138,6 +137,7 @@ def mystery_heads() -> torch.Tensor:
     return _mystery()[0].clone()
 
 
+@checker
 def check_pattern_names(answer: Any) -> Feedback:
     """Exercise 4: name the pattern of each mystery head, a list of four strings taken from
     'diagonal', 'anti-diagonal', 'vertical', 'block'."""

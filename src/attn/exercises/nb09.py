@@ -16,23 +16,28 @@ from torch import Tensor
 
 from ..positions import apply_rope, frequencies, sinusoidal
 from ..language import mark, tr
-from ._base import Feedback
+from ._base import Feedback, Refused, as_function, checker
 
 __all__ = ["check_sinusoidal", "check_rope"]
 
 _SIZES = ((6, 8), (11, 16), (1, 2))
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> Tensor | Feedback:
+def _call(fn: Callable[..., Any], *args: Any) -> Tensor:
+    """The tensor the learner's function returns.
+
+    Raises:
+        Refused: the function is not written yet, raised, or returned something else.
+    """
     try:
         out = fn(*args)
     except NotImplementedError:
-        return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
+        raise Refused(tr("Not implemented yet: replace the `raise NotImplementedError` line."))
     except Exception as err:  # the learner's code raised: say what, not where
-        return Feedback(False, tr("Your function raised {error}: {message}",
-                                  error=type(err).__name__, message=err))
+        raise Refused(tr("Your function raised {error}: {message}",
+                         error=type(err).__name__, message=err))
     if not isinstance(out, Tensor):
-        return Feedback(False, tr("Return a torch.Tensor, got {kind}.", kind=type(out).__name__))
+        raise Refused(tr("Return a torch.Tensor, got {kind}.", kind=type(out).__name__))
     return out
 
 
@@ -64,14 +69,12 @@ def _sinusoidal_mistakes(length: int, d: int) -> dict[str, Tensor]:
     }
 
 
+@checker
 def check_sinusoidal(fn: Callable[[int, int], Tensor]) -> Feedback:
     """Exercise 1: ``fn(length, d_model)`` must equal ``attn.positions.sinusoidal``."""
-    if not callable(fn):
-        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
+    fn = as_function(fn)
     for length, d in _SIZES:
         got = _call(fn, length, d)
-        if isinstance(got, Feedback):
-            return got
         if got.shape != (length, d):
             return Feedback(False, tr("For length={length}, d_model={d} the table should have shape "
                                       "({length}, {d}): one row per position; got {got}.",
@@ -113,17 +116,15 @@ def _rope_mistakes(x: Tensor) -> dict[str, Tensor]:
     }
 
 
+@checker
 def check_rope(fn: Callable[[Tensor], Tensor]) -> Feedback:
     """Exercise 2: ``fn(x)`` for x of shape (L, E) must equal ``attn.positions.apply_rope(x)``."""
-    if not callable(fn):
-        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
+    fn = as_function(fn)
     g = torch.Generator().manual_seed(9)
     for L, E in ((5, 4), (9, 8)):
         x = torch.randn(L, E, dtype=torch.float64, generator=g)
         x_before = x.clone()
         got = _call(fn, x)
-        if isinstance(got, Feedback):
-            return got
         if not torch.equal(x, x_before):
             return Feedback(False, tr("Your function changed its input x in place; build a new tensor."))
         if got.shape != x.shape:

@@ -16,7 +16,7 @@ from torch import Tensor
 from ..functional import scaled_dot_product_attention
 from ..masks import causal_mask
 from ..language import mark, tr
-from ._base import Feedback, Hints, as_whole_number
+from ._base import Feedback, Hints, Refused, as_function, as_whole_number, checker
 
 __all__ = [
     "LAYERS", "D_MODEL", "BATCH", "TOKENS", "CACHED_STEP_HINTS", "check_cache_bytes", "check_cached_step",
@@ -26,11 +26,10 @@ __all__ = [
 LAYERS, D_MODEL, BATCH, TOKENS = 32, 4096, 8, 4096
 
 
+@checker
 def check_cache_bytes(answer: Any) -> Feedback:
     """Exercise 1: 2 (key and value) x layers x sequences x tokens x d_model x 2 bytes."""
     answer = as_whole_number(tr("a number of bytes"), answer)
-    if isinstance(answer, Feedback):
-        return answer
     numbers = 2 * LAYERS * BATCH * TOKENS * D_MODEL  # a key and a value per layer, sequence, token
     if answer == 2 * numbers:
         return Feedback(True, tr("That is {gib:.0f} GiB: more than the weights of many models.",
@@ -52,7 +51,12 @@ def _reference(x: Tensor, W_q: Tensor, W_k: Tensor, W_v: Tensor) -> Tensor:
     return out
 
 
-def _steps(fn: Callable[..., Any], x: Tensor, W: tuple[Tensor, Tensor, Tensor]) -> Tensor | Feedback:
+def _steps(fn: Callable[..., Any], x: Tensor, W: tuple[Tensor, Tensor, Tensor]) -> Tensor:
+    """The outputs of the learner's step, run once per row of x from an empty cache: (T, E).
+
+    Raises:
+        Refused: a step is not written yet, raised, or returned the wrong things or shapes.
+    """
     E = x.shape[1]
     keys = x.new_zeros(0, E)
     values = x.new_zeros(0, E)
@@ -61,22 +65,22 @@ def _steps(fn: Callable[..., Any], x: Tensor, W: tuple[Tensor, Tensor, Tensor]) 
         try:
             got = fn(x[t : t + 1].clone(), keys, values, *W)
         except NotImplementedError:
-            return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
+            raise Refused(tr("Not implemented yet: replace the `raise NotImplementedError` line."))
         except Exception as err:  # the learner's code raised: say what, not where
-            return Feedback(False, tr("At step {t}, your function raised {error}: {message}",
-                                      t=t, error=type(err).__name__, message=err))
+            raise Refused(tr("At step {t}, your function raised {error}: {message}",
+                             t=t, error=type(err).__name__, message=err))
         if not (isinstance(got, tuple) and len(got) == 3):
-            return Feedback(False, tr("Return three things: (output, keys, values)."))
+            raise Refused(tr("Return three things: (output, keys, values)."))
         out, keys, values = got
         if not all(isinstance(t_, Tensor) for t_ in got):
-            return Feedback(False, tr("output, keys and values should all be tensors."))
+            raise Refused(tr("output, keys and values should all be tensors."))
         if out.shape != (1, E):
-            return Feedback(False, tr("The output of one step is (1, E) = (1, {E}), got {got}.",
-                                      E=E, got=tuple(out.shape)))
+            raise Refused(tr("The output of one step is (1, E) = (1, {E}), got {got}.",
+                             E=E, got=tuple(out.shape)))
         if keys.shape != (t + 1, E) or values.shape != (t + 1, E):
-            return Feedback(False, tr("After step {t} the caches should hold {held} positions: (T + 1, E) = "
-                                      "({held}, {E}); got keys {keys}, values {values}.", t=t, held=t + 1,
-                                      E=E, keys=tuple(keys.shape), values=tuple(values.shape)))
+            raise Refused(tr("After step {t} the caches should hold {held} positions: (T + 1, E) = "
+                             "({held}, {E}); got keys {keys}, values {values}.", t=t, held=t + 1,
+                             E=E, keys=tuple(keys.shape), values=tuple(values.shape)))
         rows.append(out)
     return torch.cat(rows)
 
@@ -85,6 +89,7 @@ def _steps(fn: Callable[..., Any], x: Tensor, W: tuple[Tensor, Tensor, Tensor]) 
 CACHED_STEP_HINTS = Hints()
 
 
+@checker
 def check_cached_step(fn: Callable[..., Any]) -> Feedback:
     """Exercise 2: the cached steps must reproduce one head's full causal pass.
 
@@ -96,15 +101,12 @@ def check_cached_step(fn: Callable[..., Any]) -> Feedback:
     (``CACHED_STEP_HINTS``); never the code.
     """
     hints = CACHED_STEP_HINTS
-    if not callable(fn):
-        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
+    fn = as_function(fn)
     g = torch.Generator().manual_seed(10)
     T, E = 8, 4
     x = torch.randn(T, E, dtype=torch.float64, generator=g)
     W = tuple(torch.randn(E, E, dtype=torch.float64, generator=g) / math.sqrt(E) for _ in range(3))
     got = _steps(fn, x, W)
-    if isinstance(got, Feedback):
-        return got
     want = _reference(x, *W)
     if torch.allclose(got, want, atol=1e-9):
         return Feedback(True, tr("Your 8 cached steps equal the full causal pass."))

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from ..language import mark, tr
-from ._base import Feedback, Hints, as_whole_number
+from ._base import Feedback, Hints, Refused, as_function, as_whole_number, checker
 
 __all__ = [
     "SAVED_L", "SAVED_E", "SOFTMAX_BACKWARD_HINTS", "SCORE_BACKWARD_HINTS",
@@ -28,13 +28,18 @@ SAVED_L, SAVED_E = 2048, 64
 
 
 def _run(fn: Callable[..., Any], *args: Any) -> Any:
+    """What the learner's function returns.
+
+    Raises:
+        Refused: the function is not written yet, or raised.
+    """
     try:
         return fn(*args)
     except NotImplementedError:
-        return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
+        raise Refused(tr("Not implemented yet: replace the `raise NotImplementedError` line."))
     except Exception as err:  # the learner's code raised: say what, not where
-        return Feedback(False, tr("Your function raised {error}: {message}",
-                                  error=type(err).__name__, message=err))
+        raise Refused(tr("Your function raised {error}: {message}",
+                         error=type(err).__name__, message=err))
 
 
 def _close(a: object, b: Tensor) -> bool:
@@ -47,6 +52,7 @@ SOFTMAX_BACKWARD_HINTS = Hints()
 SCORE_BACKWARD_HINTS = Hints()
 
 
+@checker
 def check_softmax_backward(fn: Callable[[Tensor, Tensor], Tensor]) -> Feedback:
     """Exercise 1: ``fn(w, dw)`` with w = softmax(s) over the last dim must return d loss / d s.
 
@@ -56,8 +62,7 @@ def check_softmax_backward(fn: Callable[[Tensor, Tensor], Tensor]) -> Feedback:
     then on the next try with it where to look too (``SOFTMAX_BACKWARD_HINTS``); never the code.
     """
     hints = SOFTMAX_BACKWARD_HINTS
-    if not callable(fn):
-        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
+    fn = as_function(fn)
     g = torch.Generator().manual_seed(11)
     s = torch.randn(4, 6, dtype=torch.float64, generator=g, requires_grad=True)
     w = torch.softmax(s, dim=-1)
@@ -65,8 +70,6 @@ def check_softmax_backward(fn: Callable[[Tensor, Tensor], Tensor]) -> Feedback:
     (want,) = torch.autograd.grad(w, s, dw)
     w, dw_in = w.detach(), dw.clone()
     got = _run(fn, w.clone(), dw_in)
-    if isinstance(got, Feedback):
-        return got
     if not isinstance(got, Tensor):
         return Feedback(False, tr("Return a torch.Tensor, got {kind}.", kind=type(got).__name__))
     if got.shape != w.shape:
@@ -103,6 +106,7 @@ def check_softmax_backward(fn: Callable[[Tensor, Tensor], Tensor]) -> Feedback:
                                 "write the terms j = k and j != k apart"))
 
 
+@checker
 def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Tensor, Tensor]]) -> Feedback:
     """Exercise 2: S = scale * Q K^T; ``fn(dS, Q, K, scale)`` must return (dQ, dK).
 
@@ -110,8 +114,7 @@ def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Ten
     next try with it where to look too (``SCORE_BACKWARD_HINTS``).
     """
     hints = SCORE_BACKWARD_HINTS
-    if not callable(fn):
-        return Feedback(False, tr("Pass your function itself, got {kind}.", kind=type(fn).__name__))
+    fn = as_function(fn)
     g = torch.Generator().manual_seed(12)
     L, S, E, scale = 3, 5, 4, 0.5
     Q = torch.randn(L, E, dtype=torch.float64, generator=g, requires_grad=True)
@@ -120,8 +123,6 @@ def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Ten
     want_q, want_k = torch.autograd.grad(scale * Q @ K.T, (Q, K), dS)
     Qd, Kd = Q.detach(), K.detach()
     got = _run(fn, dS.clone(), Qd.clone(), Kd.clone(), scale)
-    if isinstance(got, Feedback):
-        return got
     if not (isinstance(got, tuple) and len(got) == 2):
         return Feedback(False, tr("Return a pair (dQ, dK)."))
     dq, dk = got
@@ -145,11 +146,10 @@ def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Ten
                                 "Q_ie, then K_je"))
 
 
+@checker
 def check_saved_bytes(answer: Any) -> Feedback:
     """Exercise 3: bytes of the weights the naive backward keeps, one head, float32."""
     answer = as_whole_number(tr("a number of bytes"), answer)
-    if isinstance(answer, Feedback):
-        return answer
     L, E = SAVED_L, SAVED_E
     if answer == L * L * 4:
         return Feedback(True, tr("{weights:.0f} MiB for one head, against {qkv:.1f} MiB for Q, K and V "
