@@ -6,7 +6,8 @@ for its layer. A file may import its own folder and the folders below it, nothin
 order is ``FLOORS`` below, and a new folder must be placed in it before any test passes.
 
 CONTRIBUTING.md's section on the package tells the folders' story: every public module is
-named there, and every ``attn.…`` path it names resolves.
+named there, and every ``attn.…`` path it names resolves. And each module reads in one
+sitting: at most ``MOST_LINES`` lines.
 """
 from __future__ import annotations
 
@@ -129,3 +130,14 @@ def test_every_attn_path_in_contributing_resolves():
                 assert hasattr(obj, attr), f"`{path}` in CONTRIBUTING.md: no {attr} in {obj.__name__}"
                 obj = getattr(obj, attr)
             break
+
+
+#: Each module readable in one sitting (issue 31): the most lines a module of src/attn may have.
+MOST_LINES = 450
+
+
+@pytest.mark.parametrize("path", package_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_every_module_reads_in_one_sitting(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MOST_LINES, (f"src/attn/{path.relative_to(PACKAGE)} has {lines} lines, over "
+                                 f"{MOST_LINES}: split it by idea, into modules named for what they hold")
