@@ -178,10 +178,30 @@ def test_cell_map_writes_its_numbers_in_that_colour(cmap):
 def test_static_heatmap_numbers_reach_4_5_to_1(cmap):
     values = np.linspace(-1, 1, 16).reshape(4, 4)
     hm = heatmap(values, annotate=True, cmap=cmap, vmin=-1, vmax=1)
-    for t, v in zip(hm.texts, values.ravel()):
-        background = hm.image.to_rgba(np.array([[v]]))[0, 0, :3]
-        assert contrast_ratio(matplotlib.colors.to_rgb(t.get_color()), background) >= 4.5
-        assert t.get_text().startswith(MINUS) == (v < 0)  # a real minus on every negative
+    painted = hm.image.get_array()  # (4, 4, 4) uint8: the cells as drawn
+    for t, (i, j) in zip(hm.texts, np.ndindex(4, 4)):
+        background = painted[i, j, :3] / 255
+        assert contrast_ratio(matplotlib.colors.to_rgb(t.get_color()), background) >= 4.5, (cmap, i, j)
+        assert t.get_text().startswith(MINUS) == (values[i, j] < 0)  # a real minus on every negative
+
+
+@pytest.mark.parametrize("use", ["static heatmap", "explorer map"])
+def test_a_nan_on_a_transparent_cell_is_written_in_black(use):
+    """A colour map's default "bad" colour is transparent: a NaN cell shows the white behind
+    it, so its "NaN" must be black, in a static heatmap and in an explorer's map alike."""
+    assert matplotlib.colormaps["Blues"].get_bad()[3] == 0
+    values = np.array([[np.nan, 0.0]])
+    if use == "static heatmap":
+        hm = heatmap(values, annotate=True)
+        assert [(t.get_text(), t.get_color()) for t in hm.texts] == [("NaN", "black"), ("0.00", "black")]
+        return
+    fig, ax = one_axes(3, 1.5)
+    cells = CellMap(ax, "Blues", numbers=True, frame=False)
+    cells.set_values(values)
+    px = draw_only(fig, cells)
+    nan_cell = cell(px, ax, 1, 2, 0, 0)
+    assert (nan_cell == 255).all(-1).mean() > 0.5  # the cell is the white behind it
+    assert (nan_cell.max(-1) < 100).sum() > 10  # and its "NaN" is dark ink on it
 
 
 # ---- the sign of a diverging map in greyscale ----------------------------------------------

@@ -29,20 +29,42 @@ def test_heatmap_updates_in_place():
     w = torch.softmax(torch.randn(3, 4, generator=torch.Generator().manual_seed(0)), -1)
     hm = plotting.heatmap(w, ["a", "b", "c", "d"], ["x", "y", "z"], annotate=True)
     image, fig = hm.image, hm.ax.figure
-    np.testing.assert_allclose(image.get_array(), w.numpy(), rtol=0, atol=1e-6)  # settled: as drawn
+    blues = matplotlib.colormaps["Blues"]
+    # the image is the cells' colours: the values (settled) through the colour map, as painted
+    np.testing.assert_array_equal(image.get_array(), blues(np.round(w.double().numpy(), 6), bytes=True))
     assert [t.get_text() for t in hm.ax.get_xticklabels()] == ["a", "b", "c", "d"]
+    assert [t.get_text() for t in hm.ax.get_yticklabels()] == ["x", "y", "z"]
     assert hm.texts[0].get_text() == f"{w[0, 0].item():.2f}"
     hm.update(torch.zeros(3, 4))
     assert hm.image is image and hm.ax.figure is fig
-    assert np.all(image.get_array() == 0) and hm.texts[0].get_text() == "0.00"
+    assert (image.get_array() == blues(0.0, bytes=True)).all() and hm.texts[0].get_text() == "0.00"
+    assert [t.get_text() for t in hm.ax.get_xticklabels()] == ["a", "b", "c", "d"]  # kept
 
 
 def test_heatmap_update_changes_shape_and_shows_nan():
     hm = plotting.heatmap(np.eye(2), annotate=True)
     hm.update(np.full((3, 3), np.nan))
-    assert hm.image.get_array().shape == (3, 3)
+    assert hm.image.get_array().shape == (3, 3, 4)
     assert hm.ax.get_xlim() == (-0.5, 2.5)
+    assert [t.get_text() for t in hm.ax.get_yticklabels()] == ["0", "1", "2"]  # the indices
     assert sum(t.get_visible() and t.get_text() == "NaN" for t in hm.texts) == 9
+
+
+def test_heatmap_labels_default_to_the_keys_and_must_fit_the_map():
+    hm = plotting.heatmap(np.eye(3), ["a", "b", "c"])
+    assert [t.get_text() for t in hm.ax.get_yticklabels()] == ["a", "b", "c"]  # queries = keys
+    with pytest.raises(ValueError, match=r"x_tokens: expected 3 labels \(one per column of the 2 x 3 map\), got 2"):
+        plotting.heatmap(np.ones((2, 3)), ["a", "b"], ["x", "y"])
+    with pytest.raises(ValueError, match=r"y_tokens: expected 2 labels \(one per row of the 2 x 3 map\), got 3"):
+        plotting.heatmap(np.ones((2, 3)), ["a", "b", "c"])  # the keys are not the queries here
+    with pytest.raises(ValueError, match=r"y_tokens: expected 3 labels"):
+        hm.update(np.eye(3), y_tokens=["x"])
+    assert [t.get_text() for t in hm.ax.get_yticklabels()] == ["a", "b", "c"]  # checked before drawing
+
+
+def test_heatmap_writes_numbers_with_fmt_and_a_real_minus():
+    hm = plotting.heatmap(np.array([[-0.25, 0.5]]), annotate=True, vmin=-1, vmax=1, fmt=lambda v: f"{v:+.1f}")
+    assert [t.get_text() for t in hm.texts] == [f"{plotting.MINUS}0.2", "+0.5"]
 
 
 def test_head_grid_hides_unused_heads_and_updates_in_place():
@@ -60,6 +82,12 @@ def test_head_grid_hides_unused_heads_and_updates_in_place():
 def test_plotting_errors():
     with pytest.raises(ValueError, match=r"weights: expected 2 dims \(L, S\), got shape \(2, 2, 2\)"):
         plotting.heatmap(np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match=r"vmin, vmax: expected vmin < vmax, got 1.0, 0.0"):
+        plotting.heatmap(np.zeros((2, 2)), vmin=1.0, vmax=0.0)
+    with pytest.raises(ValueError, match=r"cmap: expected a matplotlib colour map or its name, got 'Bluez'"):
+        plotting.heatmap(np.zeros((2, 2)), cmap="Bluez")
+    with pytest.raises(TypeError, match=r"fmt: expected a format string or a function, got int"):
+        plotting.heatmap(np.zeros((2, 2)), fmt=2)
     grid = plotting.head_grid(np.zeros((2, 3, 3)), nrows=1, ncols=2)
     with pytest.raises(ValueError, match=r"weights: expected at most 2 heads for this grid, got shape \(3, 3, 3\)"):
         grid.update(np.zeros((3, 3, 3)))

@@ -4,7 +4,7 @@ import pytest
 from _pictures import cell, draw_only, one_axes
 from matplotlib import colormaps
 
-from attn.drawing.plotting import new_figure, token_font
+from attn.drawing.plotting import MINUS, heatmap, new_figure, token_font
 from attn.widgets._bitmaps import cell_edges
 from attn.widgets._mapview import CellMap, MapView
 
@@ -142,3 +142,35 @@ def test_cell_map_draws_values_a_round_off_apart_alike():
         drawn.append((cm.rgba(), draw_only(fig, cm), cm.text.strings))
     for (rgba, px, strings), (rgba_x, px_x, strings_x) in (drawn[:2], drawn[2:]):
         assert (rgba == rgba_x).all() and (px == px_x).all() and strings == strings_x
+
+
+@pytest.mark.parametrize("cmap, clim", [("Blues", (0.0, 1.0)), ("PuOr", (-2.0, 2.0)), ("cividis", (-1.0, 1.0))])
+def test_a_static_heatmap_and_an_explorer_map_show_the_same_cells(cmap, clim):
+    """One renderer decides what a cell shows (attn.drawing._cells.MapLook): the same values
+    give the same colours, strings and text colours in a notebook's static heatmap and in an
+    explorer's live map, ties of round-off and NaN included."""
+    rng = np.random.default_rng(0)
+    values = rng.uniform(*clim, size=(5, 7))
+    values[0, :4] = [np.nan, 0.125 - 1.4e-17, 0.125 + 5.6e-17, clim[0] - 1]  # NaN, ties, below the range
+    hm = heatmap(values, annotate=True, cmap=cmap, vmin=clim[0], vmax=clim[1])
+    fig, ax = one_axes()
+    cm = CellMap(ax, cmap, clim, numbers=True)
+    cm.set_values(values)
+    draw_only(fig, cm)
+    np.testing.assert_array_equal(hm.image.get_array(), cm.rgba())
+    static = [[hm.texts[i * 7 + j] for j in range(7)] for i in range(5)]
+    assert [[t.get_text() for t in row] for row in static] == [[s.replace("-", MINUS) for s in row]
+                                                               for row in cm.text.strings]
+    assert [[t.get_color() for t in row] for row in static] == cm.ink().tolist()
+
+
+def test_map_view_labels_must_fit_the_map():
+    fig, ax = one_axes()
+    view = MapView(ax)
+    with pytest.raises(ValueError, match=r"x_tokens: expected 3 labels \(one per column of the 2 x 3 map\), got 2"):
+        view.set(np.zeros((2, 3)), x_tokens=["a", "b"], y_tokens=["x", "y"])
+    with pytest.raises(ValueError, match=r"y_tokens: expected 2 labels \(one per row of the 2 x 3 map\), got 3"):
+        view.set(np.zeros((2, 3)), x_tokens=["a", "b", "c"])
+    assert view.cells.values.shape == (1, 1) and view.labels.x_strings == []  # nothing changed
+    view.set(np.zeros((2, 3)), x_tokens=["a", "b", "c"], y_tokens=["x", "y"])
+    assert view.labels.x_strings == ["a", "b", "c"] and view.labels.y_strings == ["x", "y"]

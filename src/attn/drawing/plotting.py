@@ -1,4 +1,11 @@
-"""Attention heatmaps that can be redrawn in place.
+"""Attention heatmaps that can be redrawn in place; the figures and fonts of every picture.
+
+A heatmap here is a notebook's static figure: an ``imshow`` of the cells' colours, a
+matplotlib ``Text`` for each number, the tokens as tick labels. What each cell shows (its
+colour, its string and that string's colour, the labels) is decided in ``attn.drawing._cells``,
+once for this heatmap, for the explorers' live maps (``attn.widgets._mapview.MapView``) and
+for the diagrams' blocks of cells; its functions are named here too (``text_colors``,
+``settle``, ``real_minus``...), where the pictures' users look for them.
 
 Nothing here touches matplotlib's global settings or pyplot's figure list: figures are built
 with ``matplotlib.figure.Figure`` on an Agg canvas, so a widget can own one, change its data
@@ -10,11 +17,10 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from matplotlib import rcParams
@@ -27,10 +33,12 @@ from matplotlib.text import Text
 
 from .._checks import to_numpy
 from ..language import get_language, tr
+from ._cells import (MINUS, SETTLE_DECIMALS, MapLook, axis_labels, contrast_ratio, is_diverging, real_minus,
+                     relative_luminance, settle, settled_for_colour, text_colors)
 
 __all__ = ["new_figure", "figure_png", "power_of_ten_label", "token_font", "text_font", "title_font",
-           "label_font", "relative_luminance",
-           "contrast_ratio", "text_colors", "is_diverging", "real_minus", "settle", "settled_for_colour", "Heatmap", "heatmap",
+           "label_font", "relative_luminance", "contrast_ratio", "text_colors", "is_diverging", "MINUS",
+           "real_minus", "SETTLE_DECIMALS", "settle", "settled_for_colour", "Heatmap", "heatmap",
            "HeadGrid", "head_grid"]
 
 
@@ -96,162 +104,66 @@ def label_font() -> FontProperties:
     return text_font(FontProperties(size=rcParams["axes.labelsize"]).get_size_in_points())
 
 
-def relative_luminance(rgb: object) -> np.ndarray:
-    """WCAG 2.x relative luminance of sRGB colours: 0 for black, 1 for white.
-
-    Args:
-        rgb: (..., 3) floats in [0, 1] (an alpha channel, (..., 4), is ignored).
-
-    Returns:
-        (...,) floats: 0.2126 R + 0.7152 G + 0.0722 B of the linearised channels.
-    """
-    c = np.asarray(rgb, dtype=float)
-    if c.ndim == 0 or c.shape[-1] not in (3, 4):
-        raise ValueError(f"rgb: expected colours of shape (..., 3) or (..., 4), got {c.shape}")
-    c = c[..., :3]
-    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-    return linear @ np.array([0.2126, 0.7152, 0.0722])
-
-
-def contrast_ratio(a: object, b: object) -> np.ndarray:
-    """WCAG 2.x contrast ratio of two colours: from 1 (the same) to 21 (black on white);
-    text needs at least 4.5.
-
-    Args:
-        a, b: (..., 3) or (..., 4) colours in [0, 1], broadcast against each other.
-
-    Returns:
-        (...,) floats: (lighter luminance + 0.05) / (darker luminance + 0.05).
-    """
-    la, lb = relative_luminance(a), relative_luminance(b)
-    return (np.maximum(la, lb) + 0.05) / (np.minimum(la, lb) + 0.05)
-
-
-def text_colors(rgb: object) -> np.ndarray:
-    """The text colour, "black" or "white", with the higher contrast on each background.
-
-    One of the two always reaches 4.58:1: black's ratio (Y + 0.05) / 0.05 and white's
-    1.05 / (Y + 0.05) are equal only at Y = 0.179, where both are 4.58.
-
-    Args:
-        rgb: (..., 3) backgrounds in [0, 1] (or (..., 4): alpha ignored).
-
-    Returns:
-        (...,) array of "black" / "white".
-    """
-    y = relative_luminance(rgb)
-    return np.where((y + 0.05) / 0.05 >= 1.05 / (y + 0.05), "black", "white")
-
-
-def is_diverging(cmap: object) -> bool:
-    """True for a colour map lighter in its middle than at both ends (RdBu_r, PuOr): its sign
-    is carried by hue, which a grey print or a colour-blind reader may lose.
-
-    Args:
-        cmap: a matplotlib ``Colormap`` (called on [0, 0.5, 1]).
-    """
-    ends_and_middle = relative_luminance(np.asarray(cmap([0.0, 0.5, 1.0]))[:, :3])  # (3,)
-    return bool(ends_and_middle[1] > max(ends_and_middle[0], ends_and_middle[2]) + 0.1)
-
-
-MINUS = "\u2212"  #: the minus sign, as wide as "+" (the hyphen "-" is a short dash)
-
-
-def real_minus(text: str) -> str:
-    """``text`` with each hyphen that signs a number ("-0.07", "x -1", "-inf") written as the
-    minus sign "\u2212": the hyphen is a short dash that touches the digit after it at 7-8 px."""
-    if not isinstance(text, str):
-        raise TypeError(f"text: expected a str, got {type(text).__name__}")
-    return re.sub(r"(?<![\w.])-(?=[0-9.]|inf)", MINUS, text)
-
-
-# Round-off must not decide what a picture shows. A uniform row over 8 keys is 1/8 plus a few
-# units of round-off (about 1e-17 in float64, 1e-8 in float32) that differ between CPUs and
-# math libraries, and 1/8 is both the edge of a colour level (32 of the colour map's 256) and a
-# rounding tie of "{:.2f}": one machine drew level 31 and "0.12", another level 32 and "0.13".
-# So every renderer settles what it shows: the values written as digits, and the values
-# normalised to 0..1 that pick a colour, rounded to SETTLE_DECIMALS decimals: far coarser than
-# round-off, far finer than a colour level (1/256) or a written digit.
-SETTLE_DECIMALS = 6
-
-
-def settle(values: object) -> np.ndarray:
-    """``values`` rounded to ``SETTLE_DECIMALS`` decimals, without negative zeros: what a
-    picture shows of them, the same on every CPU (NaN and infinities stay as they are).
-
-    Args:
-        values: an array (any shape) or a number: values to write as digits, or values
-            normalised to 0..1 that pick a colour (``settled_colours``).
-
-    Returns:
-        A new float64 array of the same shape.
-    """
-    return np.round(np.array(values, dtype=float), SETTLE_DECIMALS) + 0.0  # + 0.0: -0.0 -> 0.0
-
-
-def settled_for_colour(values: object, vmin: float, vmax: float) -> np.ndarray:
-    """``values`` moved onto the settled colour levels of ``vmin``..``vmax`` (for a picture
-    that normalises them itself, as ``imshow`` does): values a round-off apart come out equal."""
-    if not vmin < vmax:
-        raise ValueError(f"vmin, vmax: expected vmin < vmax, got {vmin!r}, {vmax!r}")
-    span = vmax - vmin
-    return vmin + settle((np.array(values, dtype=float) - vmin) / span) * span
-
-
 @dataclass
 class Heatmap:
-    """One attention map drawn with ``imshow``; ``update`` changes it in place."""
+    """One (L, S) map of numbers as a static figure; ``update`` changes it in place.
+
+    Attributes:
+        ax: the axes it fills.
+        image: the cells, an ``imshow`` of the (L, S, 4) colours ``look`` gives them.
+        look: the ``MapLook`` deciding each cell's colour, string and string colour.
+        texts: the numbers' ``Text``s (a pool, grown once: cells beyond the map are hidden).
+        annotate: whether the numbers are written.
+    """
 
     ax: Axes
     image: AxesImage
+    look: MapLook
     texts: list[Text] = field(default_factory=list)
     annotate: bool = False
-    fmt: str = "{:.2f}"
 
-    def _set_ticks(self, L: int, S: int, x_tokens: Sequence[str] | None,
-                   y_tokens: Sequence[str] | None, font_size: float) -> None:
-        ax, font = self.ax, token_font(font_size)
-        ax.set_xticks(range(S))
-        ax.set_yticks(range(L))
-        ax.set_xticklabels(list(x_tokens) if x_tokens is not None else [str(j) for j in range(S)],
-                           fontproperties=font, rotation=90 if S > 8 else 0)
-        ax.set_yticklabels(list(y_tokens) if y_tokens is not None else [str(i) for i in range(L)],
-                           fontproperties=font)
+    def _set_ticks(self, labels: tuple[list[str], list[str]], font_size: float) -> None:
+        (x_labels, y_labels), ax, font = labels, self.ax, token_font(font_size)
+        ax.set_xticks(range(len(x_labels)))
+        ax.set_yticks(range(len(y_labels)))
+        ax.set_xticklabels(x_labels, fontproperties=font, rotation=90 if len(x_labels) > 8 else 0)
+        ax.set_yticklabels(y_labels, fontproperties=font)
 
     def update(self, weights: object, x_tokens: Sequence[str] | None = None,
                y_tokens: Sequence[str] | None = None, *, title: str | None = None,
                font_size: float = 9) -> "Heatmap":
-        """New data (L, S) into the existing image; labels are redone only if given."""
+        """New data (L, S) into the existing image; labels are redone only if given (or if the
+        shape changes: then the indices, unless given)."""
         w = to_numpy("weights", weights, ndim=2, legend="(L, S)")
         L, S = w.shape
-        old = self.image.get_array().shape
-        self.image.set_data(settled_for_colour(w, *self.image.get_clim()))
-        if old != (L, S):
+        new_shape = self.image.get_array().shape[:2] != (L, S)
+        labels = axis_labels(x_tokens, y_tokens, (L, S))  # checked before anything is drawn
+        colours = self.look.colours(w)  # (L, S, 4)
+        self.image.set_data(colours)
+        if new_shape:
             self.image.set_extent((-0.5, S - 0.5, L - 0.5, -0.5))
             self.ax.set_xlim(-0.5, S - 0.5)
             self.ax.set_ylim(L - 0.5, -0.5)
-        if old != (L, S) or x_tokens is not None or y_tokens is not None:
-            self._set_ticks(L, S, x_tokens if x_tokens is not None else None,
-                            y_tokens if y_tokens is not None else x_tokens, font_size)
+        if new_shape or x_tokens is not None or y_tokens is not None:
+            self._set_ticks(labels, font_size)
         if self.annotate:
-            self._annotate(w)
+            self._annotate(w, colours)
         if title is not None:
             self.ax.set_title(title, fontproperties=title_font())
         return self
 
-    def _annotate(self, w: np.ndarray) -> None:
+    def _annotate(self, w: np.ndarray, colours: np.ndarray) -> None:
+        """Write each cell's string (``look.strings``) in its text colour (``look.ink``)."""
         L, S = w.shape
         while len(self.texts) < L * S:  # grow the pool once; later moves reuse it
             self.texts.append(self.ax.text(0, 0, "", ha="center", va="center", fontsize=8))
-        colors = text_colors(self.image.to_rgba(settled_for_colour(w, *self.image.get_clim())))  # (L, S), NaN's too
-        w = settle(w)  # the digits written
+        strings, ink = self.look.strings(w), self.look.ink(colours)  # L rows of S; (L, S)
         for n, t in enumerate(self.texts):
             if n < L * S:
                 i, j = divmod(n, S)
-                v = w[i, j]
                 t.set_position((j, i))
-                t.set_text("NaN" if np.isnan(v) else real_minus(self.fmt.format(v)))
-                t.set_color(str(colors[i, j]))
+                t.set_text(real_minus(strings[i][j]))
+                t.set_color(str(ink[i, j]))
                 t.set_visible(True)
             else:
                 t.set_visible(False)
@@ -269,32 +181,41 @@ def heatmap(
     vmax: float = 1.0,
     title: str | None = None,
     colorbar: bool = False,
-    fmt: str = "{:.2f}",
+    fmt: str | Callable[[float], str] = "{:.2f}",
     font_size: float = 9,
 ) -> Heatmap:
     """Draw one (L, S) attention map: rows are queries, columns keys.
 
     Args:
         weights: (L, S) tensor or array.
-        x_tokens: S key labels; y_tokens: L query labels (default: ``x_tokens``).
+        x_tokens: S key labels; y_tokens: L query labels (default: ``x_tokens``); the
+            indices if neither is given.
         ax: where to draw; a new 4x4-inch figure (outside pyplot) if None.
-        annotate: write each value in its cell.
+        annotate: write each value in its cell, in black or white by contrast.
+        cmap, vmin, vmax: the colour map and the values at its two ends.
         title: the axes' title, drawn in ``title_font()`` (so it may be Chinese).
+        colorbar: draw a colour bar beside the map.
+        fmt: how a value is written: a format string or a function of one value.
+        font_size: the tick labels' size.
 
     Returns:
         A ``Heatmap``; call ``.update(new_weights)`` to redraw in place.
     """
     w = to_numpy("weights", weights, ndim=2, legend="(L, S)")
+    if not vmin < vmax:
+        raise ValueError(f"vmin, vmax: expected vmin < vmax, got {vmin!r}, {vmax!r}")
+    look = MapLook(cmap, (vmin, vmax), fmt=fmt)
+    labels = axis_labels(x_tokens, y_tokens, w.shape)
     if ax is None:
         ax = new_figure(4, 4, dpi=80).add_subplot()
-    image = ax.imshow(settled_for_colour(w, vmin, vmax), cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
-    hm = Heatmap(ax=ax, image=image, annotate=annotate, fmt=fmt)
-    hm._set_ticks(w.shape[0], w.shape[1], x_tokens,
-                  y_tokens if y_tokens is not None else x_tokens, font_size)
+    colours = look.colours(w)  # (L, S, 4)
+    hm = Heatmap(ax=ax, image=ax.imshow(colours, interpolation="nearest", aspect="auto"), look=look,
+                 annotate=annotate)
+    hm._set_ticks(labels, font_size)
     if colorbar:
-        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        ax.figure.colorbar(look.mappable(), ax=ax, fraction=0.046, pad=0.04)
     if annotate:
-        hm._annotate(w)
+        hm._annotate(w, colours)
     if title is not None:
         ax.set_title(title, fontproperties=title_font())
     return hm

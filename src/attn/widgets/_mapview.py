@@ -11,6 +11,11 @@ an explorer with 8 labelled maps spent 100-350 ms per move on that. A ``CellMap`
 lookup blown up with ``np.repeat`` to the axes' pixel box; text comes from the cache of
 ``attn.widgets._bitmaps``.
 
+What the cells show is not decided here: each cell's colour, its string and the string's colour
+come from ``attn.drawing._cells.MapLook``, as they do for a notebook's static heatmap
+(``attn.drawing.plotting.heatmap``). This module only paints them, live: the data is changed in
+place and the bitmaps are redrawn on every move.
+
 Shape legend: L rows (queries), S columns (keys).
 """
 from __future__ import annotations
@@ -18,15 +23,13 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
-from matplotlib import colormaps
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.cm import ScalarMappable
 from matplotlib.colorbar import Colorbar
-from matplotlib.colors import Colormap, Normalize, to_rgba
+from matplotlib.colors import Colormap, Normalize
 from matplotlib.font_manager import FontProperties
 
-from ..drawing.plotting import is_diverging, settle, text_colors
+from ..drawing._cells import MapLook, axis_labels, is_diverging, rgba255
 from ._bitmaps import AxesTitle, CellText, TickLabels, cell_edges
 
 __all__ = ["CellMap", "MapView"]
@@ -35,19 +38,16 @@ __all__ = ["CellMap", "MapView"]
 Box = tuple[int, int, int, int]
 
 
-def _rgba255(color: str) -> np.ndarray:
-    return np.round(np.array(to_rgba(color)) * 255).astype(np.uint8)
-
-
 class CellMap(Artist):
     """An (L, S) map drawn as coloured cells filling ``ax``'s box, in one ``draw_image`` call.
 
-    NaN takes the colour map's "bad" colour; ``blocked`` cells take ``blocked_color``. On top
-    of the cells, in this order: ``boxes`` (a frame around each given block of cells), sign
-    bars, ``marks`` (a dot in each marked cell) and, with ``numbers=True``, a string in every cell,
-    black or white, whichever contrasts more with the cell (WCAG 2.x: at least 4.58:1 on any
-    colour); ``strings`` replaces the formatted values (a hyphen that signs a number is drawn
-    as the minus sign "−", as all text of ``attn.widgets._bitmaps``).
+    What the cells show is ``look``'s (``attn.drawing._cells.MapLook``): NaN takes the colour
+    map's "bad" colour; ``blocked`` cells take ``blocked_color``. On top of the cells, in this
+    order: ``boxes`` (a frame around each given block of cells), sign bars, ``marks`` (a dot in
+    each marked cell) and, with ``numbers=True``, a string in every cell, black or white,
+    whichever contrasts more with the cell (WCAG 2.x: at least 4.58:1 on any colour);
+    ``strings`` replaces the formatted values (a hyphen that signs a number is drawn as the
+    minus sign "−", as all text of ``attn.widgets._bitmaps``).
 
     A diverging map (``attn.drawing.plotting.is_diverging``: RdBu_r, PuOr) shows its sign by hue,
     which greyscale and colour-blind readers lose: a printed number keeps its minus sign, and
@@ -67,6 +67,8 @@ class CellMap(Artist):
             False).
 
     Attributes:
+        look: the ``MapLook`` deciding each cell's colour, string and string colour; cmap and
+            norm are its colour map and normalisation.
         values: (L, S) float array drawn now; blocked, marks: (L, S) bool or None;
         boxes: the blocks framed now; text: the ``CellText`` of the numbers (or None).
     """
@@ -78,21 +80,14 @@ class CellMap(Artist):
                  signs: bool | None = None) -> None:
         if not isinstance(ax, Axes):
             raise TypeError(f"ax: expected a matplotlib Axes, got {type(ax).__name__}")
-        if len(clim) != 2 or not clim[0] < clim[1]:
-            raise ValueError(f"clim: expected (vmin, vmax) with vmin < vmax, got {clim!r}")
+        self.look = MapLook(cmap, clim, fmt=fmt, blocked_color=blocked_color)  # checks all four
         super().__init__()
         self.set_animated(True)
         self.set_zorder(4)
         ax.add_artist(self)
-        self.cmap = colormaps[cmap] if isinstance(cmap, str) else cmap
-        self.norm = Normalize(*clim)
         self._frame = frame
-        self._blocked_rgba = _rgba255(blocked_color)
-        self._box_rgba, self._box_width = _rgba255(box_color), int(box_width)
-        self._mark_rgba, self._mark_radius = _rgba255(mark_color), int(mark_radius)
-        if not (isinstance(fmt, str) or callable(fmt)):
-            raise TypeError(f"fmt: expected a format string or a function, got {type(fmt).__name__}")
-        self._fmt = fmt.format if isinstance(fmt, str) else fmt
+        self._box_rgba, self._box_width = rgba255(box_color), int(box_width)
+        self._mark_rgba, self._mark_radius = rgba255(mark_color), int(mark_radius)
         if signs is not None and not isinstance(signs, bool):
             raise TypeError(f"signs: expected True, False or None, got {type(signs).__name__}")
         self.signs = (is_diverging(self.cmap) and not numbers) if signs is None else signs
@@ -136,17 +131,26 @@ class CellMap(Artist):
         self.boxes, self._strings = boxes, strings
         self.stale = True
 
+    @property
+    def cmap(self) -> Colormap:
+        return self.look.cmap
+
+    @property
+    def norm(self) -> Normalize:
+        return self.look.norm
+
     def levels(self) -> np.ndarray:
         """(L, S) the values normalised to 0..1 as the colour map reads them, settled
         (``attn.drawing.plotting.settle``): the same on every CPU."""
-        return settle(self.norm(self.values))
+        return self.look.levels(self.values)
 
     def rgba(self) -> np.ndarray:
-        """(L, S, 4) uint8 colour of every cell."""
-        rgba = self.cmap(self.levels(), bytes=True)  # (L, S, 4)
-        if self.blocked is not None:
-            rgba[self.blocked] = self._blocked_rgba
-        return rgba
+        """(L, S, 4) uint8 colour of every cell (``MapLook.colours``)."""
+        return self.look.colours(self.values, self.blocked)
+
+    def ink(self) -> np.ndarray:
+        """(L, S) "black" / "white": the colour of text on every cell (``MapLook.ink``)."""
+        return self.look.ink(self.rgba())
 
     def _pixels(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The cells, frames, sign bars and dots as one (H, W, 4) array, row 0 on top."""
@@ -161,7 +165,7 @@ class CellMap(Artist):
             cells[top:bottom, left:left + w] = self._box_rgba
             cells[top:bottom, right - w:right] = self._box_rgba
         if self.signs:
-            ink = np.where(text_colors(rgba / 255.0) == "black", 0, 255).astype(np.uint8)  # (L, S)
+            ink = np.where(self.look.ink(rgba) == "black", 0, 255).astype(np.uint8)  # (L, S)
             below = self.levels() < 0.5  # (L, S): below the middle; NaN compares False: no bar
             if self.blocked is not None:
                 below &= ~self.blocked
@@ -195,10 +199,8 @@ class CellMap(Artist):
         renderer.draw_image(gc, x[0], y[-1], np.ascontiguousarray(self._pixels(x, y)[::-1]))
         gc.restore()
         if self.text is not None:
-            strings = self._strings or [["NaN" if np.isnan(v) else self._fmt(v) for v in row]
-                                        for row in settle(self.values)]
-            self.text.set_strings(strings,
-                                  text_colors(self.rgba() / 255.0).tolist())  # (L, S)
+            strings = self._strings or self.look.strings(self.values)
+            self.text.set_strings(strings, self.ink().tolist())  # L rows of S; (L, S)
             self.text.draw(renderer)
         self.stale = False
 
@@ -252,16 +254,18 @@ class MapView:
         """New values (L, S) and, when given, new labels (S keys, L queries: default the
         keys), title, blocked cells, marks, boxes, cell strings and notes. What is not given
         is cleared (blocked, marks, boxes, strings) or kept (labels, title, notes)."""
+        labelled = x_tokens is not None and self.labels is not None
+        if labelled and len(np.shape(values)) == 2:  # (values of other dims: set_values says so)
+            x_tokens, y_tokens = axis_labels(x_tokens, y_tokens, np.shape(values))  # one per cell
         self.cells.set_values(values, blocked=blocked, marks=marks, boxes=boxes, strings=strings)
-        if x_tokens is not None and self.labels is not None:
+        if labelled:
             self.labels.set_tokens(x_tokens, y_tokens, rotate=rotate)
         if title is not None:
             self.title.set_text(title)
         if notes is not None:
             if self.notes is None:
                 raise ValueError("notes: this map was built without notes=True")
-            self.notes.set_strings(notes,
-                                   text_colors(self.cells.rgba() / 255.0).tolist())  # (L, S)
+            self.notes.set_strings(notes, self.cells.ink().tolist())  # L rows of S; (L, S)
 
     def artists(self) -> list[Artist]:
         """What an explorer draws for this map, in order (the notes after the cells)."""
@@ -274,5 +278,4 @@ class MapView:
 
     def colorbar(self, cax: Axes, **kwargs: object) -> Colorbar:
         """A colour bar in ``cax`` for this map's colours (static: part of the background)."""
-        return self.ax.figure.colorbar(ScalarMappable(self.cells.norm, self.cells.cmap), cax=cax,
-                                       **kwargs)
+        return self.ax.figure.colorbar(self.cells.look.mappable(), cax=cax, **kwargs)

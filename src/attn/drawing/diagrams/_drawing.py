@@ -3,8 +3,17 @@
 One renderer for this kind of picture: every diagram of ``attn.drawing.diagrams`` draws on a single
 axes whose units are inches (``canvas``), tensors as ``grid``s of cells shaded by value on a
 sequential map (darker is larger, in colour and in greyscale alike), their numbers written in
-black or white by contrast (``attn.drawing.plotting.text_colors``), words in the current language's
-``text_font``.
+black or white by contrast, words in the current language's ``text_font``.
+
+Why ``grid`` is not ``attn.drawing.plotting.heatmap``: a heatmap fills an axes of its own, one
+cell per unit of data, with tick labels and a title, and writes every cell or none. A diagram
+places several blocks of cells on one page measured in inches, beside words, frames and arrows
+that point at single rows and cells (``Grid.row_y``, ``Grid.col_x``), sizes its cells to fit
+the page, outlines each cell, and writes only the cells it talks about. What a cell shows is
+the same, and comes from the same place (``attn.drawing._cells``): its colour (``colours_of``:
+settled, the 8-bit colour an explorer or a heatmap paints for that value), its number's text
+(``cell_text``) and the number's colour (``text_colors``). A diagram adds one rule of its own
+(``number``): it never writes "-0.00", where a map keeps the sign of a small negative value.
 """
 from __future__ import annotations
 
@@ -20,7 +29,8 @@ from matplotlib.patches import FancyArrowPatch, Rectangle
 from matplotlib.text import Text
 from torch import Tensor
 
-from ..plotting import new_figure, real_minus, settle, text_colors, text_font
+from .._cells import cell_text, colours_of, real_minus, settle, text_colors
+from ..plotting import new_figure, text_font
 
 __all__ = ["DPI", "CMAP", "ALLOWED", "BLOCKED", "MAX_TOKENS", "MAX_E", "WORDS", "SMALL", "NUMBERS", "number",
            "Grid", "canvas", "grid", "frame", "words", "arrow", "extent", "shape_text"]
@@ -33,8 +43,9 @@ WORDS, SMALL, NUMBERS = 9, 8, 7  # font sizes (points): words, notes, numbers in
 
 
 def number(value: float) -> str:
-    """A number as a diagram writes it: two decimals, the minus sign, never "-0.00"."""
-    text = f"{value:.2f}"
+    """A number as a diagram writes it: settled, two decimals (``cell_text``, as every map writes
+    a cell), the minus sign, never "-0.00"."""
+    text = cell_text(float(settle(value)), "{:.2f}".format)
     return real_minus("0.00" if text == "-0.00" else text)
 
 
@@ -96,12 +107,12 @@ def grid(ax: Axes, values: np.ndarray, left: float, top: float, *, norm: Normali
     white, whichever contrasts more with the cell."""
     R, C = values.shape
     w, h = cell
-    faces = (colormaps[CMAP](settle(norm(values))) if colors is None  # settled: as every CPU draws it
+    faces = (colours_of(values, colormaps[CMAP], norm) / 255 if colors is None  # settled: as every CPU draws it
              else to_rgba_array(np.ravel(colors)).reshape(R, C, 4))  # (R, C, 4)
     cells = [[ax.add_patch(Rectangle((left + c * w, top - (r + 1) * h), w, h, facecolor=faces[r, c],
                                      edgecolor="#9a9a9a", linewidth=0.6))
               for c in range(C)] for r in range(R)]
-    numbers = {(r, c): ax.text(left + (c + 0.5) * w, top - (r + 0.5) * h, number(settle(values[r, c])),
+    numbers = {(r, c): ax.text(left + (c + 0.5) * w, top - (r + 0.5) * h, number(values[r, c]),
                                ha="center", va="center", fontproperties=text_font(NUMBERS),
                                color=str(text_colors(faces[r, c])))
                for r, c in written}
