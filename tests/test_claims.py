@@ -304,3 +304,56 @@ def test_every_decimal_in_a_figure_description_is_a_bound_or_printed(path):
     unbacked = unbacked_figure_numbers(notebook(path))
     assert not unbacked, (f"{path.name}: fill these numbers from the data the figure is drawn from (a field "
                           f"of the tr() sentence, such as {{w:.2f}}), or print them: {unbacked}")
+
+# ---- a measurement is reported by the cell that made it ----------------------------------
+#
+# The prose is the same on every machine; a timing is not. 02 once said "on the machine that
+# saved this notebook ... a tanh cost more per element than a multiply", while the figure and its
+# description, written by the same run, said the opposite. So the prose says nothing of the
+# machine that saved the notebook: what a run measured is written by the cell that measured it,
+# from the same variables, in an output nbval does not compare.
+
+LANGUAGES = {"en": ROOT / "notebooks", "zh": ROOT / "notebooks" / "zh"}
+EVERY_NOTEBOOK = [p for folder in LANGUAGES.values()
+                  for p in sorted(folder.glob("[0-9][0-9]_*.ipynb")) + sorted((folder / "solutions").glob("*.ipynb"))]
+SAVING_MACHINE = re.compile(r"machine that saved|on this machine|this machine's|保存本笔记本的那台机器|这台机器上|在本机上",
+                            re.I)
+
+
+def markdown(nb: dict) -> str:
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_the_saving_machine_pattern():
+    assert SAVING_MACHINE.search("On the machine that saved this notebook the additive form was slower")
+    assert SAVING_MACHINE.search("要注意的是：在保存本笔记本的那台机器上，加性形式更慢")
+    assert SAVING_MACHINE.search("and the clock on this machine agrees with it")
+    assert not SAVING_MACHINE.search("measured on the machine that ran the notebook; yours may differ")
+
+
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_the_prose_reports_nothing_of_the_machine_that_saved_it(path):
+    found = [m.group() for m in SAVING_MACHINE.finditer(markdown(notebook(path)))]
+    assert not found, (f"{path.name}: the prose reports a measurement of the machine that saved it ({found}); let "
+                       f"the cell that measured print it, from the same variables")
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_02s_timing_verdict_is_printed_from_the_run_not_typed(language):
+    """02's timing cell writes whether a tanh cost more than a multiply or an add from
+    ``tanh_dearer``, into the figure's description and into the line it prints, which must say
+    the same; and no markdown cell types either verdict."""
+    from attn.language import language as chosen, tr
+
+    nb = notebook(LANGUAGES[language] / "02_qkv.ipynb")
+    [timed] = [c for c in nb["cells"] if "tanh_dearer =" in "".join(c["source"])]
+    assert "NBVAL_IGNORE_OUTPUT" in "".join(timed["source"])
+    described = "".join(o["metadata"]["image/png"]["alt"] for o in timed["outputs"] if is_description(o))
+    said = "".join("".join(o.get("text", "")) for o in timed["outputs"] if o.get("output_type") == "stream")
+    with chosen(language):
+        verdicts = [tr("tanh cost more per element than a multiply or an add."),
+                    tr("tanh cost no more per element than a multiply or an add.")]
+    in_description = [v for v in verdicts if v in described]
+    assert len(in_description) == 1 and in_description[0] in said, (described, said)
+    typed = [v for v in verdicts if v.rstrip(".。") in markdown(nb)]
+    assert not typed, f"02 ({language}): the prose types a verdict of the clock: {typed}"
