@@ -357,3 +357,26 @@ def test_02s_timing_verdict_is_printed_from_the_run_not_typed(language):
     assert len(in_description) == 1 and in_description[0] in said, (described, said)
     typed = [v for v in verdicts if v.rstrip(".。") in markdown(nb)]
     assert not typed, f"02 ({language}): the prose types a verdict of the clock: {typed}"
+
+
+# ---- notebook 11's letters ---------------------------------------------------------------
+#
+# 11 names the score matrix S (as the FlashAttention paper does) and counts the keys with N; a
+# shape or a size that counts the keys with S again, "(S, E)" or "L · S", reads as the scores.
+
+KEYS_COUNTED_BY_S = re.compile(r"\(S,|, S\)|\\cdot S\b|·\s?S\b|L \* S\b")
+
+
+def test_the_letters_pattern():
+    assert KEYS_COUNTED_BY_S.findall("K: (S, E) keys; (L, N) @ (S, E); $L \\cdot S \\cdot 4$; L · S") == [
+        "(S,", "(S,", "\\cdot S", "· S"]
+    assert not KEYS_COUNTED_BY_S.search("S = scale * Q @ K.T, dS: (L, N), K: (N, E)")
+
+
+@pytest.mark.parametrize("path", [folder / name for folder in LANGUAGES.values()
+                                  for name in ("11_backward.ipynb", "solutions/11_backward_solutions.ipynb")],
+                         ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_11_counts_the_keys_with_n_everywhere(path):
+    cells = notebook(path)["cells"]
+    found = [f"cell {i}: {m.group()}" for i, c in enumerate(cells) for m in KEYS_COUNTED_BY_S.finditer("".join(c["source"]))]
+    assert not found, f"{path.name}: S is the score matrix in 11, N the number of keys: {found}"
