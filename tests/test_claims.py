@@ -392,6 +392,41 @@ def test_11_counts_the_keys_with_n_everywhere(path):
     assert not found, f"{path.name}: S is the score matrix in 11, N the number of keys: {found}"
 
 
+# ---- the course's own terms, in Chinese where they first come up --------------------------
+#
+# Every English notebook gives the Chinese term beside the English one at first use (00's
+# glossary). The table of the course's own terms says in which notebook each first comes up;
+# that notebook's English prose carries the Chinese term (12 once gave none).
+
+def own_terms() -> list[tuple[str, str, str]]:
+    """(English, Chinese, notebook number) of each row of 00's table of the course's own terms."""
+    text = markdown(notebook(ROOT / "notebooks" / "00_start_here.ipynb"))
+    table = text.split("### The course's own terms", 1)[1]
+    rows = []
+    for line in table.splitlines():
+        parts = [p.strip() for p in line.strip().strip("|").split("|")]
+        if len(parts) == 3 and parts[2].isdigit():
+            rows.append((parts[0], parts[1], parts[2]))
+    return rows
+
+
+#: Terms a notebook names in passing before the one that introduces them gives their Chinese:
+#: term -> (that notebook, why).
+IN_PASSING = {"cross-attention": ("10", "05 names it once, in a table of call forms; 10 introduces it")}
+
+
+def test_the_own_terms_table_is_read():
+    rows = own_terms()
+    assert ("causal mask", "因果掩码", "05") in rows and ("dropout", "暂退法", "12") in rows
+
+
+@pytest.mark.parametrize("english, chinese, first", own_terms(), ids=lambda v: v if isinstance(v, str) else "")
+def test_a_course_term_is_given_in_chinese_where_it_first_comes_up(english, chinese, first):
+    introduced = IN_PASSING.get(english, (first,))[0]
+    [path] = (ROOT / "notebooks").glob(f"{introduced}_*.ipynb")
+    assert chinese in markdown(notebook(path)), f"{path.name} introduces {english!r}: give {chinese} beside it"
+
+
 # ---- a size the prose states is printed, or written in the cell it introduces ------------
 #
 # 00 promises that every number in the text comes from a cell you can rerun and change. A size
