@@ -93,12 +93,21 @@ CLAIMS: dict[str, list[str]] = {
     "12_transformer_block.ipynb": [
         "nn.TransformerEncoderLayer with the same weights (float64; post-LN and pre-LN, ReLU and GELU; no mask, "
         "causal, padding): largest difference < 1e-12: True",
-        "    32 |    0.73     0.27",
+        "norm_first                False                        True",
+        "dropout                   0.1                          0.0",
+        "each block: d_model = 32, 4 heads, d_ff = 128, float64; fed 4 sequences of 16 random tokens",
+        "    48 |        1.85       0.004",
+        "with residuals, at least 1 at every depth: True",
+        "without them, below 1/4 at every depth: True; through 48 blocks, below 1/100: True",
         "after 3 blocks below 1e-6: True; from 4 blocks on below 1e-12, every token the same vector: True",
         "normalised over the sequence, feature by feature: token 0 moves by 1.17 when the last token changes",
         "gradient at the input / at the top: post-LN 0.58, pre-LN 1.47",
-        "  with the feed-forward, at least 0.99 for every seed: True",
-        "  without it, below 0.8 for every seed: True",
+        "200 Adam steps of 64 sequences",
+        "  with the feed-forward (ReLU), 13,738 parameters: at least 0.99 for every seed: True",
+        "  the same feed-forward without its ReLU, 13,738 parameters: below 0.8 for every seed: True",
+        "  without a feed-forward, 5,322 parameters: below 0.8 for every seed: True",
+        "a head puts more than 0.8 of its weight on the previous digit: with the ReLU, for every seed: True; "
+        "in the other two models, for no seed: True",
         "training mode, 5 calls: lower every time: True; two calls disagree on more than 1% of the positions: True",
     ],
 }
@@ -304,3 +313,206 @@ def test_every_decimal_in_a_figure_description_is_a_bound_or_printed(path):
     unbacked = unbacked_figure_numbers(notebook(path))
     assert not unbacked, (f"{path.name}: fill these numbers from the data the figure is drawn from (a field "
                           f"of the tr() sentence, such as {{w:.2f}}), or print them: {unbacked}")
+
+
+# ---- a measurement is reported by the cell that made it ----------------------------------
+#
+# The prose is the same on every machine; a timing is not. 02 once said "on the machine that
+# saved this notebook ... a tanh cost more per element than a multiply", while the figure and its
+# description, written by the same run, said the opposite. So the prose says nothing of the
+# machine that saved the notebook: what a run measured is written by the cell that measured it,
+# from the same variables, in an output nbval does not compare.
+
+LANGUAGES = {"en": ROOT / "notebooks", "zh": ROOT / "notebooks" / "zh"}
+EVERY_NOTEBOOK = [p for folder in LANGUAGES.values()
+                  for p in sorted(folder.glob("[0-9][0-9]_*.ipynb")) + sorted((folder / "solutions").glob("*.ipynb"))]
+SAVING_MACHINE = re.compile(r"machine that saved|on this machine|this machine's|保存本笔记本的那台机器|这台机器上|在本机上",
+                            re.I)
+
+
+def markdown(nb: dict) -> str:
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_the_saving_machine_pattern():
+    assert SAVING_MACHINE.search("On the machine that saved this notebook the additive form was slower")
+    assert SAVING_MACHINE.search("要注意的是：在保存本笔记本的那台机器上，加性形式更慢")
+    assert SAVING_MACHINE.search("and the clock on this machine agrees with it")
+    assert not SAVING_MACHINE.search("measured on the machine that ran the notebook; yours may differ")
+
+
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_the_prose_reports_nothing_of_the_machine_that_saved_it(path):
+    found = [m.group() for m in SAVING_MACHINE.finditer(markdown(notebook(path)))]
+    assert not found, (f"{path.name}: the prose reports a measurement of the machine that saved it ({found}); let "
+                       f"the cell that measured print it, from the same variables")
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_02s_timing_verdict_is_printed_from_the_run_not_typed(language):
+    """02's timing cell writes whether a tanh cost more than a multiply or an add from
+    ``tanh_dearer``, into the figure's description and into the line it prints, which must say
+    the same; and no markdown cell types either verdict."""
+    from attn.language import language as chosen, tr
+
+    nb = notebook(LANGUAGES[language] / "02_qkv.ipynb")
+    [timed] = [c for c in nb["cells"] if "tanh_dearer =" in "".join(c["source"])]
+    assert "NBVAL_IGNORE_OUTPUT" in "".join(timed["source"])
+    described = "".join(o["metadata"]["image/png"]["alt"] for o in timed["outputs"] if is_description(o))
+    said = "".join("".join(o.get("text", "")) for o in timed["outputs"] if o.get("output_type") == "stream")
+    with chosen(language):
+        verdicts = [tr("tanh cost more per element than a multiply or an add."),
+                    tr("tanh cost no more per element than a multiply or an add.")]
+    in_description = [v for v in verdicts if v in described]
+    assert len(in_description) == 1 and in_description[0] in said, (described, said)
+    typed = [v for v in verdicts if v.rstrip(".。") in markdown(nb)]
+    assert not typed, f"02 ({language}): the prose types a verdict of the clock: {typed}"
+
+
+# ---- notebook 11's letters ---------------------------------------------------------------
+#
+# 11 names the score matrix S (as the FlashAttention paper does) and counts the keys with N; a
+# shape or a size that counts the keys with S again, "(S, E)" or "L · S", reads as the scores.
+
+KEYS_COUNTED_BY_S = re.compile(r"\(S,|, S\)|\\cdot S\b|·\s?S\b|L \* S\b")
+
+
+def test_the_letters_pattern():
+    assert KEYS_COUNTED_BY_S.findall("K: (S, E) keys; (L, N) @ (S, E); $L \\cdot S \\cdot 4$; L · S") == [
+        "(S,", "(S,", "\\cdot S", "· S"]
+    assert not KEYS_COUNTED_BY_S.search("S = scale * Q @ K.T, dS: (L, N), K: (N, E)")
+
+
+@pytest.mark.parametrize("path", [folder / name for folder in LANGUAGES.values()
+                                  for name in ("11_backward.ipynb", "solutions/11_backward_solutions.ipynb")],
+                         ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_11_counts_the_keys_with_n_everywhere(path):
+    cells = notebook(path)["cells"]
+    found = [f"cell {i}: {m.group()}" for i, c in enumerate(cells) for m in KEYS_COUNTED_BY_S.finditer("".join(c["source"]))]
+    assert not found, f"{path.name}: S is the score matrix in 11, N the number of keys: {found}"
+
+
+# ---- the course's own terms, in Chinese where they first come up --------------------------
+#
+# Every English notebook gives the Chinese term beside the English one at first use (00's
+# glossary). The table of the course's own terms says in which notebook each first comes up;
+# that notebook's English prose carries the Chinese term (12 once gave none).
+
+def own_terms() -> list[tuple[str, str, str]]:
+    """(English, Chinese, notebook number) of each row of 00's table of the course's own terms."""
+    text = markdown(notebook(ROOT / "notebooks" / "00_start_here.ipynb"))
+    table = text.split("### The course's own terms", 1)[1]
+    rows = []
+    for line in table.splitlines():
+        parts = [p.strip() for p in line.strip().strip("|").split("|")]
+        if len(parts) == 3 and parts[2].isdigit():
+            rows.append((parts[0], parts[1], parts[2]))
+    return rows
+
+
+#: Terms a notebook names in passing before the one that introduces them gives their Chinese:
+#: term -> (that notebook, why).
+IN_PASSING = {"cross-attention": ("10", "05 names it once, in a table of call forms; 10 introduces it")}
+
+
+def test_the_own_terms_table_is_read():
+    rows = own_terms()
+    assert ("causal mask", "因果掩码", "05") in rows and ("dropout", "暂退法", "12") in rows
+
+
+@pytest.mark.parametrize("english, chinese, first", own_terms(), ids=lambda v: v if isinstance(v, str) else "")
+def test_a_course_term_is_given_in_chinese_where_it_first_comes_up(english, chinese, first):
+    introduced = IN_PASSING.get(english, (first,))[0]
+    [path] = (ROOT / "notebooks").glob(f"{introduced}_*.ipynb")
+    assert chinese in markdown(notebook(path)), f"{path.name} introduces {english!r}: give {chinese} beside it"
+
+
+# ---- a size the prose states is printed, or written in the cell it introduces ------------
+#
+# 00 promises that every number in the text comes from a cell you can rerun and change. A size
+# the prose states ("4 sequences of 16 random tokens", "64 sequences") must therefore be printed
+# by a cell, or be a literal of the code cell right after the sentence (an argument, an
+# assignment or a default you can change there). 12 once stated the sizes of a computation
+# that ran inside the package, where no cell showed them.
+
+SIZE = re.compile(r"(?<![\w.$^{])(\d[\d,]*) (?:random |held-out |Adam |single )?"
+                  r"(sequences|heads|blocks|steps|tokens|seeds|pairs|positions|queries|keys)\b")
+
+#: (notebook, phrase) stated in the prose and not yet printed: each says where its number is.
+#: The test fails when one is printed, so that the entry is removed.
+SIZES_NOT_YET_PRINTED = {
+    ("04_multi_head.ipynb", "6 heads"): "a head count the exercise's checker holds",
+    ("04_multi_head_solutions.ipynb", "6 heads"): "the same exercise",
+    ("05_pytorch_implementation.ipynb", "10 tokens"): "the lengths the mask experiment loops over",
+    ("06_visualization.ipynb", "8 heads"): "MiniLM's heads, said in the introduction",
+    ("09_positions.ipynb", "512 tokens"): "BERT's position table, said in passing",
+    ("09_positions_solutions.ipynb", "4 pairs"): "the sizes of an exercise's checker",
+    ("10_cross_attention_and_decoding.ipynb", "5 steps"): "best_time's repeats, in the timed cell",
+    ("10_cross_attention_and_decoding.ipynb", "12 positions"): "attn.widgets.decoding.POSITIONS, in its explorer",
+    ("10_cross_attention_and_decoding.ipynb", "8 positions"): "the steps exercise 2's checker runs",
+    ("11_backward.ipynb", "16 keys"): "gradient_sizes's n, in the cell before the sentence",
+}
+
+
+def int_literals(source: str) -> set[int]:
+    """The ints a cell writes as a call's argument, an assignment's value or a default."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+
+    def ints(node: ast.AST) -> set[int]:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return {node.value}
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return {v for e in node.elts for v in ints(e)}
+        return set()
+
+    found: set[int] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Call):
+            for value in [*node.args, *(k.value for k in node.keywords)]:
+                found |= ints(value)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            found |= ints(node.value)
+        elif isinstance(node, ast.FunctionDef):
+            for value in [*node.args.defaults, *node.args.kw_defaults]:
+                found |= ints(value) if value is not None else set()
+    return found
+
+
+def unprinted_sizes(nb: dict) -> list[str]:
+    """Each size phrase of the prose that no output prints and the next code cell does not write."""
+    out, cells, missing = printed(nb), nb["cells"], []
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "markdown":
+            continue
+        after = next((c for c in cells[i + 1:] if c["cell_type"] == "code"), None)
+        written = int_literals("".join(after["source"])) if after else set()
+        for m in SIZE.finditer("".join(cell["source"])):
+            number, noun = m.groups()
+            said = re.search(rf"(?<![\d.,]){re.escape(number)} (?:[\w-]+ ){{0,2}}{noun}", out)
+            if not said and int(number.replace(",", "")) not in written:
+                missing.append(m.group())
+    return missing
+
+
+def test_a_size_is_found_printed_or_written():
+    def md(text):
+        return {"cell_type": "markdown", "source": text}
+
+    def code(text, printed_text=""):
+        return {"cell_type": "code", "source": text, "outputs": [{"output_type": "stream", "text": printed_text}]}
+
+    nb = {"cells": [md("fed 4 sequences of 16 random tokens, 200 Adam steps"),
+                    code("for n in (4, 16):\n    run(n)", "blocks: 4\n"),
+                    md("2 sequences, 3 heads and 64 sequences"),
+                    code("q = torch.randn(2, 3, 5)\ndef f(heads=200, n=16): pass", "fed 64 random sequences\n"),
+                    md("200 Adam steps")]}
+    assert unprinted_sizes(nb) == ["4 sequences", "16 random tokens", "200 Adam steps", "200 Adam steps"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_size_the_prose_states_is_printed_or_written_in_the_next_cell(path):
+    known = {phrase for (name, phrase) in SIZES_NOT_YET_PRINTED if name == path.name}
+    missing = unprinted_sizes(notebook(path))
+    assert set(missing) <= known, (f"{path.name}: print these sizes (or write them in the cell the sentence "
+                                   f"introduces): {sorted(set(missing) - known)}")
+    assert known <= set(missing), f"{path.name}: now printed, remove from SIZES_NOT_YET_PRINTED: {known - set(missing)}"

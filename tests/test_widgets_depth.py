@@ -101,3 +101,19 @@ def test_the_readouts_gradient_ratio_is_the_bottoms_over_the_tops(placement):
     ex.close()
     assert said is not None, ex.readout.value
     assert said.group(1) == f"{ratio:.2f}"
+
+
+@pytest.mark.parametrize("placement", ["post-LN", "pre-LN"])
+def test_without_residuals_the_readout_gives_the_same_ratio_and_it_is_a_fraction(placement):
+    """Notebook 12 compares stacks with and without residuals by one quantity, the gradient at
+    the input over the one at the top (``StackProfile.gradient_ratio``); the readout gives it
+    for the residual-free stacks too, and at every depth it is below 1 there."""
+    for N in DEPTHS:
+        v = depth_view(N, placement, False)
+        assert v.shown.gradient_ratio < 1, (N, placement)
+    ex = depth_explorer(48, placement, False)
+    said = re.search(r"The gradient reaching the input is ([0-9.]+) times the one leaving the top",
+                     ex.readout.value)
+    ex.close()
+    assert said is not None, ex.readout.value
+    assert said.group(1) == f"{depth_view(48, placement, False).shown.gradient_ratio:.3f}"

@@ -238,3 +238,23 @@ def test_backward_ds_numbers_fit_their_cells_in_every_state():
     for d_k in D_K_CHOICES:
         for scaled in (True, False):
             assert max(len(_no_leading_zero(v)) for v in _pass(d_k, scaled)["dS"].ravel()) <= 4
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_backward_explorers_key_says_what_a_bar_in_a_cell_means(lang):
+    """The maps that print no numbers mark each negative cell with a short bar (their sign,
+    which purple against orange does not give every reader): the key says so, and names
+    exactly the maps that draw the bars."""
+    from attn.language import language
+    from attn.widgets.backward import SIGN_BARS
+
+    with language(lang):
+        ex = backward_explorer()
+    barred = tuple(name for name, m in ex.maps.items() if m.cells.signs)
+    assert barred == SIGN_BARS == ("V", "S", "O", "dO", "dQ", "dK")
+    key = ex.key.get_text()
+    assert "−" in key and ", ".join(SIGN_BARS) in key  # the bar, and the maps that draw it
+    assert ("negative" in key) if lang == "en" else ("负" in key)
+    c = cell_gradient()
+    assert (c.S < 0).any() and (c.S > 0).any()  # a map with bars holds both signs
+    ex.close()

@@ -15,7 +15,8 @@ otherwise. The loss is the dot product of the stack's output with a fixed random
 Three numbers per l:
 
 * ``activation``: the root mean square (RMS) of x_l, the size of one number of the stream;
-* ``gradient``: the RMS of d loss / d x_l, the gradient that reaches block l + 1's input;
+* ``gradient``: the RMS of d loss / d x_l, the gradient that reaches block l + 1's input
+  (``gradient_ratio``: at the input over at the top);
 * ``spread``: how far apart the tokens of a sequence still are, ||x_l - mean over tokens|| /
   ||x_l|| (1: nothing in common; 0: every token holds the same vector, the "rank collapse" of
   Dong et al. 2021, "Attention is not all you need").
@@ -67,6 +68,14 @@ class StackProfile:
     activation: np.ndarray
     gradient: np.ndarray
     spread: np.ndarray
+
+    @property
+    def gradient_ratio(self) -> float:
+        """RMS of the gradient reaching the input over the RMS of the one leaving the top,
+        gradient[0] / gradient[N]: above 1 when it grows on the way down, below 1 when it
+        shrinks. A ratio, not the input's gradient alone, because stacks hand their tops
+        different gradients (a pre-LN stack's last LayerNorm divides by the size of its stream)."""
+        return float(self.gradient[0] / self.gradient[-1])
 
 
 @lru_cache(maxsize=2)

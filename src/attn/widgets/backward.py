@@ -13,10 +13,11 @@ Each backward map sits under its forward one (dS under S, dW under W, dO under O
 query row i and a key j: every map frames what the gradient passes through on its way. Row i
 of O and dO (the output and its gradient), row i of dW and dS (which the softmax mixes: the
 row sum), the cell (i, j) marked; column j of dS, which reaches key j; row i of dQ and row j
-of dK (what arrives). V's row j is what dW[i, j] = dO_i · V_j reads. The readout writes the
-entry's path out with its numbers (and |dV_j|, dV = Wᵀ dO). The d_k drop-down and the scale
-switch show what notebook 02 claimed: without the 1/sqrt(d_k) scale, a large d_k saturates
-each row of W, and dS, dQ and dK fade to almost nothing.
+of dK (what arrives). V's row j is what dW[i, j] = dO_i · V_j reads. In the maps that print
+no numbers (``SIGN_BARS``), a short bar marks a negative cell, as the figure's key says. The
+readout writes the entry's path out with its numbers (and |dV_j|, dV = Wᵀ dO). The d_k
+drop-down and the scale switch show what notebook 02 claimed: without the 1/sqrt(d_k) scale,
+a large d_k saturates each row of W, and dS, dQ and dK fade to almost nothing.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ from ..drawing.plotting import new_figure, text_font
 from ._base import Explorer
 from ._mapview import MapView
 
-__all__ = ["N", "D_V", "D_K_CHOICES", "SHOWN_COLUMNS", "CellGradient", "cell_gradient", "backward_explorer"]
+__all__ = ["N", "D_V", "D_K_CHOICES", "SHOWN_COLUMNS", "SIGN_BARS", "CellGradient", "cell_gradient",
+           "backward_explorer"]
 
 N = 6
 D_V = 4
@@ -176,6 +178,9 @@ _PANELS = {
     "dQ": ((1, 1), mark("dQ = scale·dS K (row i)"), "PuOr", (-0.3, 0.3), None, "row"),
     "dK": ((1, 0), mark("dK = scale·dSᵀ Q (row j)"), "PuOr", (-0.3, 0.3), None, "key"),
 }
+#: The maps that print no numbers: on their diverging colours (PuOr), a short bar marks each
+#: negative cell (``MapView``'s sign bars), for readers who cannot tell purple from orange.
+SIGN_BARS = tuple(name for name, (_pos, _title, _cmap, _clim, fmt, _frames) in _PANELS.items() if fmt is None)
 
 
 def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = True) -> Explorer:
@@ -185,7 +190,8 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
 
     Returns:
         An ``Explorer``; ``.maps`` is name -> ``MapView`` (S, W, V, O, dO, dW, dS, dQ, dK, dV;
-        dQ and dK show their first ``SHOWN_COLUMNS`` columns).
+        dQ and dK show their first ``SHOWN_COLUMNS`` columns); ``.key`` is the figure's key,
+        which also says what a bar in a cell means.
     """
     first = cell_gradient(row, key, d_k, scaled)
     fig = new_figure(13, 6, dpi=72)
@@ -201,8 +207,9 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
     fig.text(0.005, 0.42, tr("backward"), rotation=90, fontproperties=text_font(10), va="top")
     key_text = tr("i = the query row, j = the key\n\nframed: what the gradient of\nentry (i, j) passes "
                   "through;\ndot: the entry (i, j)\n\ntop: forward, left to right\nbottom: backward, "
-                  "right to left")
-    fig.text(0.04, 0.78, key_text, fontproperties=text_font(8), va="top", color="0.2")
+                  "right to left\n\nbar (−) in a cell: a negative\nentry, in the maps without\nnumbers "
+                  "({maps})", maps=", ".join(SIGN_BARS))
+    key = fig.text(0.04, 0.78, key_text, fontproperties=text_font(8), va="top", color="0.2")
     x = [left + col * (width + gap) for col in range(5)]  # each column's left edge
     for col in (2, 3):  # S -> W -> O
         fig.patches.append(_arrow(fig, (x[col] + width + 0.005, 0.72), (x[col + 1] - 0.005, 0.72)))
@@ -248,6 +255,7 @@ def backward_explorer(row: int = 0, key: int = 0, d_k: int = 8, scaled: bool = T
     explorer = Explorer(controls, fig, update, live,
                         title=tr("The softmax's backward pass: one entry's gradient, from dO to dQ and dK"),
                         maps=maps)
+    explorer.key = key  # the figure's key (a matplotlib Text), which a test reads
     return explorer
 
 

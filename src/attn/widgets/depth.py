@@ -11,7 +11,8 @@ stack's lines are as long as it is deep), so that a move redraws the lines alone
 What moving it shows: post-LN keeps every activation at 1, and its gradient shrinks on the way
 down to the first blocks; pre-LN lets the stream grow with depth (about 2x by 24 blocks) and
 keeps the gradient as large at the bottom as at the top. Without the residual connections the
-tokens of a sequence turn into one and the same vector within a few blocks, in either placement.
+tokens of a sequence turn into one and the same vector within a few blocks, in either placement,
+and the gradient reaches the input a fraction of the size it left the top with.
 """
 from __future__ import annotations
 
@@ -80,15 +81,17 @@ def _readout(v: DepthView) -> str:
         else:
             notes.append(tr("Without residual connections the tokens' spread falls from {start:.2f} to "
                             "{end:.2f} in {n} block(s).", start=p.spread[0], end=p.spread[N], n=N))
+        notes.append(tr("The gradient reaching the input is {ratio:.3f} times the one leaving the top.",
+                        ratio=p.gradient_ratio))
     elif v.placement == "post-LN":
         notes.append(tr("Post-LN: every activation stays at RMS 1 (a LayerNorm ends each sub-layer); the "
                         "gradient reaching the input is {ratio:.2f} times the one leaving the top.",
-                        ratio=p.gradient[0] / p.gradient[N]))
+                        ratio=p.gradient_ratio))
     else:
         notes.append(tr("Pre-LN: the stream grows from RMS {start:.2f} to {end:.2f} (nothing normalises "
                         "it until the last LayerNorm); the gradient reaching the input is {ratio:.2f} "
                         "times the one leaving the top.", start=p.activation[0], end=p.activation[N],
-                        ratio=p.gradient[0] / p.gradient[N]))
+                        ratio=p.gradient_ratio))
     head = tr("{placement}, {n} block(s), {residual}", placement=tr(v.placement), n=N,
               residual=tr("with residual connections") if v.residual else tr("without residual connections"))
     return (f"<p><b>{head}</b></p><table><tr><th></th><th>{tr('activations (RMS)')}</th>"

@@ -10,8 +10,9 @@ norm_first=..., dropout=...)`` (the keywords it does not take are left out, as
 Two uses in notebook 12:
 
 * what the feed-forward network adds: ``AttentionOnlyBlock`` is ``attn.TransformerBlock``
-  without it, and ``digit_sum_batch`` a task that needs a non-linear map of each token's
-  vector: the last digit of the sum of a digit and the digit before it. Attention can bring the
+  without it, ``LinearFeedForwardBlock`` the block with its feed-forward but without the ReLU
+  in it, and ``digit_sum_batch`` a task that needs a non-linear map of each token's vector:
+  the last digit of the sum of a digit and the digit before it. Attention can bring the
   neighbour's digit to the token; the table of sums mod 10 is then a function of that one
   vector, which a Linear read-out cannot compute alone.
 * a two-block model of the learner's blocks trained on a task of ``attn.lessons.trained.tasks``, with
@@ -38,7 +39,8 @@ from ...threads import torch_threads
 from .adam import Adam
 from .tasks import IGNORE, check_task, held_out_batch, make_batch
 
-__all__ = ["D_MODEL", "HEADS", "D_FF", "SEQ_LEN", "EVAL_SEED", "AttentionOnlyBlock", "BlockModel",
+__all__ = ["D_MODEL", "HEADS", "D_FF", "SEQ_LEN", "EVAL_SEED", "AttentionOnlyBlock", "LinearFeedForwardBlock",
+           "BlockModel",
            "build_block_model", "Examples", "digit_sum_batch", "task_batch", "train_block_model",
            "accuracy", "held_out", "task_held_out", "find_attention", "attention_maps"]
 
@@ -69,6 +71,23 @@ class AttentionOnlyBlock(TransformerBlock):
         if self.norm_first:
             return x + self.attention_sublayer(self.norm1(x), mask, causal)  # (B, L, E)
         return self.norm1(x + self.attention_sublayer(x, mask, causal))  # (B, L, E)
+
+
+class LinearFeedForwardBlock(TransformerBlock):
+    """``attn.TransformerBlock`` with the activation taken out of its feed-forward network:
+    linear2(linear1(x)), the same parameters and as many of them, and no non-linearity there.
+
+    Two Linears in a row are one Linear, (x W_1 + b_1) W_2 + b_2 = x (W_1 W_2) + (b_1 W_2 + b_2),
+    so this sub-layer can only add a linear function of its input to the stream: the control
+    that isolates what the ReLU of a real block does (notebook 12, section 5). Built with the
+    same arguments (``activation`` is accepted and not used).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, dropout: float = 0.0,
+                 norm_first: bool = True, activation: str = "relu") -> None:
+        super().__init__(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first,
+                         activation=activation)
+        self.activation = nn.Identity()  # feed_forward: linear2(dropout(linear1(x)))
 
 
 def _accepted(cls: type, names: tuple[str, ...]) -> set[str]:
