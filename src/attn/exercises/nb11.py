@@ -23,7 +23,7 @@ __all__ = [
     "check_softmax_backward", "check_score_backward", "check_saved_bytes",
 ]
 
-#: Exercise 3: one head, L = S = SAVED_L positions, d_k = d_v = SAVED_E, float32.
+#: Exercise 3: one head, L = N = SAVED_L positions, d_k = d_v = SAVED_E, float32.
 SAVED_L, SAVED_E = 2048, 64
 
 
@@ -116,10 +116,10 @@ def check_score_backward(fn: Callable[[Tensor, Tensor, Tensor, float], tuple[Ten
     hints = SCORE_BACKWARD_HINTS
     fn = as_function(fn)
     g = torch.Generator().manual_seed(12)
-    L, S, E, scale = 3, 5, 4, 0.5
+    L, N, E, scale = 3, 5, 4, 0.5  # L queries, N keys
     Q = torch.randn(L, E, dtype=torch.float64, generator=g, requires_grad=True)
-    K = torch.randn(S, E, dtype=torch.float64, generator=g, requires_grad=True)
-    dS = torch.randn(L, S, dtype=torch.float64, generator=g)
+    K = torch.randn(N, E, dtype=torch.float64, generator=g, requires_grad=True)
+    dS = torch.randn(L, N, dtype=torch.float64, generator=g)
     want_q, want_k = torch.autograd.grad(scale * Q @ K.T, (Q, K), dS)
     Qd, Kd = Q.detach(), K.detach()
     got = _run(fn, dS.clone(), Qd.clone(), Kd.clone(), scale)
