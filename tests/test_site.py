@@ -4,13 +4,15 @@ its pages. Its explorers, live without a kernel, are tests/test_site_live.py's.
 The site is built once for the run (tests/conftest.py, ``built_site``: as ``make site`` builds
 it, from the committed notebooks, without running them): the English site, and the Chinese one
 in its folder zh/. It is served on 127.0.0.1, and every lesson page of both, a solutions page
-of each, a guide and the Chinese page of the guides are opened once, in headless Chromium with
-every request outside that server refused (the other pages are of a kind opened: VISITED and
-BROWSED below); axe-core (npm, site/package.json) checks each, and each notebook page opened is
-printed there as its handout (``handouts.print_page``, as ``make handouts`` prints it). The guides (docs/*.md, CONTRIBUTING.md) are pages of the
-English site, in its table of contents; the Chinese site leads to them. Every link and anchor
-of the course's pages leads to a page or an id that the built site has, and every page's
-language switch leads to its twin in the other language, and back.
+of each, a guide of each and the Chinese page of the guides are opened once, in headless
+Chromium with every request outside that server refused (the other pages are of a kind opened:
+VISITED and BROWSED below); axe-core (npm, site/package.json) checks each, and each notebook page
+opened is printed there as its handout (``handouts.print_page``, as ``make handouts`` prints
+it). The guides (docs/*.md, CONTRIBUTING.md) are pages of the English site, in its table of
+contents; those written in Chinese (docs/zh/*.md) are pages of the Chinese site, whose page of
+the guides leads to them and to the English-only ones. Every link and anchor of the course's
+pages leads to a page or an id that the built site has, and every page's language switch leads
+to its twin in the other language (a guide's: its translation), and back.
 
 Without Chromium, the site's npm packages or a CJK font the tests are skipped,
 saying how to enable them; under CI (CI=true) they fail instead.
@@ -45,13 +47,24 @@ PAGES = handouts.handout_pages()  # every notebook page, English then Chinese: 0
 # language; every page's links and files are checked without a browser (below).
 VISITED = [p for p in PAGES if "solutions/" not in p
            or p.endswith("solutions/12_transformer_block_solutions")]
-GUIDES = site.guide_pages()  # the English site's guides: guides/setup, ...
-OTHERS = [p for p in site.site_pages() if p not in PAGES]  # the guides, and zh/guides
-# The other pages opened in the browser: one English guide, the longest (the guides are pages of
-# one kind, made from Markdown by one recipe, and every guide's links, files and heading are
-# checked without a browser, below), and the Chinese site's page that leads to them.
-BROWSED = [max(GUIDES, key=lambda g: site.GUIDES[g.split("/", 1)[1]].stat().st_size)] + [p for p in OTHERS if p not in GUIDES]
 ZH = "zh/"  # the Chinese site's folder in the site
+GUIDES = site.guide_pages()  # the English site's guides: guides/setup, ...
+ZH_GUIDES = [ZH + p for p in site.guide_pages("zh") if p != site.ZH_GUIDES]  # the Chinese ones: zh/guides/setup, ...
+OTHERS = [p for p in site.site_pages() if p not in PAGES]  # the guides, and zh/guides
+
+
+def guide_source(page: str) -> Path:
+    """The Markdown file a guide's page shows: ``guides/setup`` -> docs/setup.md,
+    ``zh/guides/setup`` -> docs/zh/setup.md."""
+    edition = site.edition_of(page)
+    return site.guide_files(edition.code)[page[len(edition.prefix):].split("/", 1)[1]]
+
+
+# The other pages opened in the browser: the longest guide of each language (the guides are pages
+# of one kind, made from Markdown by one recipe, and every guide's links, files and heading are
+# checked without a browser, below), and the Chinese site's page that leads to them.
+BROWSED = ([max(g, key=lambda name: guide_source(name).stat().st_size) for g in (GUIDES, ZH_GUIDES)]
+           + [p for p in OTHERS if p not in GUIDES + ZH_GUIDES])
 LANG = {"en": "en", "zh": "zh-CN"}  # each edition's language, as HTML's lang attribute says it
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -307,14 +320,33 @@ def test_guide_links_for_the_site():
     assert site.site_link("https://mybinder.org", docs / "teaching.md") == "https://mybinder.org"
     with pytest.raises(FileNotFoundError, match="no-such-file.md"):
         site.site_link("no-such-file.md", docs / "teaching.md")
+    # from a Chinese guide: its sibling, the Chinese README and notebooks, an English-only guide
+    # (on the English site), a README section and any other file (on GitHub)
+    zh = docs / "zh"
+    assert site.site_link("teaching.md#应用模式", zh / "setup.md") == "teaching.md#应用模式"
+    assert site.site_link("../../README.zh.md", zh / "setup.md") == f"../{site.START}.ipynb"
+    assert site.site_link("../../README.md", zh / "setup.md") == f"../../{site.START}.ipynb"
+    assert site.site_link("../../notebooks/zh/02_qkv.ipynb", zh / "teaching.md") == "../02_qkv.ipynb"
+    assert site.site_link("../performance.md#the-tables", zh / "teaching.md") == "../../guides/performance.md#the-tables"
+    assert site.site_link("../setup.md", zh / "setup.md") == "../../guides/setup.md"
+    assert site.site_link("../../README.zh.md#笔记本", zh / "teaching.md") == f"{github}/blob/main/README.zh.md#笔记本"
+    assert site.site_link("../../deploy/hub/z2jh-config.yaml", zh / "teaching.md") == f"{github}/blob/main/deploy/hub/z2jh-config.yaml"
+    # and from an English guide to a Chinese one
+    assert site.site_link("zh/setup.md", docs / "setup.md") == "../zh/guides/setup.md"
+    with pytest.raises(FileNotFoundError, match="not a guide of the site"):
+        site.site_link("setup.md", docs / "translating.md")
 
 
-def test_guide_copies_load_nothing_from_outside(tmp_path):
-    site.copy_guides(tmp_path)
-    for name in GUIDES:
-        text = (tmp_path / f"{name.split('/', 1)[1]}.md").read_text(encoding="utf-8")
-        assert not re.search(r"!\[[^\]]*\]\(\s*<?[a-zA-Z][a-zA-Z0-9+.-]*:", text), f"{name}: an image from another site"
-        assert "](../README.md" not in text and "](../deploy/" not in text, f"{name}: a link to a file outside the site"
+@pytest.mark.parametrize("language", site.EDITIONS)
+def test_guide_copies_load_nothing_from_outside(tmp_path, language):
+    site.copy_guides(tmp_path, language)
+    written = sorted(p.stem for p in tmp_path.glob("*.md"))
+    assert written == sorted(site.guide_files(language)), written
+    for name in written:
+        text = (tmp_path / f"{name}.md").read_text(encoding="utf-8")
+        assert not re.search(r"!\[[^\]]*\]\(\s*<?[a-zA-Z][a-zA-Z0-9+.-]*:", text), f"{language} {name}: an image from another site"
+        outside = re.findall(r"\]\((?:\.\./)+(?:README[^)]*|deploy/[^)]*|CONTRIBUTING[^)]*)\)", text)
+        assert outside == [], f"{language} {name}: links to files outside the site: {outside}"
 
 
 def test_each_guide_is_a_page_in_the_table_of_contents(built_site, anchors_of):
@@ -329,20 +361,27 @@ def test_each_guide_is_a_page_in_the_table_of_contents(built_site, anchors_of):
 
 
 def test_the_chinese_site_leads_to_the_guides(built_site, anchors_of):
-    # its table of contents has the page 指南（英文）, which links every guide of the English site
+    # its table of contents has the part 指南: the page that leads to every guide, and the
+    # guides written in Chinese
+    assert ZH_GUIDES, "no guide is a page of the Chinese site"
     for page in (f"{ZH}{site.START}.html", f"{ZH}{PAGES[1]}.html"):
         html = (built_site / page).read_text(encoding="utf-8")
-        assert 'class="caption-text">指南（英文）<' in html, f"{page}: no part 指南（英文） in the table of contents"
+        assert 'class="caption-text">指南<' in html, f"{page}: no part 指南 in the table of contents"
         listed = {found[0] for href in anchors_of(page).hrefs if (found := local_target(page, href))}
-        assert f"{ZH}{site.ZH_GUIDES}.html" in listed, f"{page}: the page {site.ZH_GUIDES} is not in the table of contents"
+        for name in [f"{ZH}{site.ZH_GUIDES}"] + ZH_GUIDES:
+            assert f"{name}.html" in listed, f"{page}: the page {name} is not in the table of contents"
+    # that page: each guide once, in Chinese where it is written in Chinese, else in English
     page = f"{ZH}{site.ZH_GUIDES}.html"
     linked = {found[0] for href in anchors_of(page).hrefs if (found := local_target(page, href))}
-    assert {f"{name}.html" for name in GUIDES} <= linked, f"{page}: links to {sorted(linked)}"
+    expected = {f"{ZH}{name}.html" if ZH + name in ZH_GUIDES else f"{name}.html" for name in GUIDES}
+    assert expected <= linked, f"{page}: links to {sorted(linked)}, expected {sorted(expected)}"
+    assert not {f"{name}.html" for name in GUIDES if ZH + name in ZH_GUIDES} & linked, (
+        f"{page}: leads to the English version of a guide written in Chinese: {sorted(linked)}")
 
 
-@pytest.mark.parametrize("name", GUIDES)
+@pytest.mark.parametrize("name", GUIDES + ZH_GUIDES)
 def test_guide_page_shows_the_guide(built_site, name):
-    source = site.GUIDES[name.split("/", 1)[1]].read_text(encoding="utf-8")
+    source = guide_source(name).read_text(encoding="utf-8")
     title = source.splitlines()[0].lstrip("# ").strip()
     html = (built_site / f"{name}.html").read_text(encoding="utf-8")
     assert re.search(r"<h1>" + re.escape(title), html), f"{name}: the guide's title {title!r} is not the page's heading"
@@ -371,21 +410,25 @@ def test_each_site_has_its_title_language_and_table_of_contents(built_site, anch
 # --- the language switch -------------------------------------------------------------------
 
 def expected_switch(name: str) -> str:
-    """Where a page's language switch must lead: its twin in the other language; for a page
-    with none (a guide, zh/guides), the other edition's start page."""
+    """Where a page's language switch must lead: its twin in the other language (a notebook's,
+    a guide's translation); for a page with none (a guide in English only, zh/guides), the
+    other edition's start page."""
+    pages = set(PAGES + OTHERS)
     if name.startswith(ZH):
         twin = name.removeprefix(ZH)
-        return twin if twin in site.notebook_pages("en") else site.START
-    return ZH + name if name in site.notebook_pages("zh") else ZH + site.START
+        return twin if twin in pages else site.START
+    return ZH + name if ZH + name in pages else ZH + site.START
 
 
 def test_switch_targets_and_what_is_no_page(monkeypatch):
     assert site.switch_target("02_qkv") == ("zh/02_qkv", True)
     assert site.switch_target("zh/solutions/02_qkv_solutions") == ("solutions/02_qkv_solutions", True)
-    assert site.switch_target("guides/setup") == ("zh/00_start_here", False)
+    assert site.switch_target("guides/setup") == ("zh/guides/setup", True)
+    assert site.switch_target("zh/guides/teaching") == ("guides/teaching", True)
+    assert site.switch_target("guides/performance") == ("zh/00_start_here", False)
     assert site.switch_target("zh/guides") == ("00_start_here", False)
-    with pytest.raises(ValueError, match="page: expected a page of the site .*got 'zh/guides/setup'"):
-        site.switch_target("zh/guides/setup")
+    with pytest.raises(ValueError, match="page: expected a page of the site .*got 'zh/guides/performance'"):
+        site.switch_target("zh/guides/performance")
     with pytest.raises(ValueError, match=r"language: expected one of \['en', 'zh'\], got 'fr'"):
         site.notebook_pages("fr")
     monkeypatch.setitem(site.GUIDES, "translating", site.REPO / "docs" / "translating.md")
@@ -402,7 +445,7 @@ def test_language_switch_leads_to_the_twin_and_back(anchors_of, name):
     assert local_target(page, switch[0]["href"]) == (f"{target}.html", ""), f"{page}: the switch leads to {switch[0]['href']}"
     other = "zh" if target.startswith(ZH) else "en"
     assert switch[0]["lang"] == switch[0]["hreflang"] == LANG[other], f"{page}: the switch's lang and hreflang: {switch[0]}"
-    if name in PAGES:  # and back
+    if target.removeprefix(ZH) == name.removeprefix(ZH):  # a twin: and back
         back = anchors_of(f"{target}.html").switch
         assert [local_target(f"{target}.html", a["href"]) for a in back] == [(page, "")], (
             f"{target}.html: its switch does not lead back to {page}: {back}")

@@ -6,11 +6,13 @@ table of contents, title and Sphinx language (so that the theme's own words are 
 - the English edition (notebooks/) at build/site/, with the guides (docs/*.md and
   CONTRIBUTING.md) as pages under ``guides/``: the book's source is a copy of notebooks/
   without zh/, the guides beside it, their links rewritten for the site (``copy_guides``);
-- the Chinese edition (notebooks/zh/) at build/site/zh/, with one page of its own, 指南,
-  that leads to the English guides.
+- the Chinese edition (notebooks/zh/) at build/site/zh/, with the guides written in Chinese
+  (docs/zh/*.md) as pages under ``guides/``, and one page of its own, 指南 (``guides``), that
+  leads to them and to the guides that are in English only, on the English site.
 
-Every page carries a language switch, a link to the same page in the other language (a page
-without a twin: to the other edition's start page), and a link from one edition's notebook to
+Every page carries a language switch, a link to the same page in the other language (a
+notebook's twin, a guide's translation; a page without one: the other edition's start page),
+and a link from one edition's notebook to
 the other's (``zh/00_start_here.ipynb``, ``../00_start_here.ipynb``) leads to its page
 (site/_ext/attn_site.py). Jupyter Book turns the executed, nbval-checked notebooks into pages
 without running them (``execute_notebooks: off``). Every script a page needs comes from the
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import posixpath
 import re
 import shutil
 import subprocess
@@ -52,6 +55,14 @@ GUIDES = {
     "performance": REPO / "docs" / "performance.md",
     "contributing": REPO / "CONTRIBUTING.md",
 }
+# The guides written in Chinese too, as pages of the Chinese site under guides/, each under the
+# name of its English original (so that the language switch joins the two).
+ZH_GUIDE_FILES = {
+    "setup": REPO / "docs" / "zh" / "setup.md",
+    "teaching": REPO / "docs" / "zh" / "teaching.md",
+}
+# Each edition's README: a guide's link to it leads to the edition's start page.
+READMES = {"en": REPO / "README.md", "zh": REPO / "README.zh.md"}
 
 
 @dataclass(frozen=True)
@@ -79,28 +90,37 @@ EDITIONS = {
     "en": Edition("en", NOTEBOOKS, "", "en", "Self-attention and multi-head attention",
                   ("Lessons", "Worked solutions", "Guides")),
     "zh": Edition("zh", NOTEBOOKS / "zh", "zh/", "zh_CN", "自注意力与多头注意力",
-                  ("课程", "参考答案", "指南（英文）")),
+                  ("课程", "参考答案", "指南")),
 }
-# The Chinese site's one page that is no notebook: where its readers find the guides, which
-# are written in English and are pages of the English site. Each guide: its name in Chinese
-# (the English title in brackets) and what it holds.
+# The Chinese site's page that leads to the guides: to its own pages for those written in
+# Chinese (ZH_GUIDE_FILES), to the English site's for the others. Each guide: its name in
+# Chinese and what it holds; the page says which are in English only.
 ZH_GUIDES = "guides"
-ZH_GUIDES_PAGE = ("指南（英文）", "课程的指南只有英文版，它们是英文网站上的页面：", {
-    "setup": ("安装（Set-up）", "在自己的电脑上安装并运行课程，所需的 Python 与下载量，以及不用 make 的做法"),
-    "teaching": ("教学指南（Teaching with the course）",
-                 "在 JupyterHub、Binder 或学员的电脑上教学，作业与评分，以及网站、幻灯片、应用模式和讲义"),
-    "performance": ("性能（Performance）", "注意力的耗时与内存，以及基准测试的表格"),
-    "contributing": ("参与开发（Contributing）", "软件包 `attn`、测试、重新执行笔记本，以及用“埋入错误”来证明测试"),
+ZH_GUIDES_PAGE = ("指南", "安装指南和教学指南有中文版；其余两份指南只有英文版，链接指向英文网站上的页面。", {
+    "setup": ("安装指南", "在自己的电脑上安装并运行课程：torch 的 CPU 版、下载量与用时、镜像源、所需的 Python、"
+                          "不用 make 的做法，以及在远程服务器上运行"),
+    "teaching": ("教学指南", "在 JupyterHub、Binder 或学员的电脑上教学，作业与评分，以及网站、幻灯片、应用模式和讲义"),
+    "performance": ("性能（Performance，英文）", "注意力的耗时与内存，以及基准测试的表格"),
+    "contributing": ("参与开发（Contributing，英文）", "课程包 `attn`、测试、重新执行笔记本，以及用“埋入错误”来证明测试"),
 })
 
 
+def guide_files(language: str = "en") -> dict[str, Path]:
+    """An edition's guides that are its pages: page name under ``guides/`` -> Markdown file."""
+    return GUIDES if _edition(language).code == "en" else ZH_GUIDE_FILES
+
+
 def zh_guides_text() -> str:
-    """The Markdown of the Chinese site's page that leads to the guides (``zh/guides``)."""
+    """The Markdown of the Chinese site's page that leads to the guides (``zh/guides``): a
+    guide written in Chinese is a page beside it (``guides/setup.md``), any other is the
+    English site's (``../guides/performance.md``)."""
     title, intro, guides = ZH_GUIDES_PAGE
     if list(guides) != list(GUIDES):
         raise ValueError(f"ZH_GUIDES_PAGE: expected the guides {list(GUIDES)}, got {list(guides)}")
     lines = [f"# {title}", "", intro, ""]
-    lines += [f"- [{name}](../guides/{page}.md)：{holds}。" for page, (name, holds) in guides.items()]
+    for page, (name, holds) in guides.items():
+        where = f"guides/{page}.md" if page in ZH_GUIDE_FILES else f"../guides/{page}.md"
+        lines.append(f"- [{name}]({where})：{holds}。")
     return "\n".join(lines) + "\n"
 
 
@@ -138,11 +158,10 @@ def notebook_pages(language: str = "en") -> list[str]:
 
 
 def guide_pages(language: str = "en") -> list[str]:
-    """The pages of one edition that are no notebook: the guides (``guides/setup``, ...) in
-    English, the page that leads to them (``guides``) in Chinese."""
-    if _edition(language).code == "en":
-        return [f"guides/{name}" for name in GUIDES]
-    return [ZH_GUIDES]
+    """The pages of one edition that are no notebook: its guides (``guides/setup``, ...), after,
+    in Chinese, the page that leads to every guide (``guides``)."""
+    own = [f"guides/{name}" for name in guide_files(language)]
+    return own if _edition(language).code == "en" else [ZH_GUIDES] + own
 
 
 def site_pages(language: str | None = None) -> list[str]:
@@ -168,8 +187,9 @@ def edition_of(page: str) -> Edition:
 
 
 def switch_target(page: str) -> tuple[str, bool]:
-    """Where the language switch of a page leads: the same page in the other language, or, for
-    a page without a twin (a guide), the other edition's start page.
+    """Where the language switch of a page leads: the same page in the other language (a
+    notebook's twin, a guide's translation), or, for a page without one (a guide in English
+    only, ``zh/guides``), the other edition's start page.
 
     Args:
         page: the page's path under build/site/ without .html (``02_qkv``, ``zh/02_qkv``).
@@ -181,7 +201,7 @@ def switch_target(page: str) -> tuple[str, bool]:
     edition = edition_of(page)
     other = _other_editions(edition)[0]
     name = page[len(edition.prefix):]
-    twin = name in notebook_pages(other.code)
+    twin = name in notebook_pages(other.code) + guide_pages(other.code)
     return other.prefix + (name if twin else START), twin
 
 
@@ -238,51 +258,73 @@ def repository_url() -> tuple[str, str]:
     return config["url"].rstrip("/"), config.get("branch", "main")
 
 
+def _page_of_file(path: Path) -> str | None:
+    """The page of the site that shows a file of the repository, as the book's source names it
+    (its path under build/site/, with the source's suffix): a guide -> ``guides/setup.md`` or
+    ``zh/guides/setup.md``; a notebook -> ``02_qkv.ipynb`` or ``zh/02_qkv.ipynb``; an edition's
+    README -> its start page, ``00_start_here.ipynb`` or ``zh/00_start_here.ipynb``. None for
+    any other file."""
+    for edition in EDITIONS.values():
+        for name, file in guide_files(edition.code).items():
+            if path == file.resolve():
+                return f"{edition.prefix}guides/{name}.md"
+        if path == READMES[edition.code].resolve():
+            return f"{edition.prefix}{START}.ipynb"
+    if path.suffix == ".ipynb":
+        for edition in sorted(EDITIONS.values(), key=lambda e: -len(e.prefix)):  # zh/ before ""
+            if path.is_relative_to(edition.notebooks.resolve()):
+                return edition.prefix + path.relative_to(edition.notebooks.resolve()).as_posix()
+    return None
+
+
 def site_link(target: str, source: Path) -> str:
     """Where a link of a guide points on the site.
 
     Args:
         target: the link's target as the guide on GitHub has it (``../README.md``,
             ``teaching.md#app-mode``, ``../deploy/hub/z2jh-config.yaml``, ``#tests``, ``https://...``).
-        source: the guide's Markdown file in the repository.
+        source: the guide's Markdown file in the repository (``docs/setup.md``, ``docs/zh/setup.md``).
 
     Returns:
-        a guide -> that guide's page (``setup.md#without-make``, the anchor kept: MyST gives
-        headings GitHub's anchors); the README -> the start page (``../00_start_here.ipynb``),
-        but a README section (``../README.md#the-notebooks``), which the site has not, ->
-        the README on GitHub; a notebook -> its page; any other file or folder of the
-        repository -> its address on GitHub. Addresses with a scheme and bare ``#anchors``
-        are kept.
+        the page that shows the target, relative to the guide's page, as the book's source
+        links it: a guide -> its page (``setup.md#without-make``, the anchor kept: MyST gives
+        headings GitHub's anchors; from a Chinese guide to one in English only,
+        ``../../guides/performance.md``, which site/_ext/attn_site.py leads to the English
+        site); an edition's README -> its start page (``../00_start_here.ipynb``), but a
+        README section (``../README.md#the-notebooks``), which the site has not, -> the README
+        on GitHub; a notebook -> its page; any other file or folder of the repository -> its
+        address on GitHub. Addresses with a scheme and bare ``#anchors`` are kept.
 
     Raises:
-        FileNotFoundError: the target is not a file or folder of the repository.
+        FileNotFoundError: the target is not a file or folder of the repository, or ``source``
+            is no guide of the site.
     """
     if _SCHEME.match(target) or target.startswith("#"):
         return target
+    here = _page_of_file(source.resolve())
+    if here is None or not here.endswith(".md"):
+        raise FileNotFoundError(f"{source}: not a guide of the site (tools/site.py, GUIDES and ZH_GUIDE_FILES)")
     path, hash_, fragment = target.partition("#")
     fragment = hash_ + fragment
     resolved = (source.parent / path).resolve()
     if not resolved.exists() or not resolved.is_relative_to(REPO):
         raise FileNotFoundError(f"{source.relative_to(REPO)}: the link {target!r} leads to no file of the repository")
-    guides = {file.resolve(): name for name, file in GUIDES.items()}
-    if resolved in guides:
-        return f"{guides[resolved]}.md{fragment}"
-    if resolved == (REPO / "README.md").resolve() and not fragment:
-        return f"../{START}.ipynb"
-    if resolved.suffix == ".ipynb" and resolved.is_relative_to(NOTEBOOKS.resolve()):
-        return f"../{resolved.relative_to(NOTEBOOKS.resolve()).as_posix()}{fragment}"
+    page = _page_of_file(resolved)
+    a_readme_section = fragment and resolved in {readme.resolve() for readme in READMES.values()}
+    if page is not None and not a_readme_section:
+        return posixpath.relpath(page, posixpath.dirname(here)) + fragment
     url, branch = repository_url()
     kind = "tree" if resolved.is_dir() else "blob"
     return f"{url}/{kind}/{branch}/{resolved.relative_to(REPO).as_posix()}{fragment}"
 
 
-def copy_guides(dest: Path) -> None:
-    """Write each guide into ``dest`` (the book's guides/ folder) as ``NAME.md``, with its
-    links rewritten for the site (``site_link``) and each image from another site (the
-    README's Binder badge) replaced by its text, since no page loads anything from outside;
-    code is left alone."""
+def copy_guides(dest: Path, language: str = "en") -> None:
+    """Write each guide of an edition (``guide_files``) into ``dest`` (the book's guides/
+    folder) as ``NAME.md``, with its links rewritten for the site (``site_link``) and each
+    image from another site (the README's Binder badge) replaced by its text, since no page
+    loads anything from outside; code is left alone."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name, source in GUIDES.items():
+    for name, source in guide_files(language).items():
         def rewrite(m: re.Match, source: Path = source) -> str:
             if m.group("alt") is not None:
                 return m.group("alt")
@@ -333,9 +375,8 @@ def _book_source(edition: Edition, book: Path) -> None:
     clash = sorted(p.name for p in book.glob("guides*"))
     if clash:
         raise FileExistsError(f"{edition.notebooks}: {clash} would be hidden by the site's guides")
-    if edition.code == "en":
-        copy_guides(book / "guides")
-    else:
+    copy_guides(book / "guides", edition.code)
+    if edition.code == "zh":
         (book / f"{ZH_GUIDES}.md").write_text(zh_guides_text(), encoding="utf-8")
 
 
