@@ -174,3 +174,20 @@ def test_map_view_labels_must_fit_the_map():
     assert view.cells.values.shape == (1, 1) and view.labels.x_strings == []  # nothing changed
     view.set(np.zeros((2, 3)), x_tokens=["a", "b", "c"], y_tokens=["x", "y"])
     assert view.labels.x_strings == ["a", "b", "c"] and view.labels.y_strings == ["x", "y"]
+
+
+def test_map_view_takes_the_queries_labels_alone():
+    """A map of keys by position (10's cache) labels its rows only: the columns get the indices."""
+    fig, ax = one_axes()
+    view = MapView(ax)
+    view.set(np.zeros((3, 2)), y_tokens=["a", "b", "c"])
+    assert view.labels.y_strings == ["a", "b", "c"] and view.labels.x_strings == ["0", "1"]
+    view.set(np.ones((3, 2)))  # no labels given: the last ones are kept
+    assert view.labels.y_strings == ["a", "b", "c"]
+
+
+def test_decoding_explorer_labels_the_cache_rows_with_positions():
+    from attn.widgets.decoding import decoding_explorer
+    ex = decoding_explorer()
+    keys = ex.maps["keys"]
+    assert keys.labels.y_strings == [str(i) for i in range(keys.cells.values.shape[0])]

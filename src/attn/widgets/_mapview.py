@@ -252,9 +252,9 @@ class MapView:
             strings: Sequence[Sequence[str]] | None = None,
             notes: Sequence[Sequence[str]] | None = None, rotate: bool | None = None) -> None:
         """New values (L, S) and, when given, new labels (S keys, L queries: default the
-        keys), title, blocked cells, marks, boxes, cell strings and notes. What is not given
+        keys; given the queries alone, the keys are the indices), title, blocked cells, marks, boxes, cell strings and notes. What is not given
         is cleared (blocked, marks, boxes, strings) or kept (labels, title, notes)."""
-        labelled = x_tokens is not None and self.labels is not None
+        labelled = (x_tokens is not None or y_tokens is not None) and self.labels is not None
         if labelled and len(np.shape(values)) == 2:  # (values of other dims: set_values says so)
             x_tokens, y_tokens = axis_labels(x_tokens, y_tokens, np.shape(values))  # one per cell
         self.cells.set_values(values, blocked=blocked, marks=marks, boxes=boxes, strings=strings)
