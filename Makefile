@@ -61,7 +61,7 @@ TEACHER_STAMP := $(TEACHER)/.installed
 
 .PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides deck vendor
 NB ?= 00_start_here
-# JupyterHub's proxy for tests/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
+# JupyterHub's proxy for tests/delivery/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by deploy/hub/package-lock.json).
 HUB_PROXY := deploy/hub/node_modules/.bin/configurable-http-proxy
 # The website's JavaScript (widget manager, MathJax) and the tests' axe-core: pinned npm
@@ -98,7 +98,7 @@ $(HUB_PROXY): deploy/hub/package.json deploy/hub/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 	    echo "npm ci --prefix deploy/hub"; npm ci --prefix deploy/hub --no-audit --no-fund --loglevel=error && touch $@; \
 	else \
-	    echo "npm not found: tests/test_hub.py will be skipped (install Node.js 20+ and npm to run it)"; \
+	    echo "npm not found: tests/delivery/test_hub.py will be skipped (install Node.js 20+ and npm to run it)"; \
 	fi
 
 # Opens 00_start_here; on a machine without a browser (SSH), it first prints how to tunnel to it.
@@ -124,7 +124,7 @@ lab-zh:
 #    Their pip dry runs take about 70 CPU-seconds: beside the first run, which keeps both cores
 #    busy, they lengthen it by about half of that, instead of adding a minute after it.
 # Both always run; the target fails if either fails. The teacher venv is set up too
-# (tests/test_assignments.py uses it); so are the hub's proxy, the site's JavaScript and the deck's
+# (tests/delivery/test_assignments.py uses it); so are the hub's proxy, the site's JavaScript and the deck's
 # reveal.js (npm).
 PYTEST  := $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 OFFLINE := $(BIN)/python -m tools.offline

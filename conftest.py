@@ -43,7 +43,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 #    idles while the other still has minutes of work.
 # 2. The files of SPREAD are shared test by test: each of their tests stands alone (every
 #    explorer in JupyterLab, in one language), and each worker starts its own JupyterLab for them.
-SPREAD = ("tests/test_browser.py",)
+SPREAD = ("tests/delivery/test_browser.py",)
 _HEAVY = ("browser", "slow")
 
 

@@ -6,7 +6,7 @@ A step produces position T + 1 of a 2-layer causal decoder (E = 128, 4 heads, B 
 * ``cache``: the new position alone, attending to the T cached keys and values;
 * ``recompute``: the whole prefix of T + 1 positions again, the last row kept.
 
-Both give the same numbers (tests/test_decoding.py). Time is the median of several steps, the
+Both give the same numbers (tests/attn/test_decoding.py). Time is the median of several steps, the
 two methods taking turns. Target: at T = 4096 the cached step is at least 20x cheaper.
 """
 from __future__ import annotations

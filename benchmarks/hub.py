@@ -1,6 +1,6 @@
 """A JupyterHub class on this machine: memory per learner, Run All with N learners, control moves.
 
-The hub is the one of tests/test_hub.py (``tests/_hub.py``: JupyterHub, configurable-http-proxy,
+The hub is the one of tests/delivery/test_hub.py (``tests/_hub.py``: JupyterHub, configurable-http-proxy,
 SimpleLocalProcessSpawner, each learner's server from this venv, ``OMP_NUM_THREADS=1`` as the
 hub configuration of docs/teaching.md sets, nbgitpuller cloning a snapshot of this working
 tree into each home). The learners are driven by ``KernelClient``: through the hub's proxy, it opens the
@@ -327,7 +327,7 @@ def figures_block(payload: dict[str, Any]) -> str:
     lines = [
         f"**A class on one machine** ({info['cpu']}, {info['cpu_count']} cores, "
         f"{info.get('memory_gib', '?')} GiB, {info['time'][:16].replace('T', ' ')}; "
-        f"`python -m benchmarks --only hub`): the hub of `tests/test_hub.py`, each learner driven "
+        f"`python -m benchmarks --only hub`): the hub of `tests/delivery/test_hub.py`, each learner driven "
         f"through the hub's proxy over the kernel websocket a browser uses (the browsers' own "
         f"drawing is not on this machine), one OpenMP thread per kernel. Load average "
         f"{min(before):.1f} to {max(before):.1f} before each class started (on this 2-core machine "

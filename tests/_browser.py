@@ -1,6 +1,6 @@
 """What the browser tests share besides the session fixtures (tests/conftest.py): the
 accessibility checker, axe-core, run in a page; what a screen reader hears from an explorer
-(``heard_problems``); and the steps of a notebook test in JupyterLab (tests/test_browser.py):
+(``heard_problems``); and the steps of a notebook test in JupyterLab (tests/delivery/test_browser.py):
 the errors a page shows (``watch_page``), a notebook run (``run_all_checked``), a control's
 move (``check_move``), the errors left at the end (``check_no_errors``) and a screenshot
 (``screenshot``). And a page that refuses every request outside its own server and collects
@@ -142,7 +142,7 @@ def serious_in(page, selector: str) -> list[dict]:
     return [f for f in found if f["impact"] in SERIOUS]
 
 
-# --- the steps of a notebook test in JupyterLab (tests/test_browser.py) ---------------------
+# --- the steps of a notebook test in JupyterLab (tests/delivery/test_browser.py) ---------------------
 
 # Console errors that are not the course's fault: (pattern, why it cannot be a course bug).
 BENIGN_CONSOLE: list[tuple[str, str]] = []

@@ -1,4 +1,4 @@
-"""A real JupyterHub class on this machine: the machinery of tests/test_hub.py and benchmarks/hub.py.
+"""A real JupyterHub class on this machine: the machinery of tests/delivery/test_hub.py and benchmarks/hub.py.
 
     origin = course_origin(tmp / "git")                 # the teacher's repository (a snapshot)
     with running_hub(tmp / "hub", ["learner-1", "learner-2"]) as hub:

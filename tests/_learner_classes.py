@@ -6,8 +6,8 @@ a -1e9 fill, returning the output only (05's solution, word for word); and Rasch
 ``attn.exercises.nb05.check_multi_head_attention`` (a test checks it).
 
 And notebook 12's learner-style blocks and parts, right and wrong (``block_with`` plants a bug),
-which the tests of notebook 12's checker (tests/test_exercises_nb12.py) and of the model built
-from a learner's blocks (tests/test_block_model.py) share: the learner classes the tests plant
+which the tests of notebook 12's checker (tests/attn/exercises/test_exercises_nb12.py) and of the model built
+from a learner's blocks (tests/attn/lessons/test_trained_blocks.py) share: the learner classes the tests plant
 live here, so that no test module imports another.
 """
 import math

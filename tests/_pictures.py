@@ -59,7 +59,7 @@ def near(px: np.ndarray, rgb: tuple[int, int, int], tol: int = 12) -> np.ndarray
 # round-off of an edge by chance, one level in one cell. So a picture from another machine is
 # the same picture when no channel differs by more than ACROSS_LEVELS and at most ACROSS_SHARE
 # of its pixels differ at all. A real change differs by more: another head's map, a moved cell
-# or a changed number moves whole cells by many levels (tests/test_site_live.py plants each).
+# or a changed number moves whole cells by many levels (tests/delivery/test_site_live.py plants each).
 ACROSS_LEVELS = 2
 ACROSS_SHARE = 0.01
 

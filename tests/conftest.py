@@ -2,8 +2,8 @@
 (pytest-playwright's session ``browser``, here Debian's /usr/bin/chromium) and one JupyterLab
 (``lab``, serving a temporary copy of notebooks/); under pytest-xdist each worker has its own.
 The website (``built_site``) is built once for the whole run, workers included, and served by
-each worker that tests it (``site_browser``, ``site_tab``): tests/test_site.py reads its pages,
-tests/test_site_live.py its explorers.
+each worker that tests it (``site_browser``, ``site_tab``): tests/delivery/test_site.py reads its pages,
+tests/delivery/test_site_live.py its explorers.
 
 Tests marked ``browser`` drive a real browser; ``network`` ones ask PyPI (``make test`` runs
 them outside the network namespace, beside the rest); ``slow`` ones start a hub, grade with

@@ -11,7 +11,7 @@ characters the course draws:
 - printable ASCII, and the signs the pictures use (− × · √ → ← ≈ ≤ ≥ ² ...);
 - every character of the Chinese catalogue (src/attn/locale/zh/LC_MESSAGES/attn.po).
 
-Run it after the catalogue gains characters; tests/test_catalogue.py fails until then.
+Run it after the catalogue gains characters; tests/attn/test_catalogue.py fails until then.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ PyPI what ``make setup`` would install): every notebook that strict nbval execut
 JupyterLab, Voilà, hub and browser that the tests start, and every kernel they run, run where
 no packet can leave the machine. Loopback stays up, so a server and its browser still talk over
 127.0.0.1. That is the offline test of the course: a notebook that fetched anything would fail
-under nbval, and tests/test_offline.py checks, from inside the run, that the network is gone.
+under nbval, and tests/delivery/test_offline.py checks, from inside the run, that the network is gone.
 
 How: as root, ``unshare --net``; as another user, ``unshare --net --map-root-user`` (a user
 namespace, where the kernel allows them). Where neither works (macOS, Windows, a container

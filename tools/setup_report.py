@@ -12,7 +12,7 @@
    own size for the CPU torch), and does the same for PyPI's ``torch==2.13.0`` (the CUDA
    build) for comparison.
 
-tests/test_setup.py uses the same functions to prove that no CUDA package is picked.
+tests/delivery/test_setup.py uses the same functions to prove that no CUDA package is picked.
 """
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ _COST_COLORS = {"with cache": "tab:green", "without cache": "tab:red"}
 @lru_cache(maxsize=1)
 def _run() -> tuple[np.ndarray, np.ndarray]:
     """Keys (T, E) of the cache after the last step, and head 1's weights (T, T), computed step
-    by step with the cache (the full pass gives the same numbers: tests/test_decoding.py)."""
+    by step with the cache (the full pass gives the same numbers: tests/attn/test_decoding.py)."""
     torch.manual_seed(4)
     decoder = Decoder(_E, _H, _N).double().eval()
     x = torch.randn(1, POSITIONS, _E, dtype=torch.float64, generator=torch.Generator().manual_seed(5))

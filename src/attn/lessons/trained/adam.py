@@ -16,7 +16,7 @@ class Adam:
 
     The same operations, in the same order, as ``torch.optim.Adam(params, lr)`` on CPU
     (betas 0.9 and 0.999, eps 1e-8, no weight decay), so it gives the same weights bit for
-    bit (``tests/test_trained_adam.py`` checks it on both models). It is written out because
+    bit (``tests/attn/lessons/test_trained_adam.py`` checks it on both models). It is written out because
     the constructor of every ``torch.optim`` optimizer imports ``torch._dynamo``: 1.1-2.1 s of
     notebook 08's or 10's run here, more than the whole training of their small models (see
     docs/performance.md, "Where the time went").

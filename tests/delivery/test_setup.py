@@ -480,7 +480,7 @@ def test_lab_settings_turn_the_news_prompt_off_and_match_jupyterlabs_schema():
 
 def test_binder_postbuild_puts_the_lab_settings_where_jupyterlab_reads_them(tmp_path):
     """Run postBuild's lines that are not pip or npm installs, with `python` a fresh venv's
-    (npm ci's place in it: tests/test_binder.py; here deploy/app-template/node_modules is make's)."""
+    (npm ci's place in it: tests/delivery/test_binder.py; here deploy/app-template/node_modules is make's)."""
     venv = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     script = (REPO / "binder" / "postBuild").read_text()

@@ -161,7 +161,7 @@ def test_the_language_comes_back_and_no_text_is_kept_from_chinese():
 #: hints, the block's bugs), in English, then in Chinese, and the sentences the catalogue lacked.
 IMPORTED_IN_CHINESE = """
 import json, sys
-sys.path.insert(0, "tests")
+sys.path.insert(0, "tests/attn/exercises")
 from attn.language import missing_messages, set_language
 set_language("zh")
 import test_exercises_nb05 as t05, test_exercises_nb12 as t12
@@ -199,7 +199,7 @@ print(json.dumps([english, chinese, sorted(missing_messages())]))
 def test_tables_are_translated_where_shown_not_at_import():
     """A table translated at import would hold Chinese here: English replies would show it, and
     the Chinese ones would ask the catalogue for sentences it does not have."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[3]
     out = subprocess.run([sys.executable, "-c", IMPORTED_IN_CHINESE], cwd=root, check=True,
                          capture_output=True, text=True).stdout
     english, chinese, missing = json.loads(out.splitlines()[-1])

@@ -1,12 +1,12 @@
 """Every static figure of every notebook has a real text alternative, and the website writes it.
 
 A static figure is an image/png output that is not an explorer (an explorer's picture carries
-``Explorer.alt_text()``, tests/test_saved_pictures.py). Each one is shown with
+``Explorer.alt_text()``, tests/notebooks/test_saved_pictures.py). Each one is shown with
 ``attn.drawing.figures.show_figure(fig, alt)``: a picture widget whose title is the description (what
 JupyterLab and Voilà show), the PNG with the description in the output's metadata as
 ``{"image/png": {"alt": ...}}`` (which the site's Sphinx extension, site/_ext/attn_site.py,
 writes as the picture's ``alt``), and the description as ``text/plain`` (so nbval compares
-it). The built site itself is checked in tests/test_site.py.
+it). The built site itself is checked in tests/delivery/test_site.py.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from attn.drawing.plotting import new_figure
 
 from _pictures import VIEW, static_figures, widget_state
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 PATHS = sorted(p for p in NOTEBOOKS.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 IDS = [str(p.relative_to(NOTEBOOKS)) for p in PATHS]

@@ -16,7 +16,7 @@ and what a learner meets in JupyterLab before and after running a notebook (axe-
   asked from outside (the course's template drops the CDN style sheets); every control of the explorer is reached with Tab alone and
   moved with the keyboard alone, and each move changes the picture.
 - Every explorer of the course, in each language, is proven in JupyterLab by
-  tests/test_browser.py (every control moved, heard, checked by axe-core): issue 30's decision
+  tests/delivery/test_browser.py (every control moved, heard, checked by axe-core): issue 30's decision
   proves each explorer's front end once per language, there rather than in a Voilà page too.
 - JupyterLab: before the kernel runs, a freshly opened (untrusted) notebook shows each
   explorer's saved PNG; after Run All, axe-core finds no serious or critical violation in the

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "attn"
 TOP = ""  # the files at the top of src/attn: the mechanism and its ground
 # Each folder (a subpackage of attn), and the folders it may import besides itself.

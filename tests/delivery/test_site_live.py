@@ -5,7 +5,7 @@ Python does, reads without JavaScript, and says what went wrong when its states 
 to arrive, then tries again.
 
 The site is built once for the run (tests/conftest.py, ``built_site``) and served on 127.0.0.1;
-every request outside that server is refused. Its pages are tests/test_site.py's.
+every request outside that server is refused. Its pages are tests/delivery/test_site.py's.
 
 Without Chromium or the site's npm packages the tests are skipped, saying how to enable them;
 under CI (CI=true) they fail instead.
@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # On every explorer's page, in each language, offline: in English each control is moved through
 # up to 5 of its values (every value of a control with fewer; a slider's two ends among them),
 # in Chinese once (what the language changes is the states file, the pictures and the words; how
-# a move finds its state is the same script, proven in English: as tests/test_browser.py does in
+# a move finds its state is the same script, proven in English: as tests/delivery/test_browser.py does in
 # JupyterLab), by the keyboard where the control takes it, and the same move is made on the
 # explorer in Python, built as the site's recipe builds it. After each move the page must show the state Python is
 # in: the same state number, a picture whose decoded pixels are those Python drew, the same

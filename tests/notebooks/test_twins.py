@@ -13,7 +13,7 @@ import pytest
 
 from tools import twins
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENGLISH = twins.english_notebooks()
 CHINESE = sorted(p for p in twins.ZH.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 GLOSSARY_NOTEBOOK = twins.NOTEBOOKS / "00_start_here.ipynb"

@@ -20,7 +20,7 @@ from attn.exercises import (Feedback, nb01, nb02, nb03, nb04, nb05, nb06, nb07, 
 from attn.exercises._base import Refused, as_array, as_function, as_whole_number, checker, shape_or_none
 from attn.language import language, tr
 
-EXERCISES = Path(__file__).resolve().parents[1] / "src" / "attn" / "exercises"
+EXERCISES = Path(__file__).resolve().parents[3] / "src" / "attn" / "exercises"
 MODULES = (nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12)
 #: Every public checker of every notebook, as ``tools.assignments`` finds them, by its notebook's name.
 CHECKERS = {f"{m.__name__.rsplit('.', 1)[1]}.{name}": getattr(m, name)

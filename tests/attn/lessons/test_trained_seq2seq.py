@@ -1,6 +1,6 @@
 """attn.lessons.trained.seq2seq: the encoder and the decoder equal their layers written out step by step.
 
-tests/test_decoding.py trains the model and compares the decoder with itself (writing one digit
+tests/attn/test_decoding.py trains the model and compares the decoder with itself (writing one digit
 at a time against the training pass); here each residual connection is checked against a
 reference computed from the model's own sublayers, so a dropped ``x +`` cannot pass.
 """

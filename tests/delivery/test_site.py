@@ -1,5 +1,5 @@
 """The course website (``make site``) and the handouts (``make handouts``), in a real browser:
-its pages. Its explorers, live without a kernel, are tests/test_site_live.py's.
+its pages. Its explorers, live without a kernel, are tests/delivery/test_site_live.py's.
 
 The site is built once for the run (tests/conftest.py, ``built_site``: as ``make site`` builds
 it, from the committed notebooks, without running them): the English site, and the Chinese one

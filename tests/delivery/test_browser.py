@@ -27,10 +27,10 @@ finding its picture again, the arrow keys on a drop-down.
 
 Why the gallery and not each lesson's Run All: strict nbval already executes every lesson, and
 an explorer's front end is the same whichever lesson builds it (the lessons' own arguments are
-checked in Python: tests/test_widgets_*.py, and on the website: tests/test_site_live.py), so each
+checked in Python: tests/test_widgets_*.py, and on the website: tests/delivery/test_site_live.py), so each
 explorer's front end is proven here once in each language, without executing a lesson twice in
-one run (issue 30's decision). A lesson run in JupyterLab from Run All on: tests/test_hub.py,
-tests/test_live_forms.py.
+one run (issue 30's decision). A lesson run in JupyterLab from Run All on: tests/delivery/test_hub.py,
+tests/delivery/test_live_forms.py.
 A screenshot goes to the test's tmp_path.
 
 Without /usr/bin/chromium the tests are skipped with a hint; under CI (CI=true) they fail

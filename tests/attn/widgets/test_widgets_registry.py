@@ -113,7 +113,7 @@ def test_every_control_is_named_and_every_slider_says_its_value(name, built):
     """A screen reader hears each control's name (its description) and a slider's value as it
     is shown ("d_k = 16"; a selection slider's front end would say the option's index); the
     explorer carries the script that writes them into the page, and marks its readout live
-    (tests/test_browser.py checks what the page then says)."""
+    (tests/delivery/test_browser.py checks what the page then says)."""
     ex = built(name)
     for control_name, control in ex.controls.items():
         label = control.description.strip()

@@ -23,7 +23,7 @@ from attn.widgets._base import html_to_text
 
 from _pictures import explorer_outputs
 
-NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NB_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 ALL = sorted(p for p in NB_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 VIEW = "application/vnd.jupyter.widget-view+json"
 STATE = "application/vnd.jupyter.widget-state+json"

@@ -33,7 +33,7 @@ from attn.drawing.charts import plot_gradient_profile, plot_path_counts
 from attn.lessons.rnn_vs_attention import gradient_profile, path_counts
 from attn.lessons.trained.tasks import TASKS
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "attn"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "attn"
 #: The modules of this test: every file of the package but the explorers, the exercises and
 #: attn.language itself (their words are tested with them).
 MODULES = sorted(p for p in PACKAGE.rglob("*.py")

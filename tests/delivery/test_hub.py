@@ -73,7 +73,7 @@ EXPLORER_CALL = "pattern_explorer("
 VIEWPORT = {"width": 1400, "height": 1000}
 TEACHER_NOTE = "**Today's class:** notebooks 01 to 06, then the exercises of 06."
 # Every cell attached to the page (no virtual scrolling), so the explorer's widget exists
-# before the test scrolls to it, as in tests/test_browser.py.
+# before the test scrolls to it, as in tests/delivery/test_browser.py.
 LAB_SETTINGS = {"@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"}}
 # Learner 2's JupyterLab gets a kernel list without python3, the notebooks' kernel (see
 # _kernel_list_without_python): it shows that kernel by its bare name, not "Python 3 (ipykernel)".

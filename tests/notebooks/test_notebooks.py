@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NB_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 ALL = sorted(p for p in NB_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 TOP = sorted(NB_DIR.glob("*.ipynb"))  # 00_start_here, then the lessons 01_, 02_, ...
 LESSONS = [p for p in TOP if not p.name.startswith("00_")]
