@@ -5,6 +5,9 @@ The website (``built_site``) is built once for the whole run, workers included, 
 each worker that tests it (``site_browser``, ``site_tab``): tests/delivery/test_site.py reads its pages,
 tests/delivery/test_site_live.py its explorers.
 
+A test that takes ``language`` runs once in each language of the course, English then Chinese
+(the tests of the checkers: tests/_replies.py says what a reply must be in each).
+
 Tests marked ``browser`` drive a real browser; ``network`` ones ask PyPI (``make test`` runs
 them outside the network namespace, beside the rest); ``slow`` ones start a hub, grade with
 nbgrader or build the site (``make quick`` leaves all three out).
@@ -16,11 +19,21 @@ import os
 import pytest
 from filelock import FileLock
 
+import attn.language
+
 from _browser import watched_page
 from _support import unavailable
 from tools import site
 from tools.lab import LAUNCH_ARGS, VIEWPORT, browser_unavailable, notebooks_folder, running_lab
 from tools.serve import serving
+
+
+@pytest.fixture(params=sorted(attn.language.LANGUAGES))
+def language(request):
+    """The language the test runs in, ``"en"`` or ``"zh"``: chosen for the test, and the one
+    before chosen again after it."""
+    with attn.language.language(request.param):
+        yield request.param
 
 
 @pytest.fixture(scope="session")

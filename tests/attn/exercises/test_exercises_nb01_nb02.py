@@ -1,5 +1,6 @@
 """The checkers of notebooks 01 and 02: right answers pass, typical mistakes get a hint, None
-gets "Not yet", and no message gives the expected answer away."""
+gets "Not yet", and no message gives the expected answer away. A test that takes ``language``
+runs in English and in Chinese, and hears each reply in both (tests/_replies.py)."""
 import math
 
 import pytest
@@ -13,21 +14,23 @@ from attn.lessons.rnn_vs_attention import gradient_profile, path_counts
 from attn.lessons.handbuilt.sentence import toy_attention, toy_embeddings, toy_scores
 from attn.lessons.scaling import D_K_GRID, scaling_stats
 
+from _replies import reply, says
+
 CHECKERS = [nb01.check_softmax_row, nb01.check_path_counts, nb01.check_reversed_output,
             nb01.check_rnn_decay_distance, nb02.check_shapes, nb02.check_attention_output,
             nb02.check_score_variance, nb02.check_half_gradient_d_k]
 
 
 @pytest.mark.parametrize("checker", CHECKERS)
-def test_none_is_not_yet(checker):
-    fb = checker(None)
+def test_none_is_not_yet(checker, language):
+    fb = reply(checker, None)
     assert isinstance(fb, Feedback) and not fb
-    assert repr(fb).startswith("❌ Not yet.") and "Replace None" in fb.message
+    assert says(fb, "Replace None")
 
 
 @pytest.mark.parametrize("checker", CHECKERS)
-def test_wrong_type_is_explained(checker):
-    fb = checker("a string")
+def test_wrong_type_is_explained(checker, language):
+    fb = reply(checker, "a string")
     assert not fb and fb.message
 
 
@@ -37,26 +40,27 @@ def _softmax_row(s):
     return torch.exp(s) / torch.exp(s).sum()
 
 
-def test_softmax_row():
-    assert nb01.check_softmax_row(_softmax_row)
-    assert nb01.check_softmax_row(lambda s: (torch.exp(s - s.max()) / torch.exp(s - s.max()).sum()).tolist())
-    assert "divide by their sum" in nb01.check_softmax_row(torch.exp).message
-    assert "scores themselves" in nb01.check_softmax_row(lambda s: s).message
-    assert "sum to 1" in nb01.check_softmax_row(lambda s: torch.exp(s) / 2).message
-    assert "returns None" in nb01.check_softmax_row(lambda s: None).message
-    assert "shape (6,)" in nb01.check_softmax_row(lambda s: torch.zeros(5)).message
-    assert "raised ZeroDivisionError" in nb01.check_softmax_row(lambda s: 1 / 0).message
+def test_softmax_row(language):
+    check = nb01.check_softmax_row
+    assert reply(check, _softmax_row)
+    assert reply(check, lambda s: (torch.exp(s - s.max()) / torch.exp(s - s.max()).sum()).tolist())
+    assert says(reply(check, torch.exp), "divide by their sum")
+    assert says(reply(check, lambda s: s), "scores themselves")
+    assert says(reply(check, lambda s: torch.exp(s) / 2), "weights must sum to 1")
+    assert says(reply(check, lambda s: None), "returns None")
+    assert says(reply(check, lambda s: torch.zeros(5)), "shape {shape}", shape=(6,))
+    assert says(reply(check, lambda s: 1 / 0), "raised {error}", error="ZeroDivisionError")
 
 
-def test_softmax_row_result_instead_of_function_is_explained():
-    fb = nb01.check_softmax_row(_softmax_row(toy_scores()[0]))
-    assert not fb and "function itself" in fb.message
+def test_softmax_row_result_instead_of_function_is_explained(language):
+    fb = reply(nb01.check_softmax_row, _softmax_row(toy_scores()[0]))
+    assert not fb and says(fb, "Pass the function itself")
 
 
-def test_softmax_row_hard_coded_for_one_row_fails():
+def test_softmax_row_hard_coded_for_one_row_fails(language):
     row = _softmax_row(toy_scores()[0])
-    fb = nb01.check_softmax_row(lambda s: row)
-    assert not fb and "not seen" in fb.message
+    fb = reply(nb01.check_softmax_row, lambda s: row)
+    assert not fb and says(fb, "a row it had not seen")
 
 
 @pytest.mark.parametrize("library", [
@@ -73,10 +77,10 @@ def test_softmax_row_hard_coded_for_one_row_fails():
 ], ids=["torch.softmax", "Tensor.softmax", "F.softmax", "torch.special.softmax",
         "attn.masked_softmax", "hidden in a sum", "torch.log_softmax", "Tensor.log_softmax",
         "F.log_softmax", "torch.special.log_softmax"])
-def test_softmax_row_catches_a_library_softmax(library):
+def test_softmax_row_catches_a_library_softmax(library, language):
     """The exercise says "no torch.softmax": the checker must catch it, not trust it."""
-    fb = nb01.check_softmax_row(library)
-    assert not fb and "library softmax" in fb.message
+    fb = reply(nb01.check_softmax_row, library)
+    assert not fb and says(fb, "calls a library softmax")
 
 
 def test_softmax_switched_off_restores_the_library():
@@ -91,15 +95,17 @@ def test_softmax_switched_off_restores_the_library():
     assert torch.allclose(torch.zeros(2).log_softmax(0).exp(), torch.tensor([0.5, 0.5]))
 
 
-def test_path_counts():
+def test_path_counts(language):
     c = path_counts(nb01.PATH_N)
     right = {"rnn_steps": c.rnn_steps, "attention_steps": c.attention_steps,
              "rnn_path": c.rnn_path, "attention_path": c.attention_path}
-    assert nb01.check_path_counts(right)
-    fb = nb01.check_path_counts({**right, "rnn_path": c.rnn_path + 7})
+    assert reply(nb01.check_path_counts, right)
+    fb = reply(nb01.check_path_counts, {**right, "rnn_path": c.rnn_path + 7})
     assert not fb and "rnn_path" in fb.message and "attention_steps" not in fb.message
     assert str(c.rnn_path) not in fb.message
-    assert "Missing keys" in nb01.check_path_counts({"rnn_steps": 1}).message
+    fb = reply(nb01.check_path_counts, {k: v + 1 for k, v in right.items()})
+    assert not fb and all(says(fb, "{key}: {hint}", key=k) for k in right)
+    assert says(reply(nb01.check_path_counts, {"rnn_steps": 1}), "Missing keys")
 
 
 def _reversed_output(x):
@@ -116,60 +122,70 @@ REVERSAL_SLIPS = [
 ]
 
 
-def test_reversed_output_accepts_right_ones():
+def test_reversed_output_accepts_right_ones(language):
     nb01.REVERSED_OUTPUT_HINTS.reset()
-    fb = nb01.check_reversed_output(_reversed_output)
-    assert fb and "reversed the output" in fb.message
+    fb = reply(nb01.check_reversed_output, _reversed_output)
+    assert fb and says(fb, "reversing the input only reversed the output")
     # permutation equivariance: reversing the output of the original order is right too
-    assert nb01.check_reversed_output(lambda x: toy_attention(x)[0].flip(0))
+    assert reply(nb01.check_reversed_output, lambda x: toy_attention(x)[0].flip(0))
 
 
 @pytest.mark.parametrize("fn, symptom, where", REVERSAL_SLIPS)
-def test_reversed_output_names_each_slip_then_where_to_look(fn, symptom, where):
+def test_reversed_output_names_each_slip_then_where_to_look(fn, symptom, where, language):
     nb01.REVERSED_OUTPUT_HINTS.reset()
-    first = nb01.check_reversed_output(fn)
-    assert not first and symptom in first.message and "Where to look" not in first.message, first.message
-    second = nb01.check_reversed_output(fn)
-    assert not second and symptom in second.message and where in second.message, second.message
+    first = reply(nb01.check_reversed_output, fn)
+    assert not first and says(first, symptom) and not says(first, "Where to look"), first.message
+    second = reply(nb01.check_reversed_output, fn)
+    assert not second and second.message.startswith(first.message), second.message
+    assert says(second, "Where to look") and says(second, where), second.message
     for fb in (first, second):
         assert "flip" not in fb.message, fb.message  # never the code
 
 
-def test_reversed_output_input_errors():
+def test_reversed_output_input_errors(language):
     nb01.REVERSED_OUTPUT_HINTS.reset()
-    assert "Pass the function itself" in nb01.check_reversed_output(_reversed_output(toy_embeddings())).message
+    check = nb01.check_reversed_output
+    assert says(reply(check, _reversed_output(toy_embeddings())), "Pass the function itself")
 
     def todo(x):
         raise NotImplementedError
 
-    assert "Not implemented yet" in nb01.check_reversed_output(todo).message
-    assert "output only" in nb01.check_reversed_output(lambda x: toy_attention(x.flip(0))).message
-    assert "ZeroDivisionError" in nb01.check_reversed_output(lambda x: 1 / 0).message
+    assert says(reply(check, todo), "Not implemented yet")
+    assert says(reply(check, lambda x: toy_attention(x.flip(0))), "return the output only")
+    fb = reply(check, lambda x: 1 / 0)
+    assert says(fb, "raised {error}") and "ZeroDivisionError" in fb.message
+    weights_elsewhere = reply(check, lambda x: toy_attention(x.flip(0))[0 if len(x) == 6 else 1])
+    assert not weights_elsewhere and says(weights_elsewhere, "an (L, L) matrix, the weights")
 
 
-def test_rnn_decay_distance():
+def test_rnn_decay_distance(language):
     p = gradient_profile()
     first = next(d for d, g in zip(p.distance, p.rnn) if g < 0.01 * p.rnn[0])
-    assert nb01.check_rnn_decay_distance(first)
-    assert "look further" in nb01.check_rnn_decay_distance(first - 1).message
-    assert "first" in nb01.check_rnn_decay_distance(first + 1).message
+    check = nb01.check_rnn_decay_distance
+    assert reply(check, first)
+    assert says(reply(check, first - 1), "look further")
+    assert says(reply(check, first + 1), "find the *first* such distance")
     # whole numbers as every checker takes them (exercises._base.as_whole_number)
-    assert nb01.check_rnn_decay_distance(float(first)) and nb01.check_rnn_decay_distance(torch.tensor(first))
-    assert "whole number" in nb01.check_rnn_decay_distance(first + 0.5).message
-    assert "whole number" in nb01.check_rnn_decay_distance(True).message
+    assert reply(check, float(first)) and reply(check, torch.tensor(first))
+    assert says(reply(check, first + 0.5), "should be a whole number")
+    assert says(reply(check, True), "should be a whole number")
 
 
 # --- nb02 -------------------------------------------------------------------------------------
 
-def test_shapes():
+def test_shapes(language):
     s = nb02.SHAPE_SIZES
     n, d_k, d_v = s["n"], s["d_k"], s["d_v"]
     right = {"Q": (n, d_k), "K": (n, d_k), "V": (n, d_v), "scores": (n, n), "weights": (n, n),
              "output": (n, d_v)}
-    assert nb02.check_shapes(right)
-    assert nb02.check_shapes({k: torch.Size(v) for k, v in right.items()})
-    fb = nb02.check_shapes({**right, "V": (n, d_k)})
-    assert not fb and "V:" in fb.message and "Q:" not in fb.message
+    assert reply(nb02.check_shapes, right)
+    assert reply(nb02.check_shapes, {k: torch.Size(v) for k, v in right.items()})
+    fb = reply(nb02.check_shapes, {**right, "V": (n, d_k)})
+    assert not fb and says(fb, "{key}: {hint}", key="V") and not says(fb, "{key}: {hint}", key="Q")
+    fb = reply(nb02.check_shapes, {k: (1, 1) for k in right})
+    assert not fb and all(says(fb, "{key}: {hint}", key=k) for k in right)
+    assert says(reply(nb02.check_shapes, {"Q": (n, d_k)}), "Missing keys")
+    assert says(reply(nb02.check_shapes, 3), "answer should be a dict")
 
 
 def _io():
@@ -177,24 +193,27 @@ def _io():
     return t["X"] @ t["W_Q"], t["X"] @ t["W_K"], t["X"] @ t["W_V"]
 
 
-def test_attention_output():
+def test_attention_output(language):
     q, k, v = _io()
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
-    assert nb02.check_attention_output(ref)
-    assert "sqrt(d_k)" in nb02.check_attention_output(torch.softmax(q @ k.T, -1) @ v).message
+    check = nb02.check_attention_output
+    assert reply(check, ref)
+    assert says(reply(check, torch.softmax(q @ k.T, -1) @ v), "divide the scores by sqrt(d_k)")
     wrong_dim = torch.softmax(q @ k.T / math.sqrt(3), dim=0) @ v
-    assert "columns" in nb02.check_attention_output(wrong_dim).message
-    assert "shape (4, 2)" in nb02.check_attention_output(torch.zeros(2, 4)).message
+    assert says(reply(check, wrong_dim), "went down the columns")
+    assert says(reply(check, torch.zeros(2, 4)), "shape {shape}", shape=(4, 2))
+    fb = reply(check, torch.zeros(4, 2))
+    assert not fb and says(fb, "softmax each row, multiply by V")
 
 
-def test_answers_become_numbers_through_one_conversion():
+def test_answers_become_numbers_through_one_conversion(language):
     """exercises._base.as_array converts with attn._checks.to_numpy: a tensor that needs grad is
     read, anything that is not numbers is explained, never raised."""
     for bad in ("abc", [[1.0, 2.0], [3.0]], {"a": 1}):
-        fb = nb02.check_attention_output(bad)
-        assert not fb and "should be numbers" in fb.message, bad
+        fb = reply(nb02.check_attention_output, bad)
+        assert not fb and says(fb, "should be numbers"), bad
     got = torch.zeros(4, 2, requires_grad=True)
-    assert "should be numbers" not in nb02.check_attention_output(got).message
+    assert not says(reply(nb02.check_attention_output, got), "should be numbers")
 
 
 def test_exercise_inputs_are_fresh_and_fixed():
@@ -204,31 +223,35 @@ def test_exercise_inputs_are_fresh_and_fixed():
     assert nb02.exercise_inputs()["X"].abs().sum() > 0
 
 
-def test_score_variance():
+def test_score_variance(language):
     g = torch.Generator().manual_seed(0)
     q, k = torch.randn(20000, 256, generator=g), torch.randn(20000, 256, generator=g)
     s = (q * k).sum(-1)
-    assert nb02.check_score_variance((s.var().item(), (s / 16).var().item()))
-    assert "standard deviation" in nb02.check_score_variance((s.std().item(), 1.0)).message
-    assert "sqrt(d_k)" in nb02.check_score_variance((s.var().item(), (s / 256).var().item())).message
+    check = nb02.check_score_variance
+    assert reply(check, (s.var().item(), (s / 16).var().item()))
+    assert says(reply(check, (s.std().item(), 1.0)), "looks like a standard deviation")
+    assert says(reply(check, (s.var().item(), (s / 256).var().item())), "divide each score by sqrt(d_k)")
+    assert says(reply(check, (100.0, 1.0)), "The unscaled variance is off")
 
 
-def test_half_gradient_d_k():
+def test_half_gradient_d_k(language):
     first = next(d for d in D_K_GRID
                  if scaling_stats(d).grad_norm_raw < 0.5 * scaling_stats(d).grad_norm_scaled)
     i = D_K_GRID.index(first)
-    assert nb02.check_half_gradient_d_k(first)
-    assert "go further" in nb02.check_half_gradient_d_k(D_K_GRID[i - 1]).message
-    assert "first one" in nb02.check_half_gradient_d_k(D_K_GRID[i + 1]).message
-    assert "D_K_GRID" in nb02.check_half_gradient_d_k(100).message
-    assert nb02.check_half_gradient_d_k(float(first))
-    assert "whole number" in nb02.check_half_gradient_d_k([64]).message
+    check = nb02.check_half_gradient_d_k
+    assert reply(check, first)
+    assert says(reply(check, D_K_GRID[i - 1]), "go further up the grid")
+    assert says(reply(check, D_K_GRID[i + 1]), "find the first one")
+    assert says(reply(check, 100), "should be one of D_K_GRID")
+    assert reply(check, float(first))
+    assert says(reply(check, 2.0), "go further up the grid")  # 2.0 is d_k = 2, in the grid
+    assert says(reply(check, [64]), "should be one whole number")
 
 
-def test_reversed_output_right_on_the_chapters_sentence_only_gets_a_hint_not_a_traceback():
+def test_reversed_output_right_on_the_chapters_sentence_only_gets_a_hint_not_a_traceback(language):
     """On a 4-word sentence the weights (4, 4) and the output (4, F) differ in shape: the slip
     is compared with each, never broadcast against it."""
     nb01.REVERSED_OUTPUT_HINTS.reset()
-    fb = nb01.check_reversed_output(lambda x: toy_attention(x.flip(0) if len(x) == 6 else x)[0])
-    assert not fb and "On a sentence of 4 words it had not seen" in fb.message, fb.message
-    assert "output for the original order" in fb.message
+    fb = reply(nb01.check_reversed_output, lambda x: toy_attention(x.flip(0) if len(x) == 6 else x)[0])
+    assert not fb and says(fb, "a sentence of {words} words it had not seen", words=4), fb.message
+    assert says(fb, "On {sentence}, your output is the output for the original order")

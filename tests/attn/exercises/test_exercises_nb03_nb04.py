@@ -1,5 +1,6 @@
 """Checkers of notebooks 03 and 04: right answers pass, typical mistakes get their hint,
-placeholders and junk get a "Not yet", and no message gives the answer away."""
+placeholders and junk get a "Not yet", and no message gives the answer away. A test that takes
+``language`` runs in English and in Chinese, and hears each reply in both (tests/_replies.py)."""
 import numpy as np
 import pytest
 import torch
@@ -9,6 +10,8 @@ from attn.lessons.cost.counts import multi_head_cost
 from attn.exercises import nb03, nb04
 from attn.exercises._base import Feedback
 from attn.lessons.worked_example import printed, worked_steps
+
+from _replies import reply, says
 
 STEPS = worked_steps()
 
@@ -23,8 +26,8 @@ def _no_leak(fb: Feedback, *values: float) -> None:
 # ---- notebook 03 -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("answer", [STEPS["Q"][1], STEPS["Q"][1].tolist(), np.array([0.0, 1.0])])
-def test_q_row_right(answer):
-    assert nb03.check_q_row(answer).correct
+def test_q_row_right(answer, language):
+    assert reply(nb03.check_q_row, answer).correct
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -32,15 +35,15 @@ def test_q_row_right(answer):
     (STEPS["K"][1].tolist(), "K or V"), ([3, 3], "two non-zero"), ([0, 1, 0], "shape"),
     ("zero one", "numbers"),
 ])
-def test_q_row_wrong(answer, hint):
-    fb = nb03.check_q_row(answer)
-    assert not fb.correct and hint in fb.message
+def test_q_row_wrong(answer, hint, language):
+    fb = reply(nb03.check_q_row, answer)
+    assert not fb.correct and says(fb, hint)
 
 
-def test_softmax_row():
+def test_softmax_row(language):
     right = STEPS["weights"][1]
-    assert nb03.check_softmax_row(right).correct
-    assert nb03.check_softmax_row(np.round(right.numpy(), 2)).correct  # by hand, 2 decimals
+    assert reply(nb03.check_softmax_row, right).correct
+    assert reply(nb03.check_softmax_row, np.round(right.numpy(), 2)).correct  # by hand, 2 decimals
     cases = [
         (printed("weights")[1].tolist(), "printed row"),
         (torch.softmax(printed("scaled")[1], -1).tolist(), "chapter's scaled row"),
@@ -51,20 +54,20 @@ def test_softmax_row():
         ([[0.5, 0.5]], "shape"),
     ]
     for answer, hint in cases:
-        fb = nb03.check_softmax_row(answer)
-        assert not fb.correct and hint in fb.message, (answer, fb)
+        fb = reply(nb03.check_softmax_row, answer)
+        assert not fb.correct and says(fb, hint), (answer, fb)
         _no_leak(fb, *right.tolist())
 
 
-def test_output_row():
+def test_output_row(language):
     right = STEPS["output"][1]
-    assert nb03.check_output_row(right).correct
+    assert reply(nb03.check_output_row, right).correct
     kept_q = worked_steps(overrides={"Q": printed("Q")})["output"][1].tolist()
     for answer, hint in [(printed("output")[1].tolist(), "printed row"), ([0.9, 0.56], "first entry"),
                          (kept_q, "chapter's Q row 1"), ([1.0, 1.0], "Multiply each weight"),
                          (None, "placeholder"), ([float("nan"), 1], "NaN")]:
-        fb = nb03.check_output_row(answer)
-        assert not fb.correct and hint in fb.message, (answer, fb)
+        fb = reply(nb03.check_output_row, answer)
+        assert not fb.correct and says(fb, hint), (answer, fb)
         _no_leak(fb, *right.tolist())
 
 
@@ -75,14 +78,15 @@ def _head_queries(weight, x, i, num_heads):
     return x @ weight[i * d_k:(i + 1) * d_k].T  # rows of weight = columns of W^Q
 
 
-def test_head_queries_right():
-    assert nb04.check_head_queries(_head_queries).correct
+def test_head_queries_right(language):
+    assert reply(nb04.check_head_queries, _head_queries).correct
     # another correct way: the whole Q, split with view + transpose, head i taken
     def by_split(weight, x, i, num_heads):
         q = x @ weight.T  # (B, n, E)
         return q.view(x.shape[0], x.shape[1], num_heads, -1).transpose(1, 2)[:, i]  # (B, h, n, D)
-    assert nb04.check_head_queries(by_split).correct
-    assert nb04.check_head_queries(lambda w, x, i, h: torch.nn.functional.linear(x, w).chunk(h, -1)[i]).correct
+    assert reply(nb04.check_head_queries, by_split).correct
+    by_chunks = lambda w, x, i, h: torch.nn.functional.linear(x, w).chunk(h, -1)[i]  # noqa: E731
+    assert reply(nb04.check_head_queries, by_chunks).correct
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -94,11 +98,19 @@ def test_head_queries_right():
     (lambda w, x, i, h: x @ w.T, "shape"),
     (lambda w, x, i, h: (x @ w.T).tolist(), "Return a tensor"),
     (lambda w, x, i, h: 2 * _head_queries(w, x, i, h), "differs from the layer's own split"),
-    (lambda w, x, i, h: 1 / 0, "raised ZeroDivisionError"),
+    (lambda w, x, i, h: 1 / 0, "raised {error}"),
 ])
-def test_head_queries_wrong(answer, hint):
-    fb = nb04.check_head_queries(answer)
-    assert not fb.correct and hint in fb.message, fb
+def test_head_queries_wrong(answer, hint, language):
+    fb = reply(nb04.check_head_queries, answer)
+    assert not fb.correct and says(fb, hint), fb
+
+
+@pytest.mark.parametrize("check, answer", [
+    (nb04.check_head_queries, lambda w, x, i, h: 1 / 0), (nb04.check_layer_macs, lambda n, E, h: [1 / 0]),
+], ids=["head_queries", "layer_macs"])
+def test_an_error_in_the_learners_function_is_named(check, answer, language):
+    fb = reply(check, answer)
+    assert not fb.correct and says(fb, "raised {error}", error="ZeroDivisionError"), fb
 
 
 def test_head_queries_hard_coded_for_two_heads_fails():
@@ -111,9 +123,9 @@ def _layer_macs(n, d_model, num_heads):
     return 4 * n * d_model ** 2 + 2 * n ** 2 * d_model
 
 
-def test_layer_macs_right():
-    assert nb04.check_layer_macs(_layer_macs).correct
-    assert nb04.check_layer_macs(lambda n, E, h: float(_layer_macs(n, E, h))).correct
+def test_layer_macs_right(language):
+    assert reply(nb04.check_layer_macs, _layer_macs).correct
+    assert reply(nb04.check_layer_macs, lambda n, E, h: float(_layer_macs(n, E, h))).correct
 
 
 def test_layer_macs_compares_with_the_real_layer():
@@ -132,11 +144,11 @@ def test_layer_macs_compares_with_the_real_layer():
     (lambda n, E, h: 4 * n * E * E, "grows with n^2"),
     (lambda n, E, h: _layer_macs(n, E, h) + 1, "differs from the layer's"),
     (lambda n, E, h: 2.5, "whole"),
-    (lambda n, E, h: [1 / 0], "raised ZeroDivisionError"),
+    (lambda n, E, h: [1 / 0], "raised {error}"),
 ])
-def test_layer_macs_wrong(answer, hint):
-    fb = nb04.check_layer_macs(answer)
-    assert not fb.correct and hint in fb.message, fb
+def test_layer_macs_wrong(answer, hint, language):
+    fb = reply(nb04.check_layer_macs, answer)
+    assert not fb.correct and says(fb, hint), fb
     _no_leak(fb, *(_layer_macs(n, E, h) for n, E, h in nb04.MACS_SIZES))
 
 
@@ -169,33 +181,41 @@ PARAM_SLIPS = [
 ]
 
 
-def test_param_count_right():
+def test_param_count_right(language):
     nb04.PARAM_COUNT_HINTS.reset()
     right = _param_counts(lambda layer: sum(p.numel() for p in layer.parameters()))
     E = nb04.PARAMS_QUESTION["d_model"]
     assert set(right.values()) == {4 * E * E + 4 * E}  # h does not enter
-    assert nb04.check_param_count(right).correct
-    assert nb04.check_param_count({h: float(c) for h, c in right.items()}).correct
+    assert reply(nb04.check_param_count, right).correct
+    assert reply(nb04.check_param_count, {h: float(c) for h, c in right.items()}).correct
 
 
 @pytest.mark.parametrize("count, symptom, where", PARAM_SLIPS)
-def test_param_count_names_each_slip_then_where_to_look(count, symptom, where):
+def test_param_count_names_each_slip_then_where_to_look(count, symptom, where, language):
     nb04.PARAM_COUNT_HINTS.reset()
     answer = _param_counts(count)
-    first = nb04.check_param_count(answer)
-    assert not first.correct and symptom in first.message and "Where to look" not in first.message, first
-    second = nb04.check_param_count(answer)
-    assert not second.correct and symptom in second.message and where in second.message, second
+    first = reply(nb04.check_param_count, answer)
+    assert not first.correct and says(first, symptom) and not says(first, "Where to look"), first
+    second = reply(nb04.check_param_count, answer)
+    assert not second.correct and second.message.startswith(first.message), second
+    assert says(second, "Where to look") and says(second, where), second
     E = nb04.PARAMS_QUESTION["d_model"]
     _no_leak(second, 4 * E * E + 4 * E)
 
 
-def test_param_count_input_errors():
+def test_param_count_input_errors(language):
+    nb04.PARAM_COUNT_HINTS.reset()
     heads = nb04.PARAMS_QUESTION["heads"]
-    assert "Replace None" in nb04.check_param_count(None).message
-    assert "should be a dict" in nb04.check_param_count(37248).message
-    assert "missing: [" in nb04.check_param_count({heads[0]: 1}).message
-    assert "whole number" in nb04.check_param_count({h: "many" for h in heads}).message
+    check = nb04.check_param_count
+    assert says(reply(check, None), "Replace None")
+    assert says(reply(check, 37248), "should be a dict")
+    assert says(reply(check, {heads[0]: 1}), "missing: {missing}", missing=list(heads[1:]))
+    assert says(reply(check, {h: "many" for h in heads}), "should be one whole number")
+    assert says(reply(check, {h: 2.5 for h in heads}), "should be a whole number")
+    right = _param_counts(lambda layer: sum(p.numel() for p in layer.parameters()))
+    one_off = {h: c + (h == heads[1]) for h, c in right.items()}
+    fb = reply(check, one_off)
+    assert not fb.correct and says(fb, "For {h} heads your count differs from the layer's.", h=heads[1])
 
 
 def _softmax_answer(count):
@@ -217,31 +237,33 @@ SOFTMAX_SLIPS = [
 ]
 
 
-def test_softmax_entries_right():
+def test_softmax_entries_right(language):
     nb04.SOFTMAX_ENTRIES_HINTS.reset()
     many, one = _softmax_answer(lambda w: w[0].numel())
     q = nb04.SOFTMAX_QUESTION
     assert (many, one) == (q["num_heads"] * q["n"] ** 2, q["n"] ** 2)
-    assert nb04.check_softmax_entries((many, one)).correct
-    assert nb04.check_softmax_entries([torch.tensor(many), one]).correct
+    assert reply(nb04.check_softmax_entries, (many, one)).correct
+    assert reply(nb04.check_softmax_entries, [torch.tensor(many), one]).correct
 
 
 @pytest.mark.parametrize("count, symptom, where", SOFTMAX_SLIPS)
-def test_softmax_entries_names_each_slip_then_where_to_look(count, symptom, where):
+def test_softmax_entries_names_each_slip_then_where_to_look(count, symptom, where, language):
     nb04.SOFTMAX_ENTRIES_HINTS.reset()
     answer = _softmax_answer(count)
-    first = nb04.check_softmax_entries(answer)
-    assert not first.correct and symptom in first.message and "Where to look" not in first.message, first
-    second = nb04.check_softmax_entries(answer)
-    assert not second.correct and symptom in second.message and where in second.message, second
+    first = reply(nb04.check_softmax_entries, answer)
+    assert not first.correct and says(first, symptom) and not says(first, "Where to look"), first
+    second = reply(nb04.check_softmax_entries, answer)
+    assert not second.correct and second.message.startswith(first.message), second
+    assert says(second, "Where to look") and says(second, where), second
     q = nb04.SOFTMAX_QUESTION
     _no_leak(second, q["num_heads"] * q["n"] ** 2, q["n"] ** 2)
 
 
-def test_softmax_entries_swapped_and_input_errors():
+def test_softmax_entries_swapped_and_input_errors(language):
     nb04.SOFTMAX_ENTRIES_HINTS.reset()
     many, one = _softmax_answer(lambda w: w[0].numel())
-    assert "other way round" in nb04.check_softmax_entries((one, many)).message
-    for answer, hint in [(None, "placeholder"), (5, "two numbers"), (("a", 1), "whole number")]:
-        fb = nb04.check_softmax_entries(answer)
-        assert not fb.correct and hint in fb.message, (answer, fb)
+    assert says(reply(nb04.check_softmax_entries, (one, many)), "other way round")
+    for answer, hint in [(None, "placeholder"), (5, "Give two numbers"), (("a", 1), "whole number"),
+                         ((1, "b"), "whole number")]:
+        fb = reply(nb04.check_softmax_entries, answer)
+        assert not fb.correct and says(fb, hint), (answer, fb)

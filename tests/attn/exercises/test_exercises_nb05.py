@@ -1,8 +1,11 @@
 """Checkers of notebook 05: the guided build (the learner's classes) and PyTorch's own layer.
 
 The layer checkers are tried on our own set of correct implementations (every one must pass)
-and on one buggy class per classic bug (each must fail, with the hint that names that bug).
+and on one buggy class per classic bug (each must fail, with the hint that names that bug). A test
+that takes ``language`` runs in English and in Chinese, and hears each reply in both
+(tests/_replies.py).
 """
+import functools
 import math
 
 import pytest
@@ -12,6 +15,9 @@ from torch import nn
 
 import attn
 from attn.exercises import Feedback, _layer_bugs, _layer_checker, nb05
+from attn.language import get_language, tr
+
+from _replies import CHINESE, TORCH_ERRORS, reply, says
 
 
 @pytest.fixture(autouse=True)
@@ -192,10 +198,10 @@ CORRECT_HEADS = [ChapterHead, MatmulHead, EinsumHead, PackageHead, SdpaHead, Art
 
 
 @pytest.mark.parametrize("cls", CORRECT_HEADS, ids=lambda c: c.__name__)
-def test_every_correct_single_head_passes(cls):
-    fb = nb05.check_self_attention(cls)
+def test_every_correct_single_head_passes(cls, language):
+    fb = reply(nb05.check_self_attention, cls)
     assert fb.correct, fb.message
-    assert fb.message.endswith("with no mask, a causal mask and a padding mask.")
+    assert says(fb, "with no mask, a causal mask and a padding mask"), fb.message
 
 
 # ---- correct multi-head layers: cls(d_model, n_heads) --------------------------------------
@@ -453,18 +459,18 @@ CORRECT_MHAS = [ChapterMHA, ReshapeMHA, EinsumMHA, BmmMHA, SdpaMHA, ArticleMHA, 
 
 
 @pytest.mark.parametrize("cls", CORRECT_MHAS, ids=lambda c: c.__name__)
-def test_every_correct_multi_head_layer_passes(cls):
-    fb = nb05.check_multi_head_attention(cls)
+def test_every_correct_multi_head_layer_passes(cls, language):
+    fb = reply(nb05.check_multi_head_attention, cls)
     assert fb.correct, fb.message
 
 
-def test_the_verdict_says_what_was_found():
-    fb = nb05.check_multi_head_attention(ArticleMHA)
-    assert "the article's names" in fb.message and "with biases" in fb.message
-    assert "forward(q, k, v, mask)" in fb.message and "returns the output" in fb.message
-    fb = nb05.check_multi_head_attention(ChapterMHA)
-    assert "the chapter's names" in fb.message and "no biases" in fb.message
-    assert "returns output and weights" in fb.message
+def test_the_verdict_says_what_was_found(language):
+    fb = reply(nb05.check_multi_head_attention, ArticleMHA)
+    assert says(fb, "the article's names") and says(fb, "with biases")
+    assert "forward(q, k, v, mask)" in fb.message and says(fb, "returns {gives}", gives=tr("the output"))
+    fb = reply(nb05.check_multi_head_attention, ChapterMHA)
+    assert says(fb, "the chapter's names") and says(fb, "no biases")
+    assert says(fb, "returns {gives}", gives=tr("output and weights"))
 
 
 # ---- one buggy class per classic bug -------------------------------------------------------
@@ -656,9 +662,9 @@ NAMES = {
 
 def assert_names_the_bug(fb, bug):
     assert not fb.correct
-    assert NAMES[bug] in fb.message, fb.message
+    assert says(fb, NAMES[bug]), fb.message
     others = [p for b, p in NAMES.items() if b != bug and p not in NAMES[bug]]
-    assert not any(p in fb.message for p in others), fb.message
+    assert not any(says(fb, p) for p in others), fb.message
     for answer in ("√d_k", "sqrt(d_k)", "transpose(1, 2)", "dim=-1", "mask == 0,", "W_o("):
         assert answer not in fb.message
 
@@ -676,22 +682,23 @@ def assert_second_try_says_where(check, cls, bug):
     symptom, where = _layer_bugs.BUGS[bug]
     symptom = symptom[0].lower() + symptom[1:]  # after "With <case>: "
     nb05.reset_hints()
-    first, second = check(cls), check(cls)
-    assert symptom in first.message and "Where to look" not in first.message, first.message
-    assert symptom in second.message and f"Where to look: {where}." in second.message
+    first, second = reply(check, cls), reply(check, cls)
+    assert says(first, symptom) and not says(first, "Where to look"), first.message
+    assert second.message.startswith(first.message), second.message
+    assert says(second, "{symptom} Where to look: {where}.", where=tr(where)), second.message
     for answer in ("√d_k", "sqrt(d_k)", "transpose(1, 2)", "dim=-1", "mask == 0,", "W_o(", "*"):
         assert answer not in where
 
 
 @pytest.mark.parametrize("bug, cls", HEAD_BUGS, ids=[b for b, _ in HEAD_BUGS])
-def test_each_single_head_bug_gets_its_hint(bug, cls):
-    assert_names_the_bug(nb05.check_self_attention(cls), bug)
+def test_each_single_head_bug_gets_its_hint(bug, cls, language):
+    assert_names_the_bug(reply(nb05.check_self_attention, cls), bug)
     assert_second_try_says_where(nb05.check_self_attention, cls, bug)
 
 
 @pytest.mark.parametrize("bug, cls", MHA_BUGS, ids=[f"{b}-{i}" for i, (b, _) in enumerate(MHA_BUGS)])
-def test_each_multi_head_bug_gets_its_hint(bug, cls):
-    assert_names_the_bug(nb05.check_multi_head_attention(cls), bug)
+def test_each_multi_head_bug_gets_its_hint(bug, cls, language):
+    assert_names_the_bug(reply(nb05.check_multi_head_attention, cls), bug)
     assert_second_try_says_where(nb05.check_multi_head_attention, cls, bug)
 
 
@@ -718,8 +725,8 @@ class ArticleFlippedMask(ArticleMHA):
 
 @pytest.mark.parametrize("cls, bug", [(ArticleNoScale, "no scaling"),
                                       (ArticleFlippedMask, "mask flipped")])
-def test_bugs_in_the_articles_style(cls, bug):
-    assert_names_the_bug(nb05.check_multi_head_attention(cls), bug)
+def test_bugs_in_the_articles_style(cls, bug, language):
+    assert_names_the_bug(reply(nb05.check_multi_head_attention, cls), bug)
 
 
 def test_the_mask_bug_is_reported_with_the_mask_that_shows_it():
@@ -744,71 +751,96 @@ def test_each_mask_is_really_tried():
                                                     "padding mask it is not"), fb.message
 
 
-def test_merging_with_view_after_transpose_raises_and_points_to_contiguous():
+def test_merging_with_view_after_transpose_raises_and_points_to_contiguous(language):
     def merge(self, t):
         B, _, L, _ = t.shape
         return t.transpose(1, 2).view(B, L, self.d_model)
 
-    fb = nb05.check_multi_head_attention(mha_with(merge=merge))
+    fb = reply(nb05.check_multi_head_attention, mha_with(merge=merge))
     assert not fb.correct
-    assert "view size is not compatible" in fb.message and "contiguous" in fb.message
+    assert "view size is not compatible" in fb.message and says(fb, "no longer contiguous in memory")
 
 
-def test_bmm_on_four_dims_is_explained():
+def test_bmm_on_four_dims_is_explained(language):
     class Bmm4D(ChapterMHA):
         def forward(self, x, mask=None):
             Q, K, V = (self.split(f(x)) for f in (self.W_q, self.W_k, self.W_v))
             weights = torch.bmm(Q, K.transpose(-2, -1)).softmax(-1)
             return self.W_o(self.merge(torch.bmm(weights, V))), weights
 
-    fb = nb05.check_multi_head_attention(Bmm4D)
-    assert not fb.correct and "3-D tensors only" in fb.message
+    fb = reply(nb05.check_multi_head_attention, Bmm4D)
+    assert not fb.correct and says(fb, "3-D tensors only")
 
 
-def test_a_layer_without_any_output_projection_is_told_so():
+def failing(message: str) -> type:
+    """A learner's multi-head layer whose forward fails with PyTorch's ``message``."""
+    def forward(self, x, mask=None):
+        raise RuntimeError(message)
+
+    return type("Errs", (ChapterMHA,), {"forward": forward})
+
+
+@pytest.mark.parametrize("message", TORCH_ERRORS)
+def test_each_torch_error_is_explained(message, language):
+    """PyTorch's words are the learner's, kept as they are; what they usually mean is said in
+    the learner's language."""
+    fb = reply(nb05.check_multi_head_attention, failing(message))
+    assert not fb.correct and says(fb, "forward raised {error}")
+    hint = next((h for keys, h in _layer_checker.ERROR_HINTS if any(k in message for k in keys)), None)
+    assert message in fb.message and (says(fb, hint) if hint else says(fb, "(no message)")), fb.message
+    again = reply(nb05.check_multi_head_attention, failing(message))
+    assert again.message.startswith(fb.message), again.message
+
+
+def test_a_layer_without_any_output_projection_is_told_so(language):
     class NoWo(ChapterMHA):
         def __init__(self, d_model, n_heads):
             super().__init__(d_model, n_heads)
             del self.W_o
 
+    class NoWoUsed(NoWo):
         def project_out(self, merged):
             return merged
 
-    fb = nb05.check_multi_head_attention(NoWo)
-    assert not fb.correct and "output projection" in fb.message
+    for cls in (NoWo, NoWoUsed):
+        fb = reply(nb05.check_multi_head_attention, cls)
+        assert not fb.correct and says(fb, "has no output projection"), fb.message
 
 
-def test_two_bugs_at_once_get_an_honest_fallback():
+def test_two_bugs_at_once_get_an_honest_fallback(language):
     Both = mha_with(scale=lambda self: 1.0, softmax_dim=lambda self: -2)
-    fb = nb05.check_multi_head_attention(Both)
-    assert not fb.correct and "not by one of the classic bugs" in fb.message
+    first = reply(nb05.check_multi_head_attention, Both)
+    assert not first.correct and says(first, "not by one of the classic bugs")
+    second = reply(nb05.check_multi_head_attention, Both)
+    assert second.message.startswith(first.message) and says(second, "Where to look")
 
 
-def test_right_output_wrong_weights():
+def test_right_output_wrong_weights(language):
     class ScoresAsWeights(ChapterMHA):
         def forward(self, x, mask=None):
             out, weights = super().forward(x, mask)
             return out, weights.log()
 
-    fb = nb05.check_multi_head_attention(ScoresAsWeights)
-    assert not fb.correct and "your output is right, but the weights" in fb.message
+    fb = reply(nb05.check_multi_head_attention, ScoresAsWeights)
+    assert not fb.correct and says(fb, "your output is right, but the weights")
 
 
-def test_averaged_weights_are_told_apart():
+def test_averaged_weights_are_told_apart(language):
     class Averaged(ChapterMHA):
         def forward(self, x, mask=None):
             out, weights = super().forward(x, mask)
             return out, weights.mean(dim=1)
 
-    fb = nb05.check_multi_head_attention(Averaged)
-    assert not fb.correct and "one map per head" in fb.message
+    fb = reply(nb05.check_multi_head_attention, Averaged)
+    assert not fb.correct and says(fb, "one map per head")
 
 
-def test_step_one_checks_only_the_case_without_a_mask():
+def test_step_one_checks_only_the_case_without_a_mask(language):
     ignores_mask = head_with(blocked=None)
-    assert nb05.check_self_attention(ignores_mask, masks=False).correct
-    assert "masks come next" in nb05.check_self_attention(ignores_mask, masks=False).message
-    assert not nb05.check_self_attention(ignores_mask).correct
+    assert reply(nb05.check_self_attention, ChapterHead, masks=False).correct
+    fb = reply(nb05.check_self_attention, ignores_mask, masks=False)
+    assert fb.correct and says(fb, "masks come next")
+    assert not reply(nb05.check_self_attention, ignores_mask).correct
 
 
 # ---- the bug catalogue itself --------------------------------------------------------------
@@ -914,25 +946,71 @@ class OtherNames(nn.Module):
         self.query = nn.Linear(d_model, d_k)
 
 
+class MaskFilledWithZero(ChapterHead):
+    """Blocked scores set to 0, not -inf: right without a mask, wrong with one, no classic bug."""
+
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = Q @ K.transpose(1, 2) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, 0.0)
+        weights = scores.softmax(-1)
+        return weights @ V, weights
+
+
+class InitNotWritten(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        raise NotImplementedError
+
+
+class ReluForQueries(ChapterHead):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__(d_model, d_k, d_v)
+        self.W_q = nn.ReLU()
+
+
+class FusedMatrix(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.qkv = nn.Parameter(torch.zeros(5, 5))
+
+
 @pytest.mark.parametrize("cls, words", [
     (ChapterHead(6, 4, 3), "Pass the class itself"),
     (lambda d_model, d_k, d_v: None, "expected a class"),
     (None, "expected a class"),
     (3, "expected a class"),
     (NotAModule, "should subclass nn.Module"),
-    (TwoArgs, "raised TypeError"),
-    (InitFails, "raised KeyError: 'oops'"),
-    (Skeleton, "W_q is not set yet"),
+    (TwoArgs, "The checker builds"),
+    (InitFails, "The checker builds"),
+    (Skeleton, "is not set yet"),
     (SkeletonForward, "forward is not written yet"),
-    (TransposedShapes, "should take 6 features to 4"),
+    (TransposedShapes, "should take {in_f} features to {out_f}"),
     (NoMaskArgument, "takes no mask argument"),
     (ReturnsDict, "should return the output, or (output, weights)"),
-    (OtherNames, "no projections named W_q"),
+    (OtherNames, "has no projections named W_q"),
+    (MaskFilledWithZero, "Without a mask your output is right"),
+    (InitNotWritten, "__init__ is not written yet"),
+    (ReluForQueries, "should be an nn.Linear"),
+    (FusedMatrix, "is a matrix used as x @ W, so it should have shape"),
 ])
-def test_bad_input_gets_a_clear_message_not_a_traceback(cls, words):
-    fb = nb05.check_self_attention(cls)
+def test_bad_input_gets_a_clear_message_not_a_traceback(cls, words, language):
+    fb = reply(nb05.check_self_attention, cls)
     assert isinstance(fb, Feedback) and not fb.correct
-    assert words in fb.message, fb.message
+    assert says(fb, words), fb.message
+    again = reply(nb05.check_self_attention, cls)
+    assert again.message.startswith(fb.message), again.message
+
+
+def test_the_learners_own_words_and_sizes_are_kept(language):
+    """What the reply quotes, whatever the language: the learner's exception and names, the sizes."""
+    check = nb05.check_self_attention
+    assert "TypeError" in reply(check, TwoArgs).message
+    assert "KeyError: 'oops'" in reply(check, InitFails).message
+    assert says(reply(check, Skeleton), "{name}.{attr} is not set yet", name="Skeleton", attr="W_q")
+    assert says(reply(check, TransposedShapes), "should take {in_f} features to {out_f}", in_f=6, out_f=4)
+    assert "W_q" in reply(check, OtherNames).message
 
 
 def test_wrong_constructor_message_says_how_the_checker_builds():
@@ -962,9 +1040,13 @@ def merge_ok(x):
     return x.transpose(1, 2).reshape(B, L, H * D)
 
 
-def test_split_merge_accepts_a_right_pair():
-    assert nb05.check_split_merge(split_ok, merge_ok).correct
-    assert nb05.check_split_merge(
+def todo_split(x, n_heads):
+    raise NotImplementedError
+
+
+def test_split_merge_accepts_a_right_pair(language):
+    assert reply(nb05.check_split_merge, split_ok, merge_ok).correct
+    assert reply(nb05.check_split_merge, 
         lambda x, h: x.unflatten(-1, (h, -1)).permute(0, 2, 1, 3),
         lambda x: x.permute(0, 2, 1, 3).contiguous().view(x.shape[0], x.shape[2], -1)).correct
 
@@ -977,19 +1059,31 @@ def test_split_merge_accepts_a_right_pair():
     (lambda x, h: x, merge_ok, "should give shape (B, H, L, D)"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).transpose(1, 2).flip(-1), merge_ok,
      "the shape is right, not the numbers"),
-    (None, merge_ok, "split_heads: expected a function"),
+    (split_ok, lambda x: x.transpose(1, 2).flip(-1).reshape(x.shape[0], x.shape[2], -1),
+     "the shape is right, not the numbers"),
+    (None, merge_ok, "expected a function"),
+    (lambda x, h: 1 / 0, merge_ok, "raised {error}"),
+    (functools.partial(todo_split), merge_ok, "it is not written yet"),
+    (functools.partial(lambda x, h: 1 / 0), merge_ok, "it raised {error}"),
 ])
-def test_split_merge_wrong_pairs(split, merge, words):
-    fb = nb05.check_split_merge(split, merge)
-    assert not fb.correct and words in fb.message, fb.message
+def test_split_merge_wrong_pairs(split, merge, words, language):
+    fb = reply(nb05.check_split_merge, split, merge)
+    assert not fb.correct and says(fb, words), fb.message
 
 
-def test_split_merge_skeleton_is_not_yet():
+def test_split_merge_names_the_function(language):
+    fb = reply(nb05.check_split_merge, None, merge_ok)
+    assert says(fb, "{name}: expected a function", name="split_heads"), fb.message
+    fb = reply(nb05.check_split_merge, lambda x, h: 1 / 0, merge_ok)
+    assert says(fb, "raised {error}", error="ZeroDivisionError: division by zero"), fb.message
+
+
+def test_split_merge_skeleton_is_not_yet(language):
     def split_heads(x, n_heads):
         raise NotImplementedError
 
-    fb = nb05.check_split_merge(split_heads, merge_ok)
-    assert not fb.correct and "split_heads is not written yet" in fb.message
+    fb = reply(nb05.check_split_merge, split_heads, merge_ok)
+    assert not fb.correct and says(fb, "{name} is not written yet", name="split_heads")
 
 
 # ---- step 6: the article's silent case -----------------------------------------------------
@@ -1003,9 +1097,9 @@ def test_the_articles_layer_runs_silently_on_12_and_5():
     assert tuple(layer.attn_weights.shape) == (2, 5, 6, 6)
 
 
-def test_silent_case_prediction():
+def test_silent_case_prediction(language):
     right = {"head_dim": 2, "weights": (2, 5, 6, 6), "output": torch.Size([2, 5, 12])}
-    assert nb05.check_silent_case(right).correct
+    assert reply(nb05.check_silent_case, right).correct
     for wrong, words in [
         ({**right, "head_dim": 3}, "rounds down"),
         ({**right, "weights": (2, 5, 5, 5)}, "the -1"),
@@ -1015,8 +1109,8 @@ def test_silent_case_prediction():
         ({**right, "head_dim": 2.4}, "should be an int"),
         (None, "Set `answer`"),
     ]:
-        fb = nb05.check_silent_case(wrong)
-        assert not fb.correct and words in fb.message, (wrong, fb.message)
+        fb = reply(nb05.check_silent_case, wrong)
+        assert not fb.correct and says(fb, words), (wrong, fb.message)
         assert "(2, 5, 6, 6)" not in fb.message
 
 
@@ -1027,8 +1121,8 @@ class Guarded(nb05.ArticleAsPrinted):
         super().__init__(d_model, num_heads)
 
 
-def test_head_split_guard():
-    assert nb05.check_head_split_guard(Guarded).correct
+def test_head_split_guard(language):
+    assert reply(nb05.check_head_split_guard, Guarded).correct
 
     class Asserted(nb05.ArticleAsPrinted):
         def __init__(self, d_model, num_heads):
@@ -1054,15 +1148,23 @@ def test_head_split_guard():
             super().__init__(d_model, num_heads)
 
     for cls, words in [(nb05.ArticleAsPrinted, "still builds without complaint"),
-                       (Asserted, "bare assert"), (Silent, "name d_model and num_heads"),
-                       (TooStrict, "should build"), (WrongType, "is a ValueError"),
-                       (Guarded(12, 4), "expected the class"), (print, "expected the class"),
+                       (Asserted, "A bare assert"), (Silent, "name d_model and num_heads"),
+                       (TooStrict, "so it should build"), (WrongType, "is a ValueError"),
                        (HardCoded, "stops the sizes of the text"),
                        (HardCodedMessage, "name d_model and num_heads"),
-                       (CheckedAfterTheWeights, "after 8 parameters were made"),
-                       (CheckedAfterOneMatrix, "after 1 parameter was made")]:
-        fb = nb05.check_head_split_guard(cls)
-        assert not fb.correct and words in fb.message, (cls, fb.message)
+                       (CheckedAfterTheWeights, "but only after {made} parameters were made"),
+                       (CheckedAfterOneMatrix, "but only after {made} parameter was made")]:
+        nb05.reset_hints()
+        first = reply(nb05.check_head_split_guard, cls)
+        assert not first.correct and says(first, words) and not says(first, "Where to look"), (cls, first)
+        second = reply(nb05.check_head_split_guard, cls)
+        assert second.message.startswith(first.message) and says(second, "Where to look"), (cls, second)
+    check = nb05.check_head_split_guard
+    assert says(reply(check, CheckedAfterTheWeights), "after {made} parameters", made=8)
+    assert says(reply(check, CheckedAfterOneMatrix), "after {made} parameter was", made=1)
+    for cls in (Guarded(12, 4), print):
+        fb = reply(nb05.check_head_split_guard, cls)
+        assert not fb.correct and says(fb, "expected the class"), (cls, fb.message)
 
 
 class HardCoded(nb05.ArticleAsPrinted):
@@ -1113,9 +1215,9 @@ class GuardedOwnLayer(nn.Module):
 
 
 @pytest.mark.parametrize("cls", [Guarded, GuardedOwnLayer], ids=lambda c: c.__name__)
-def test_a_right_guard_passes_on_every_size(cls):
-    fb = nb05.check_head_split_guard(cls)
-    assert fb.correct and "before any weight is made" in fb.message, fb.message
+def test_a_right_guard_passes_on_every_size(cls, language):
+    fb = reply(nb05.check_head_split_guard, cls)
+    assert fb.correct and says(fb, "now stops at once, before any weight is made"), fb.message
 
 
 def test_the_guard_sizes_cover_both_cases_and_more_than_the_texts():
@@ -1126,11 +1228,13 @@ def test_the_guard_sizes_cover_both_cases_and_more_than_the_texts():
     assert text not in uneven and any(E != text[0] for E, _ in uneven)
 
 
-def test_the_guard_hints_say_where_on_a_second_try():
-    first = nb05.check_head_split_guard(CheckedAfterTheWeights)
-    second = nb05.check_head_split_guard(CheckedAfterTheWeights)
-    assert "Where to look" not in first.message
-    assert "Where to look: the order of the lines in __init__" in second.message
+def test_the_guard_hints_say_where_on_a_second_try(language):
+    first = reply(nb05.check_head_split_guard, CheckedAfterTheWeights)
+    second = reply(nb05.check_head_split_guard, CheckedAfterTheWeights)
+    assert not says(first, "Where to look")
+    where = tr("the order of the lines in __init__: where your check stands relative to the line that "
+               "makes the projections")
+    assert says(second, "{symptom} Where to look: {where}.", where=where), second.message
 
 
 def test_the_guard_check_leaves_nn_module_as_it_was():
@@ -1142,10 +1246,10 @@ def test_the_guard_check_leaves_nn_module_as_it_was():
 
 # ---- PyTorch's own layer -------------------------------------------------------------------
 
-def test_mha_causal_mask_right_answer_behaves_like_causal_in_torch():
+def test_mha_causal_mask_right_answer_behaves_like_causal_in_torch(language):
     L = nb05.MASK_LENGTH
     answer = torch.ones(L, L, dtype=torch.bool).triu(1)
-    assert nb05.check_mha_causal_mask(answer).correct
+    assert reply(nb05.check_mha_causal_mask, answer).correct
     # the accepted answer really makes nn.MultiheadAttention causal
     torch.manual_seed(0)
     mha = nn.MultiheadAttention(8, 2, batch_first=True)
@@ -1156,63 +1260,77 @@ def test_mha_causal_mask_right_answer_behaves_like_causal_in_torch():
 
 @pytest.mark.parametrize("answer, hint", [
     (None, "bool tensor"),
-    ([[True]], "torch.Tensor"),
-    (torch.zeros(5, 5, dtype=torch.int64), "dtype torch.bool"),
+    ([[True]], "should be a torch.Tensor"),
+    (torch.zeros(5, 5, dtype=torch.int64), "should have dtype torch.bool"),
     (torch.zeros(5, 5), "*added* to the scores"),
     (torch.ones(5, 5).tril(), "blocks nothing"),
-    (torch.zeros(5, 5).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), -100.0), "other values too: [-100.0]"),
+    (torch.zeros(5, 5).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), -100.0), "other values too"),
     (torch.zeros(5, 5).masked_fill(attn.causal_mask(5), float("-inf")), "where a query may attend"),
     (torch.zeros(5, 5).masked_fill(torch.eye(5, dtype=torch.bool), float("-inf")), "row by row"),
-    (torch.zeros(4, 4, dtype=torch.bool), "shape (5, 5)"),
+    (torch.zeros(4, 4, dtype=torch.bool), "should have shape ({L}, {L})"),
     (attn.causal_mask(5), "True = may attend"),
-    (torch.ones(5, 5, dtype=torch.bool).triu(0), "diagonal"),
+    (torch.ones(5, 5, dtype=torch.bool).triu(0), "the diagonal must be allowed"),
     (torch.ones(5, 5, dtype=torch.bool).tril(-1), "blocks the past"),
     (torch.eye(5, dtype=torch.bool), "row by row"),
 ])
-def test_mha_causal_mask_wrong_answers_get_a_hint(answer, hint):
-    fb = nb05.check_mha_causal_mask(answer)
-    assert not fb.correct and hint in fb.message
+def test_mha_causal_mask_wrong_answers_get_a_hint(answer, hint, language):
+    fb = reply(nb05.check_mha_causal_mask, answer)
+    assert not fb.correct and says(fb, hint), fb.message
     assert "triu" not in fb.message and "tril" not in fb.message
+    again = reply(nb05.check_mha_causal_mask, answer)  # a mask it can read: the place to look too
+    readable = isinstance(answer, torch.Tensor) and answer.shape == (5, 5) and answer.dtype != torch.int64
+    assert again.message.startswith(fb.message) and says(again, "Where to look") == readable, again.message
+
+
+def test_mha_causal_mask_quotes_the_values_and_sizes(language):
+    fb = reply(nb05.check_mha_causal_mask,
+               torch.zeros(5, 5).masked_fill(torch.ones(5, 5, dtype=torch.bool).triu(1), -100.0))
+    assert says(fb, "other values too: {others}", others=[-100.0]), fb.message
+    fb = reply(nb05.check_mha_causal_mask, torch.zeros(4, 4, dtype=torch.bool))
+    assert says(fb, "should have shape ({L}, {L})", L=5), fb.message
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_mha_causal_mask_accepts_pytorchs_own_float_mask(dtype):
+def test_mha_causal_mask_accepts_pytorchs_own_float_mask(dtype, language):
     L = nb05.MASK_LENGTH
     answer = nn.Transformer.generate_square_subsequent_mask(L, dtype=dtype)
-    fb = nb05.check_mha_causal_mask(answer)
-    assert fb.correct and "-inf" in fb.message, fb.message
+    fb = reply(nb05.check_mha_causal_mask, answer)
+    assert fb.correct and says(fb, "get -inf added to their scores"), fb.message
     # and it really gives the same attention as the bool mask the checker also accepts
     torch.manual_seed(0)
     mha = nn.MultiheadAttention(8, 2, batch_first=True, dtype=dtype)
     x = torch.randn(1, L, 8, dtype=dtype)
     bool_mask = torch.ones(L, L, dtype=torch.bool).triu(1)
-    assert nb05.check_mha_causal_mask(bool_mask).correct
+    assert reply(nb05.check_mha_causal_mask, bool_mask).correct
     _, w_float = mha(x, x, x, attn_mask=answer)
     _, w_bool = mha(x, x, x, attn_mask=bool_mask)
     assert torch.allclose(w_float, w_bool)
 
 
-def test_a_float_mask_of_ones_and_zeros_is_told_it_is_added_twice_with_where_to_look():
+def test_a_float_mask_of_ones_and_zeros_is_told_it_is_added_twice_with_where_to_look(language):
     ones_zeros = (~torch.ones(5, 5, dtype=torch.bool).triu(1)).float()  # 1 allowed, 0 blocked
-    first, second = nb05.check_mha_causal_mask(ones_zeros), nb05.check_mha_causal_mask(ones_zeros)
-    assert not first.correct and "*added*" in first.message and "Where to look" not in first.message
-    assert "Where to look: what a float attn_mask must hold" in second.message
+    first = reply(nb05.check_mha_causal_mask, ones_zeros)
+    second = reply(nb05.check_mha_causal_mask, ones_zeros)
+    assert not first.correct and says(first, "is *added* to the scores") and not says(first, "Where to look")
+    where = tr("what a float attn_mask must hold where a key is blocked (or use a bool mask, True = blocked)")
+    assert says(second, "{symptom} Where to look: {where}.", where=where), second.message
     assert "-inf" not in first.message  # the first tier gives the symptom, not the value
 
 
-def test_weight_shapes():
+def test_weight_shapes(language):
     s = nb05.SHAPES_SETUP
     B, L, H = s["batch"], s["length"], s["num_heads"]
     right = {"averaged": (B, L, L), "per_head": torch.Size([B, H, L, L])}
-    assert nb05.check_weight_shapes(right).correct
-    fb = nb05.check_weight_shapes({"averaged": (B, H, L, L), "per_head": (B, H, L, L)})
-    assert not fb.correct and "heads dimension" in fb.message
-    fb = nb05.check_weight_shapes({"averaged": (L, B, L), "per_head": (B, H, L, L)})
-    assert not fb.correct and "batch" in fb.message
-    fb = nb05.check_weight_shapes({"averaged": (B, L, L), "per_head": (B, L, H, L)})
-    assert not fb.correct and "per-head" in fb.message
+    check = nb05.check_weight_shapes
+    assert reply(check, right).correct
+    fb = reply(check, {"averaged": (B, H, L, L), "per_head": (B, H, L, L)})
+    assert not fb.correct and says(fb, "still has a heads dimension")
+    fb = reply(check, {"averaged": (L, B, L), "per_head": (B, H, L, L)})
+    assert not fb.correct and says(fb, "the batch comes first")
+    fb = reply(check, {"averaged": (B, L, L), "per_head": (B, L, H, L)})
+    assert not fb.correct and says(fb, "The per-head weights have one (L, S) map")
     for bad in (None, {"averaged": (B, L, L)}, {"averaged": "BLL", "per_head": (1,)}):
-        fb = nb05.check_weight_shapes(bad)
+        fb = reply(check, bad)
         assert not fb.correct and str((B, L, L)) not in fb.message
 
 
@@ -1224,26 +1342,31 @@ def test_weight_shapes_leave_the_global_rng_alone():
     assert torch.equal(torch.rand(3), a)
 
 
-def test_fully_masked_row():
+def test_fully_masked_row(language):
     right = {"-inf": "nan", "-1e9": "uniform", "package": "zeros"}
-    assert nb05.check_fully_masked_row(right).correct
-    assert nb05.check_fully_masked_row({k: v.upper() for k, v in right.items()}).correct
-    fb = nb05.check_fully_masked_row({"-inf": "zeros", "-1e9": "uniform", "package": "nan"})
-    assert not fb.correct and fb.message.startswith("2 of 3")
-    assert not nb05.check_fully_masked_row(None).correct
-    assert not nb05.check_fully_masked_row({"-inf": "nan", "-1e9": "flat", "package": "zeros"}).correct
+    check = nb05.check_fully_masked_row
+    assert reply(check, right).correct
+    assert reply(check, {k: v.upper() for k, v in right.items()}).correct
+    fb = reply(check, {"-inf": "zeros", "-1e9": "uniform", "package": "nan"})
+    assert not fb.correct and fb.message.startswith(tr("{wrong} of 3 not right yet.", wrong=2))
+    fb = reply(check, {"-inf": "zeros", "-1e9": "nan", "package": "uniform"})
+    assert not fb.correct and fb.message.startswith(tr("{wrong} of 3 not right yet.", wrong=3))
+    assert not reply(check, None).correct
+    assert not reply(check, {"-inf": "nan", "-1e9": "flat", "package": "zeros"}).correct
 
 
 # ---- issue 20: what the layer checkers accept, and how they say what is wrong ---------------
 
-def test_the_verdict_names_the_accepted_forms():
-    assert "Raschka's names" in nb05.check_multi_head_attention(RaschkaMHA).message
-    assert "a fused qkv projection" in nb05.check_multi_head_attention(FusedMHA).message
-    assert "matrices used as x @ W," in nb05.check_self_attention(MatrixHead).message
-    assert "matrices used as x @ W.T," in nb05.check_multi_head_attention(LinearMatrixMHA).message
-    fb = nb05.check_self_attention(Float32SoftmaxHead)
-    assert "float32 round-off (below 1e-5" in fb.message, fb.message
-    assert "in float64" in nb05.check_self_attention(ChapterHead).message
+def test_the_verdict_names_the_accepted_forms(language):
+    assert says(reply(nb05.check_multi_head_attention, RaschkaMHA), "Raschka's names")
+    assert says(reply(nb05.check_multi_head_attention, FusedMHA), "a fused qkv projection")
+    fb = reply(nb05.check_self_attention, MatrixHead)
+    assert says(fb, ", matrices used as {matrices}", matrices="x @ W"), fb.message
+    fb = reply(nb05.check_multi_head_attention, LinearMatrixMHA)
+    assert says(fb, ", matrices used as {matrices}", matrices="x @ W.T"), fb.message
+    fb = reply(nb05.check_self_attention, Float32SoftmaxHead)
+    assert says(fb, "to float32 round-off (below {bound}: some step", bound="1e-5"), fb.message
+    assert says(reply(nb05.check_self_attention, ChapterHead), "in float64")
 
 
 class Float32NoScaleHead(ChapterHead):
@@ -1258,8 +1381,8 @@ class Float32NoScaleHead(ChapterHead):
         return weights @ V, weights
 
 
-def test_float32_round_off_is_told_from_a_bug():
-    assert_names_the_bug(nb05.check_self_attention(Float32NoScaleHead), "no scaling")
+def test_float32_round_off_is_told_from_a_bug(language):
+    assert_names_the_bug(reply(nb05.check_self_attention, Float32NoScaleHead), "no scaling")
 
 
 class WholeLayerInFloat16(ChapterHead):
@@ -1270,8 +1393,11 @@ class WholeLayerInFloat16(ChapterHead):
         return out.half().double(), weights.half().double()
 
 
-def test_float16_is_not_passed_as_round_off():
-    assert not nb05.check_self_attention(WholeLayerInFloat16).correct
+def test_float16_is_not_passed_as_round_off(language):
+    first = reply(nb05.check_self_attention, WholeLayerInFloat16)
+    assert not first.correct and says(first, "not by one of the classic bugs"), first.message
+    second = reply(nb05.check_self_attention, WholeLayerInFloat16)
+    assert second.message.startswith(first.message) and says(second, "Where to look")
 
 
 @pytest.mark.parametrize("spec, correct", [(nb05._SELF, ChapterHead), (nb05._SELF, ArticleNamedHead),
@@ -1314,18 +1440,18 @@ class DropoutHead(ChapterHead):
 
 @pytest.mark.parametrize("check, cls", [(nb05.check_multi_head_attention, DropoutEverywhereMHA),
                                         (nb05.check_self_attention, DropoutHead)])
-def test_an_output_that_changes_between_two_calls_in_eval_mode_is_named(check, cls):
+def test_an_output_that_changes_between_two_calls_in_eval_mode_is_named(check, cls, language):
     torch.manual_seed(3)
     before = torch.rand(2)
     torch.manual_seed(3)
-    first, second = check(cls), check(cls)
+    first, second = reply(check, cls), reply(check, cls)
     assert torch.equal(torch.rand(2), before)  # the learner's dropout did not move the RNG
     symptom, where = _layer_checker.RANDOM_IN_EVAL
-    assert not first.correct and first.message == symptom
-    assert second.message == f"{symptom} Where to look: {where}."
+    assert not first.correct and first.message == tr(symptom)
+    assert second.message == tr("{symptom} Where to look: {where}.", symptom=tr(symptom), where=tr(where))
 
 
-def test_print_the_shapes_only_when_a_shape_is_wrong():
+def test_print_the_shapes_only_when_a_shape_is_wrong(language):
     class WrongOutputShape(ChapterMHA):
         def forward(self, x, mask=None):
             out, weights = super().forward(x, mask)
@@ -1336,19 +1462,22 @@ def test_print_the_shapes_only_when_a_shape_is_wrong():
             out, weights = super().forward(x, mask)
             return out, weights[:, 0]
 
+    def asks_for_the_shapes(fb):
+        return says(fb, "Print the shape") or says(fb, "print the shape")
+
     for cls in (WrongOutputShape, WrongWeightsShape):
-        fb = nb05.check_multi_head_attention(cls)
-        assert not fb.correct and "Print the shape" in fb.message, fb.message
+        fb = reply(nb05.check_multi_head_attention, cls)
+        assert not fb.correct and says(fb, "Print the shape"), fb.message
     Both = mha_with(scale=lambda self: 1.0, softmax_dim=lambda self: -2)  # right shapes, two bugs
     for _ in range(2):
-        fb = nb05.check_multi_head_attention(Both)
-        assert not fb.correct and "print the shape" not in fb.message.lower(), fb.message
+        fb = reply(nb05.check_multi_head_attention, Both)
+        assert not fb.correct and not asks_for_the_shapes(fb), fb.message
     for bug, cls in MHA_BUGS:
-        fb = nb05.check_multi_head_attention(cls)
-        assert "print the shape" not in fb.message.lower(), (bug, fb.message)
+        fb = reply(nb05.check_multi_head_attention, cls)
+        assert not asks_for_the_shapes(fb), (bug, fb.message)
 
 
-def test_square_matrices_that_fit_neither_way_get_the_course_reading():
+def test_square_matrices_that_fit_neither_way_get_the_course_reading(language):
     """A raw-matrix layer with a bug: diagnosed in the course's reading, x @ W."""
 
     class MatrixNoScale(MatrixMHA):
@@ -1360,14 +1489,16 @@ def test_square_matrices_that_fit_neither_way_get_the_course_reading():
             weights = (Q @ K.transpose(-2, -1) / self.scale()).softmax(-1)
             return self.merge(weights @ V) @ self.W_o, weights
 
-    assert_names_the_bug(nb05.check_multi_head_attention(MatrixNoScale), "no scaling")
+    assert_names_the_bug(reply(nb05.check_multi_head_attention, MatrixNoScale), "no scaling")
 
 
-@pytest.mark.parametrize("bad, words", [
-    ("matrix", "is a matrix used as x @ W, so it should have shape (6, 4)"),
-    ("fused", "should take 6 features to 11 (q, k and v side by side)"),
+@pytest.mark.parametrize("bad, words, fields", [
+    ("matrix", "is a matrix used as x @ W, so it should have shape ({in_f}, {out_f})",
+     {"in_f": 6, "out_f": 4}),
+    ("fused", "should take {in_f} features to {out_f} ({what})",
+     {"in_f": 6, "out_f": 11, "what": "q, k and v side by side"}),
 ])
-def test_wrong_shapes_of_the_new_forms_are_explained(bad, words):
+def test_wrong_shapes_of_the_new_forms_are_explained(bad, words, fields, language):
     class Bad(nn.Module):
         def __init__(self, d_model, d_k, d_v):
             super().__init__()
@@ -1377,8 +1508,9 @@ def test_wrong_shapes_of_the_new_forms_are_explained(bad, words):
             else:
                 self.qkv = nn.Linear(d_model, 3 * d_k)
 
-    fb = nb05.check_self_attention(Bad)
-    assert not fb.correct and words in fb.message, fb.message
+    fb = reply(nb05.check_self_attention, Bad)
+    fields = {k: tr(v) if isinstance(v, str) else v for k, v in fields.items()}  # a phrase, translated
+    assert not fb.correct and says(fb, words, **fields), fb.message
 
 
 # ---- issue 20: the article's layer over lengths, and PyTorch's fully masked row --------------
@@ -1421,17 +1553,34 @@ def test_pytorchs_fully_masked_row_depends_on_the_path():
 
 
 @pytest.mark.parametrize("fill", [-1e9, -1e30])
-def test_mha_causal_mask_accepts_a_fill_as_far_down_as_the_articles(fill):
+def test_mha_causal_mask_accepts_a_fill_as_far_down_as_the_articles(fill, language):
     """Notebook 05 teaches that -1e9 blocks as -inf does (exp of it is exactly 0, even in float64,
     and every row of a causal mask keeps a key): the checker takes it, and says why."""
     L = nb05.MASK_LENGTH
     answer = torch.zeros(L, L).masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), fill)
-    fb = nb05.check_mha_causal_mask(answer)
-    assert fb.correct and "same attention as -inf" in fb.message, fb.message
-    assert f"get {fill:g}".replace("e+", "e").replace("e0", "e") in fb.message, fb.message
+    fb = reply(nb05.check_mha_causal_mask, answer)
+    assert fb.correct and says(fb, "same attention as -inf"), fb.message
+    shown = f"{fill:g}".replace("e+", "e").replace("e0", "e")
+    assert says(fb, "get {fill} added to their scores", fill=shown), fb.message
     torch.manual_seed(0)  # and it is right: the same weights as the bool mask
     mha = nn.MultiheadAttention(8, 2, batch_first=True)
     x = torch.randn(1, L, 8)
     _, w = mha(x, x, x, attn_mask=answer)
     _, w_bool = mha(x, x, x, attn_mask=torch.ones(L, L, dtype=torch.bool).triu(1))
     assert torch.equal(w, w_bool)
+
+
+# ---- the language of a reply -----------------------------------------------------------------
+
+def test_the_language_comes_back_and_no_text_is_kept_from_chinese():
+    """Tables hold English (marked, not translated at import); a reply is made when asked for,
+    in the language of that moment, and the tests in Chinese before this one gave English back."""
+    assert get_language() == "en"
+    with attn.language.language("zh"):
+        chinese = reply(nb05.check_self_attention, NoScaleHead)
+    nb05.reset_hints()
+    english = nb05.check_self_attention(NoScaleHead)
+    assert get_language() == "en" and not CHINESE.search(english.message)
+    assert repr(english).startswith("❌ Not yet. With no mask: your scores are not scaled")
+    assert CHINESE.search(chinese.message) and chinese.message != english.message
+    assert _layer_bugs.BUGS["no scaling"][0].startswith("Your scores are not scaled")

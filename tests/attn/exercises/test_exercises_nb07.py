@@ -1,4 +1,6 @@
-"""Checkers of notebook 07: right answers pass, common mistakes get a hint, none leaks the answer."""
+"""Checkers of notebook 07: right answers pass, common mistakes get a hint, none leaks the answer.
+A test that takes ``language`` runs in English and in Chinese, and hears each reply in both
+(tests/_replies.py)."""
 from __future__ import annotations
 
 import math
@@ -9,6 +11,8 @@ import torch
 
 from attn.blockwise import causal_blocks
 from attn.exercises import nb07
+
+from _replies import reply, says
 
 
 def _online(rule: str = "right"):
@@ -58,28 +62,30 @@ def _tensor_state(blocks):
     return m, total
 
 
-def test_weights_bytes():
+def test_weights_bytes(language):
     B, H, L = nb07.WEIGHTS_B, nb07.WEIGHTS_H, nb07.WEIGHTS_L
     right = B * H * L * L * 4
-    assert nb07.check_weights_bytes(right).correct
-    assert nb07.check_weights_bytes(float(right)).correct
-    assert nb07.check_weights_bytes(torch.tensor(right)).correct
-    for wrong, hint in ((right // 4, "4 bytes"), (L * L * 4, "one L x L matrix per head"),
-                        (right * 2, "4 bytes each"), (123, "Multiply")):
-        fb = nb07.check_weights_bytes(wrong)
-        assert not fb.correct and hint in fb.message
+    check = nb07.check_weights_bytes
+    assert reply(check, right).correct
+    assert reply(check, float(right)).correct
+    assert reply(check, torch.tensor(right)).correct
+    for wrong, hint in ((right // 4, "each float32 entry takes 4 bytes"),
+                        (L * L * 4, "one L x L matrix per head"),
+                        (right * 2, "at 4 bytes each"), (123, "Multiply")):
+        fb = reply(check, wrong)
+        assert not fb.correct and says(fb, hint)
         assert str(right) not in fb.message
-    assert "Replace None" in nb07.check_weights_bytes(None).message
-    assert "one whole number" in nb07.check_weights_bytes([1, 2]).message
-    assert "whole number" in nb07.check_weights_bytes(2.5).message
-    assert not nb07.check_weights_bytes(True).correct
+    assert says(reply(check, None), "Replace None")
+    assert says(reply(check, [1, 2]), "should be one whole number")
+    assert says(reply(check, 2.5), "should be a whole number")
+    assert not reply(check, True).correct
 
 
-def test_online_softmax_accepts_right_ones():
+def test_online_softmax_accepts_right_ones(language):
     nb07.ONLINE_SOFTMAX_HINTS.reset()
-    assert nb07.check_online_softmax(_online()).correct
-    assert nb07.check_online_softmax(_tensor_state).correct
-    assert nb07.check_online_softmax(lambda blocks: tuple(_tensor_state(blocks))).correct
+    assert reply(nb07.check_online_softmax, _online()).correct
+    assert reply(nb07.check_online_softmax, _tensor_state).correct
+    assert reply(nb07.check_online_softmax, lambda blocks: tuple(_tensor_state(blocks))).correct
 
 
 @pytest.mark.parametrize("fn, symptom, where", [
@@ -92,13 +98,14 @@ def test_online_softmax_accepts_right_ones():
     (_two_pass_cat, "goes over the scores twice", "one pass is enough"),
     (_two_pass_twice, "goes over the scores twice", "one pass is enough"),
 ])
-def test_online_softmax_names_each_mistake_then_where_to_look(fn, symptom, where):
+def test_online_softmax_names_each_mistake_then_where_to_look(fn, symptom, where, language):
     nb07.ONLINE_SOFTMAX_HINTS.reset()
-    first = nb07.check_online_softmax(fn)
-    assert not first.correct and symptom in first.message, first.message
-    assert "Where to look" not in first.message
-    second = nb07.check_online_softmax(fn)
-    assert not second.correct and symptom in second.message and where in second.message, second.message
+    first = reply(nb07.check_online_softmax, fn)
+    assert not first.correct and says(first, symptom), first.message
+    assert not says(first, "Where to look")
+    second = reply(nb07.check_online_softmax, fn)
+    assert not second.correct and second.message.startswith(first.message), second.message
+    assert says(second, "Where to look") and says(second, where), second.message
     for fb in (first, second):  # no message gives the rule away
         assert "exp(m - m_new)" not in fb.message and "exp(old max - new max)" not in fb.message
 
@@ -118,40 +125,52 @@ def test_two_pass_softmax_is_right_on_kept_blocks_but_rejected():
     assert not nb07.check_online_softmax(_two_pass_cat).correct
 
 
-def test_online_softmax_input_errors():
+def test_online_softmax_input_errors(language):
     nb07.ONLINE_SOFTMAX_HINTS.reset()
-    fb = nb07.check_online_softmax(lambda blocks: 1 / 0)
-    assert not fb.correct and "ZeroDivisionError" in fb.message
+    check = nb07.check_online_softmax
+    fb = reply(check, lambda blocks: 1 / 0)
+    assert not fb.correct and says(fb, "raised {error}", error="ZeroDivisionError")
 
     def todo(blocks):
         raise NotImplementedError
 
-    assert "Not implemented yet" in nb07.check_online_softmax(todo).message
-    assert "Return two numbers" in nb07.check_online_softmax(lambda blocks: 3.0).message
-    fb = nb07.check_online_softmax(lambda blocks: (next(iter(blocks)).max(), 1.0))
-    assert not fb.correct and "stopped reading after 1 of" in fb.message
-    fb = nb07.check_online_softmax(lambda blocks: (torch.cat(list(blocks)).softmax(0), 1.0))
-    assert not fb.correct and "no library softmax" in fb.message
-    assert "Replace None" in nb07.check_online_softmax(None).message
-    assert "should be a function" in nb07.check_online_softmax(3).message
+    assert says(reply(check, todo), "Not implemented yet")
+    assert says(reply(check, lambda blocks: 3.0), "Return two numbers")
+    fb = reply(check, lambda blocks: (next(iter(blocks)).max(), 1.0))
+    assert not fb.correct and says(fb, "stopped reading after {read} of", read=1)
+    fb = reply(check, lambda blocks: (torch.cat(list(blocks)).softmax(0), 1.0))
+    assert not fb.correct and says(fb, "no library softmax")
+    assert says(reply(check, None), "Replace None")
+    assert says(reply(check, 3), "should be a function")
+    def top(blocks):
+        return max(b.max().item() for b in blocks)
+
+    for answer, hint in [(lambda blocks: (top(blocks), 1.0), "your m is right but l is not"),
+                         (lambda blocks: (top(blocks), math.inf), "exp(1000) overflows"),
+                         (lambda blocks: ([b for b in blocks] and 0.0, 1.0),
+                          "your m is not the largest score")]:
+        nb07.ONLINE_SOFTMAX_HINTS.reset()
+        fb = reply(check, answer)
+        assert not fb.correct and says(fb, hint), fb.message
     # softmax works again after the checker switched it off
     assert torch.allclose(torch.softmax(torch.zeros(2), 0), torch.full((2,), 0.5))
 
 
-def test_causal_pairs():
+def test_causal_pairs(language):
     L, bq, bk = nb07.CAUSAL_L, nb07.CAUSAL_QUERY_BLOCK, nb07.CAUSAL_KEY_BLOCK
     right = causal_blocks(L, block_size=bk, query_block_size=bq)
     full = math.ceil(L / bq) * math.ceil(L / bk)
+    check = nb07.check_causal_pairs
     assert right < full
-    assert nb07.check_causal_pairs(right).correct
-    assert nb07.check_causal_pairs(np.int64(right)).correct
-    fb = nb07.check_causal_pairs(full)
-    assert not fb.correct and "every pair" in fb.message
-    fb = nb07.check_causal_pairs(full // 2)
-    assert not fb.correct and "diagonal" in fb.message
-    fb = nb07.check_causal_pairs(right + 1)
+    assert reply(check, right).correct
+    assert reply(check, np.int64(right)).correct
+    fb = reply(check, full)
+    assert not fb.correct and says(fb, "That is every pair")
+    fb = reply(check, full // 2)
+    assert not fb.correct and says(fb, "the blocks on the diagonal are computed too")
+    fb = reply(check, right + 1)
     assert not fb.correct and str(right) not in fb.message
-    assert "Replace None" in nb07.check_causal_pairs(None).message
+    assert says(reply(check, None), "Replace None")
 
 
 @pytest.mark.parametrize("checker", [nb07.check_weights_bytes, nb07.check_online_softmax,

@@ -1,9 +1,13 @@
-"""Checkers of notebook 09: every correct way passes, every classic mistake gets its own hint."""
+"""Checkers of notebook 09: every correct way passes, every classic mistake gets its own hint.
+A test that takes ``language`` runs in English and in Chinese, and hears each reply in both
+(tests/_replies.py)."""
 import math
 
 import torch
 
 from attn.exercises import nb09
+
+from _replies import reply, says
 
 
 def sinusoidal_loops(length, d_model):
@@ -24,12 +28,12 @@ def sinusoidal_vectorised(length, d_model):
     return pe
 
 
-def test_sinusoidal_accepts_correct_ones():
-    assert nb09.check_sinusoidal(sinusoidal_loops)
-    assert nb09.check_sinusoidal(sinusoidal_vectorised)
+def test_sinusoidal_accepts_correct_ones(language):
+    assert reply(nb09.check_sinusoidal, sinusoidal_loops)
+    assert reply(nb09.check_sinusoidal, sinusoidal_vectorised)
 
 
-def test_sinusoidal_names_each_mistake():
+def test_sinusoidal_names_each_mistake(language):
     def swapped(length, d):
         pe = sinusoidal_vectorised(length, d)
         return pe[:, [j + 1 if j % 2 == 0 else j - 1 for j in range(d)]]
@@ -57,23 +61,28 @@ def test_sinusoidal_names_each_mistake():
                 pe[p, 2 * i + 1] = math.cos(p * 10000 ** (2 * i / d))
         return pe
 
+    def doubled(length, d):
+        return 2 * sinusoidal_vectorised(length, d)
+
     cases = {swapped: "sin and cos are swapped", exponent_i: "uses i where the formula has 2i",
-             halves: "two halves", from_one: "positions start at 1", inverse: "inverse"}
+             halves: "two halves", from_one: "positions start at 1", inverse: "inverse",
+             doubled: "some entries differ from"}
     for fn, hint in cases.items():
-        fb = nb09.check_sinusoidal(fn)
-        assert not fb and hint in fb.message, (fn.__name__, fb.message)
+        fb = reply(nb09.check_sinusoidal, fn)
+        assert not fb and says(fb, hint), (fn.__name__, fb.message)
 
 
-def test_sinusoidal_checker_input_errors():
-    assert "Pass your function" in nb09.check_sinusoidal(3).message
+def test_sinusoidal_checker_input_errors(language):
+    check = nb09.check_sinusoidal
+    assert says(reply(check, 3), "Pass your function")
 
     def todo(length, d):
         raise NotImplementedError
 
-    assert "Not implemented yet" in nb09.check_sinusoidal(todo).message
-    assert "shape" in nb09.check_sinusoidal(lambda L, d: torch.zeros(d, L)).message
-    assert "Return a torch.Tensor" in nb09.check_sinusoidal(lambda L, d: [[0.0]]).message
-    assert "raised ZeroDivisionError" in nb09.check_sinusoidal(lambda L, d: 1 / 0).message
+    assert says(reply(check, todo), "Not implemented yet")
+    assert says(reply(check, lambda L, d: torch.zeros(d, L)), "the table should have shape")
+    assert says(reply(check, lambda L, d: [[0.0]]), "Return a torch.Tensor")
+    assert says(reply(check, lambda L, d: 1 / 0), "raised {error}", error="ZeroDivisionError")
 
 
 def rope_loops(x):
@@ -96,12 +105,12 @@ def rope_complex(x):
     return torch.view_as_real(z * turn).reshape(L, E)
 
 
-def test_rope_accepts_correct_ones():
-    assert nb09.check_rope(rope_loops)
-    assert nb09.check_rope(rope_complex)
+def test_rope_accepts_correct_ones(language):
+    assert reply(nb09.check_rope, rope_loops)
+    assert reply(nb09.check_rope, rope_complex)
 
 
-def test_rope_names_each_mistake():
+def test_rope_names_each_mistake(language):
     def backwards(x):
         return _rotate(x, sign=-1)
 
@@ -124,11 +133,19 @@ def test_rope_names_each_mistake():
     def scales(x):
         return 2 * rope_loops(x)
 
+    def half_turn(x):
+        return _rotate(x, sign=0.5)
+
+    def first_row(x):
+        return x[:1]
+
     cases = {backwards: "the wrong way", halves: "i + E/2", from_one: "positions start at 1",
-             freq_i: "use i where the formula has 2i", in_place: "in place", scales: "changes it"}
+             freq_i: "use i where the formula has 2i", in_place: "in place", scales: "changes it",
+             half_turn: "the angles differ", first_row: "should have the input's shape"}
     for fn, hint in cases.items():
-        fb = nb09.check_rope(fn)
-        assert not fb and hint in fb.message, (fn.__name__, fb.message)
+        fb = reply(nb09.check_rope, fn)
+        assert not fb and says(fb, hint), (fn.__name__, fb.message)
+    assert says(reply(nb09.check_rope, 3), "Pass your function")
 
 
 def _rotate(x, sign=1, start=0, exponent=2):

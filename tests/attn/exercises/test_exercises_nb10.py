@@ -1,21 +1,26 @@
-"""Checkers of notebook 10: the right answers pass, each classic mistake gets its own hint."""
+"""Checkers of notebook 10: the right answers pass, each classic mistake gets its own hint.
+A test that takes ``language`` runs in English and in Chinese, and hears each reply in both
+(tests/_replies.py)."""
 import math
 
 import torch
 
 from attn.exercises import nb10
 
+from _replies import reply, says
 
-def test_cache_bytes():
+
+def test_cache_bytes(language):
     n = 2 * nb10.LAYERS * nb10.BATCH * nb10.TOKENS * nb10.D_MODEL
-    assert nb10.check_cache_bytes(2 * n)
-    assert nb10.check_cache_bytes(torch.tensor(2 * n))
-    assert "half" in nb10.check_cache_bytes(n).message
-    assert "2 bytes a number, not 4" in nb10.check_cache_bytes(4 * n).message
-    assert "every layer" in nb10.check_cache_bytes(2 * 2 * nb10.BATCH * nb10.TOKENS * nb10.D_MODEL).message
-    assert "Replace the placeholder" in nb10.check_cache_bytes(None).message
-    assert "whole number" in nb10.check_cache_bytes("big").message
-    assert not nb10.check_cache_bytes(2 * n + 1)
+    check = nb10.check_cache_bytes
+    assert reply(check, 2 * n)
+    assert reply(check, torch.tensor(2 * n))
+    assert says(reply(check, n), "That is half")
+    assert says(reply(check, 4 * n), "2 bytes a number, not 4")
+    assert says(reply(check, 2 * 2 * nb10.BATCH * nb10.TOKENS * nb10.D_MODEL), "Multiply over every layer")
+    assert says(reply(check, None), "Replace the placeholder")
+    assert says(reply(check, "big"), "whole number")
+    assert not reply(check, 2 * n + 1)
 
 
 def right(x_new, keys, values, W_q, W_k, W_v):
@@ -26,12 +31,12 @@ def right(x_new, keys, values, W_q, W_k, W_v):
     return w @ values, keys, values
 
 
-def test_cached_step_accepts_a_right_one():
+def test_cached_step_accepts_a_right_one(language):
     nb10.CACHED_STEP_HINTS.reset()
-    assert nb10.check_cached_step(right)
+    assert reply(nb10.check_cached_step, right)
 
 
-def test_cached_step_names_each_mistake():
+def test_cached_step_names_each_mistake(language):
     def before(x_new, keys, values, W_q, W_k, W_v):
         q = x_new @ W_q
         w = torch.softmax(q @ keys.T / math.sqrt(q.shape[-1]), dim=-1)
@@ -67,14 +72,25 @@ def test_cached_step_names_each_mistake():
                           torch.cat([a[2], a[0] @ a[5]])), "not by one of the usual slips", "row t")]
     for fn, symptom, where in slips:
         nb10.CACHED_STEP_HINTS.reset()
-        first = nb10.check_cached_step(fn)
-        assert not first and symptom in first.message and "Where to look" not in first.message, first.message
-        second = nb10.check_cached_step(fn)
-        assert not second and symptom in second.message and where in second.message, second.message
+        first = reply(nb10.check_cached_step, fn)
+        assert not first and says(first, symptom) and not says(first, "Where to look"), first.message
+        second = reply(nb10.check_cached_step, fn)
+        assert not second and second.message.startswith(first.message), second.message
+        assert says(second, "Where to look") and says(second, where), second.message
         assert "append first" not in second.message.lower()
-    cases = {no_append: "should hold 1 positions",
+
+    def one_row(*args):
+        out, keys, values = right(*args)
+        return out[0], keys, values
+
+    cases = {no_append: "the caches should hold {held} positions",
              pair: "Return three things", todo: "Not implemented yet",
-             (lambda *a: 1 / 0): "raised ZeroDivisionError", 3: "Pass your function"}
+             (lambda *a: 1 / 0): "your function raised {error}", 3: "Pass your function",
+             one_row: "The output of one step is (1, E)",
+             (lambda *a: (1.0, 2.0, 3.0)): "should all be tensors"}
     for fn, hint in cases.items():
-        fb = nb10.check_cached_step(fn)
-        assert not fb and hint in fb.message, fb.message
+        fb = reply(nb10.check_cached_step, fn)
+        assert not fb and says(fb, hint), fb.message
+    assert says(reply(nb10.check_cached_step, no_append), "the caches should hold {held} positions", held=1)
+    fb = reply(nb10.check_cached_step, lambda *a: 1 / 0)
+    assert says(fb, "your function raised {error}", error="ZeroDivisionError"), fb.message

@@ -1,7 +1,12 @@
-"""Checkers of notebook 11: correct backward passes pass, each classic mistake gets its own hint."""
+"""Checkers of notebook 11: correct backward passes pass, each classic mistake gets its own hint.
+A test that takes ``language`` runs in English and in Chinese, and hears each reply in both
+(tests/_replies.py)."""
+import pytest
 import torch
 
 from attn.exercises import nb11
+
+from _replies import reply, says
 
 
 def softmax_backward_formula(w, dw):
@@ -32,10 +37,10 @@ def _reset():
     nb11.SCORE_BACKWARD_HINTS.reset()
 
 
-def test_softmax_backward_accepts_correct_ones():
+def test_softmax_backward_accepts_correct_ones(language):
     _reset()
-    assert nb11.check_softmax_backward(softmax_backward_formula)
-    assert nb11.check_softmax_backward(softmax_backward_jacobian)
+    assert reply(nb11.check_softmax_backward, softmax_backward_formula)
+    assert reply(nb11.check_softmax_backward, softmax_backward_jacobian)
 
 
 SOFTMAX_SLIPS = [
@@ -50,41 +55,45 @@ SOFTMAX_SLIPS = [
 ]
 
 
-def test_softmax_backward_names_each_mistake_then_where_to_look():
-    for fn, symptom, where in SOFTMAX_SLIPS:
-        _reset()
-        first = nb11.check_softmax_backward(fn)
-        assert not first and symptom in first.message and "Where to look" not in first.message, first.message
-        second = nb11.check_softmax_backward(fn)
-        assert not second and symptom in second.message and where in second.message, second.message
-        for fb in (first, second):  # never the formula of the fix
-            assert "rowsum(dw * w)" not in fb.message and "sum of dw * w" not in fb.message, fb.message
+@pytest.mark.parametrize("fn, symptom, where", SOFTMAX_SLIPS)
+def test_softmax_backward_names_each_mistake_then_where_to_look(fn, symptom, where, language):
+    _reset()
+    first = reply(nb11.check_softmax_backward, fn)
+    assert not first and says(first, symptom) and not says(first, "Where to look"), first.message
+    second = reply(nb11.check_softmax_backward, fn)
+    assert not second and second.message.startswith(first.message), second.message
+    assert says(second, "Where to look") and says(second, where), second.message
+    for fb in (first, second):  # never the formula of the fix
+        assert "rowsum(dw * w)" not in fb.message and "sum of dw * w" not in fb.message, fb.message
 
 
-def test_softmax_backward_counts_each_mistake_apart():
+def test_softmax_backward_counts_each_mistake_apart(language):
     _reset()
     missing, sign = SOFTMAX_SLIPS[0][0], SOFTMAX_SLIPS[4][0]
-    assert "Where to look" not in nb11.check_softmax_backward(missing).message
-    assert "Where to look" not in nb11.check_softmax_backward(sign).message  # a new mistake: tier 1
-    assert "Where to look" in nb11.check_softmax_backward(missing).message
+    assert not says(reply(nb11.check_softmax_backward, missing), "Where to look")
+    assert not says(reply(nb11.check_softmax_backward, sign), "Where to look")  # a new mistake: tier 1
+    assert says(reply(nb11.check_softmax_backward, missing), "Where to look")
 
 
-def test_softmax_backward_checker_input_errors():
+def test_softmax_backward_checker_input_errors(language):
     _reset()
-    assert "Pass your function" in nb11.check_softmax_backward(None).message
+    check = nb11.check_softmax_backward
+    assert says(reply(check, None), "Pass your function")
 
     def todo(w, dw):
         raise NotImplementedError
 
-    assert "Not implemented yet" in nb11.check_softmax_backward(todo).message
-    assert "shape" in nb11.check_softmax_backward(lambda w, dw: w.T).message
-    assert "Return a torch.Tensor" in nb11.check_softmax_backward(lambda w, dw: 1.0).message
+    assert says(reply(check, todo), "Not implemented yet")
+    assert says(reply(check, lambda w, dw: w.T), "has the shape of the scores")
+    assert says(reply(check, lambda w, dw: 1.0), "Return a torch.Tensor")
+    assert says(reply(check, lambda w, dw: 1 / 0), "raised {error}", error="ZeroDivisionError")
 
 
-def test_score_backward():
+def test_score_backward(language):
     _reset()
     right = lambda dS, Q, K, scale: (scale * dS @ K, scale * dS.T @ Q)  # noqa: E731
-    assert nb11.check_score_backward(right)
+    assert reply(nb11.check_score_backward, right)
+    assert reply(nb11.check_score_backward, score_backward_autograd)
     cases = [
         (lambda dS, Q, K, s: (dS @ K, dS.T @ Q), "1/scale", "what the factor scale"),
         (lambda dS, Q, K, s: (s * dS.T @ Q, s * dS @ K), "holds dK's numbers", "the shape of"),
@@ -94,22 +103,25 @@ def test_score_backward():
     ]
     for fn, symptom, where in cases:
         _reset()
-        first = nb11.check_score_backward(fn)
-        assert not first and symptom in first.message and "Where to look" not in first.message, first.message
-        second = nb11.check_score_backward(fn)
-        assert not second and where in second.message, second.message
+        first = reply(nb11.check_score_backward, fn)
+        assert not first and says(first, symptom) and not says(first, "Where to look"), first.message
+        second = reply(nb11.check_score_backward, fn)
+        assert not second and second.message.startswith(first.message), second.message
+        assert says(second, "Where to look") and says(second, where), second.message
         assert "dS^T Q" not in second.message and "dS K" not in second.message
-    assert "Return a pair" in nb11.check_score_backward(lambda dS, Q, K, s: s * dS @ K).message
+    assert says(reply(nb11.check_score_backward, lambda dS, Q, K, s: s * dS @ K), "Return a pair")
+    assert says(reply(nb11.check_score_backward, None), "Pass your function")
 
 
-def test_saved_bytes():
+def test_saved_bytes(language):
     L = nb11.SAVED_L
-    assert nb11.check_saved_bytes(L * L * 4)
-    assert "counts entries" in nb11.check_saved_bytes(L * L).message
-    assert "per position" in nb11.check_saved_bytes(3 * L * nb11.SAVED_E * 4).message
-    assert "Replace the placeholder" in nb11.check_saved_bytes(None).message
-    assert "whole number" in nb11.check_saved_bytes("big").message
-    assert not nb11.check_saved_bytes(L * L * 8)
+    check = nb11.check_saved_bytes
+    assert reply(check, L * L * 4)
+    assert says(reply(check, L * L), "That counts entries")
+    assert says(reply(check, 3 * L * nb11.SAVED_E * 4), "per position")
+    assert says(reply(check, None), "Replace the placeholder")
+    assert says(reply(check, "big"), "whole number")
+    assert not reply(check, L * L * 8)
 
 
 def test_near_misses_are_rejected():

@@ -1,4 +1,6 @@
-"""The checker of notebook 12 (the Transformer block): learner-style blocks, right and wrong."""
+"""The checker of notebook 12 (the Transformer block): learner-style blocks, right and wrong. A
+test that takes ``language`` runs in English and in Chinese, and hears each reply in both
+(tests/_replies.py)."""
 import math
 
 import pytest
@@ -8,10 +10,12 @@ from torch import nn
 
 import attn
 from attn.exercises import _block_bugs, _layer_norm, nb12
+from attn.language import tr
 
 from _learner_classes import (AnnotatedLayerNorm, ArticleMHA, Block, ChapterMHA, GeluPackageBlock,  # noqa: F401
                               MaskAsKey, MyLayerNorm, OnlyTheAttentionDrops, PostLNOnly, ReversedNorms,
                               block_with)
+from _replies import TORCH_ERRORS, reply, says
 
 
 @pytest.fixture(autouse=True)
@@ -25,26 +29,27 @@ def fresh_hints():
                                  block_with(norm=MyLayerNorm), block_with(attention=ArticleMHA)],
                          ids=["chapter", "reversed-norms", "gelu-package-mha", "attn.TransformerBlock",
                               "own-layernorm", "article-mha"])
-def test_correct_blocks_pass_in_both_placements(cls):
-    fb = nb12.check_transformer_block(cls)
+def test_correct_blocks_pass_in_both_placements(cls, language):
+    fb = reply(nb12.check_transformer_block, cls)
     assert fb.correct, fb.message
-    assert "norm_first=False and True" in fb.message and "a padding mask" in fb.message
+    assert says(fb, "with {which}, with no mask, a causal mask and a padding mask",
+                which=tr("norm_first=False and True")), fb.message
     assert ("GELU" if cls is GeluPackageBlock else "ReLU") in fb.message
 
 
-def test_dropout_is_reported_only_when_the_constructor_takes_it():
-    assert "off in eval mode and on in training" in nb12.check_transformer_block(Block).message
-    assert "twice in eval mode" in nb12.check_transformer_block(GeluPackageBlock).message
+def test_dropout_is_reported_only_when_the_constructor_takes_it(language):
+    assert says(reply(nb12.check_transformer_block, Block), "off in eval mode and on in training")
+    assert says(reply(nb12.check_transformer_block, GeluPackageBlock), "Called twice in eval mode")
 
 
-def test_one_placement_without_norm_first():
-    fb = nb12.check_transformer_block(PostLNOnly, norm_first=False)
+def test_one_placement_without_norm_first(language):
+    fb = reply(nb12.check_transformer_block, PostLNOnly, norm_first=False)
     assert fb.correct, fb.message
-    assert "with norm_first=False," in fb.message
-    fb = nb12.check_transformer_block(PostLNOnly)
-    assert not fb.correct and "takes no `norm_first`" in fb.message
-    fb = nb12.check_transformer_block(PostLNOnly, norm_first=True)  # it is post-LN
-    assert not fb.correct and "other placement" in fb.message
+    assert says(fb, "with {which}, with no mask", which="norm_first=False")
+    fb = reply(nb12.check_transformer_block, PostLNOnly)
+    assert not fb.correct and says(fb, "takes no `norm_first`")
+    fb = reply(nb12.check_transformer_block, PostLNOnly, norm_first=True)  # it is post-LN
+    assert not fb.correct and says(fb, "the other placement of the norms")
 
 
 def test_the_learners_rng_is_left_alone():
@@ -64,7 +69,7 @@ BUGGY = {
     "unbiased variance": (block_with(norm=lambda d: MyLayerNorm(d, unbiased=True)), "unbiased"),
     "annotated layernorm": (block_with(norm=AnnotatedLayerNorm), "unbiased"),
     "residual after the norm": (block_with("residual after the norm"), "adds the sub-layer's output to the normalised x"),
-    "norm placement swapped": (block_with("norm placement swapped"), "asked for norm_first=False, it gives pre-LN"),
+    "norm placement swapped": (block_with("norm placement swapped"), "the other placement of the norms"),
     "no residual around the attention": (block_with("no residual around the attention"), "attention sub-layer has no residual"),
     "no residual around the feed-forward": (block_with("no residual around the feed-forward"), "feed-forward sub-layer has no residual"),
     "norm1 used twice": (block_with("norm1 used twice"), "uses the first LayerNorm again"),
@@ -76,21 +81,24 @@ BUGGY = {
 
 
 @pytest.mark.parametrize("bug", list(BUGGY))
-def test_each_classic_bug_gets_its_symptom_then_where_to_look(bug):
+def test_each_classic_bug_gets_its_symptom_then_where_to_look(bug, language):
     cls, words = BUGGY[bug]
-    first = nb12.check_transformer_block(cls)
+    first = reply(nb12.check_transformer_block, cls)
     assert not first.correct
-    assert words in first.message, first.message
-    assert "Where to look" not in first.message
-    second = nb12.check_transformer_block(cls)
-    assert second.message.startswith(first.message) and "Where to look:" in second.message
+    assert says(first, words), first.message
+    assert not says(first, "Where to look")
+    second = reply(nb12.check_transformer_block, cls)
+    assert second.message.startswith(first.message) and says(second, "Where to look"), second.message
 
 
-def test_the_case_is_named():
-    assert "With norm_first=False and a causal mask:" in nb12.check_transformer_block(
-        block_with("mask not passed")).message
-    assert "With norm_first=True and no mask:" in nb12.check_transformer_block(
-        block_with("residual after the norm")).message
+def test_the_case_is_named(language):
+    fb = reply(nb12.check_transformer_block, block_with("mask not passed"))
+    assert says(fb, "With norm_first={nf} and {case}:", nf=False, case=tr("a causal mask")), fb.message
+    fb = reply(nb12.check_transformer_block, block_with("residual after the norm"))
+    assert says(fb, "With norm_first={nf} and {case}:", nf=True, case=tr("no mask")), fb.message
+    fb = reply(nb12.check_transformer_block, block_with("norm placement swapped"))
+    assert says(fb, "asked for norm_first={nf}, it gives {other}.", nf=False,
+                other=tr("pre-LN, x + sa(norm1(x))")), fb.message
 
 
 def near_miss(off, *, placement=None, masked=None):
@@ -128,7 +136,7 @@ def test_near_miss_layer_norms_and_counts_are_rejected():
         assert not nb12.check_block_parameters(near).correct, near
 
 
-def test_no_dropout_in_training():
+def test_no_dropout_in_training(language):
     class NeverDrops(Block):
         def sa(self, x, mask):
             return self.attention(x, mask)[0]
@@ -136,65 +144,146 @@ def test_no_dropout_in_training():
         def feed_forward(self, x):
             return self.ff[3](self.ff[1](self.ff[0](x)))
 
-    fb = nb12.check_transformer_block(NeverDrops)
-    assert not fb.correct and "its dropout never runs" in fb.message
-    assert "Where to look" in nb12.check_transformer_block(NeverDrops).message
+    fb = reply(nb12.check_transformer_block, NeverDrops)
+    assert not fb.correct and says(fb, "its dropout never runs")
+    assert says(reply(nb12.check_transformer_block, NeverDrops), "Where to look")
 
 
-def test_batch_norm_is_named():
-    fb = nb12.check_transformer_block(block_with(norm=nn.BatchNorm1d))
-    assert not fb.correct and "is a BatchNorm" in fb.message and "across the batch" in fb.message
+def test_batch_norm_is_named(language):
+    fb = reply(nb12.check_transformer_block, block_with(norm=nn.BatchNorm1d))
+    assert not fb.correct and says(fb, "is a BatchNorm") and says(fb, "across the batch")
+
+
+def test_float32_round_off_is_told_from_a_bug(language):
+    class Norm32(nn.LayerNorm):
+        """nn.LayerNorm computed in float32, as mixed-precision code does."""
+
+        def forward(self, x):
+            return F.layer_norm(x.float(), self.normalized_shape, self.weight.float(),
+                                self.bias.float(), self.eps).to(x.dtype)
+
+    fb = reply(nb12.check_transformer_block, block_with(norm=Norm32))
+    assert fb.correct and says(fb, "to float32 round-off (below {bound})", bound="1e-5"), fb.message
+
+
+def test_two_bugs_at_once_get_the_honest_fallback(language):
+    class TwoBugs(Block):
+        BUG = "no activation"
+
+        def make_norm(self, d_model):
+            return MyLayerNorm(d_model, dim=1)
+
+    class TwoBugsWithAMask(Block):
+        def forward(self, x, mask=None):
+            return super().forward(x, None if mask is None else ~mask)
+
+    for cls, words in ((TwoBugs, "not by one of the classic bugs"), (TwoBugsWithAMask, "with one it is not")):
+        first = reply(nb12.check_transformer_block, cls)
+        assert not first.correct and says(first, words) and not says(first, "Where to look"), first.message
+        second = reply(nb12.check_transformer_block, cls)
+        assert second.message.startswith(first.message) and says(second, "Where to look"), second.message
+
+
+def test_the_bugs_are_told_in_english_in_the_table():
+    """A table holds English (marked, not translated at import): a reply is made when asked for."""
+    assert nb12.BUGS["no activation"][0].startswith("your feed-forward has no non-linearity")
 
 
 # ---- what the checker cannot build or find ------------------------------------------------
 
-def test_a_wrong_attention_layer_is_sent_back_to_05():
+def test_a_wrong_attention_layer_is_sent_back_to_05(language):
     class Unscaled(ChapterMHA):
         def __init__(self, d_model, n_heads):
             super().__init__(d_model, n_heads, scale=False)
 
-    fb = nb12.check_transformer_block(block_with(attention=Unscaled))
+    fb = reply(nb12.check_transformer_block, block_with(attention=Unscaled))
     assert not fb.correct
-    assert "your attention layer, alone with no mask" in fb.message
+    assert says(fb, "your attention layer, alone"), fb.message
+    assert says(fb, "with {case}: its output is not the chapter's", case=tr("no mask")), fb.message
     assert "check_multi_head_attention" in fb.message
 
 
-def test_structural_problems():
+def test_structural_problems(language):
+    check = nb12.check_transformer_block
+
     class TorchInside(Block):
         def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
             super().__init__(d_model, num_heads, d_ff, dropout, norm_first)
             self.attention = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
 
-    fb = nb12.check_transformer_block(TorchInside)
-    assert not fb.correct and "PyTorch's nn.MultiheadAttention" in fb.message
+    fb = reply(check, TorchInside)
+    assert not fb.correct and says(fb, "is PyTorch's nn.MultiheadAttention")
 
-    fb = nb12.check_transformer_block(block_with(norm=lambda d: nn.LayerNorm((5, d))))
-    assert not fb.correct and "nn.LayerNorm((5, 8))" in fb.message and "last 2 dims" in fb.message
+    fb = reply(check, block_with(norm=lambda d: nn.LayerNorm((5, d))))
+    assert not fb.correct and "nn.LayerNorm((5, 8))" in fb.message
+    assert says(fb, "it normalises over the last {dims} dims together", dims=2)
 
     class OneNorm(Block):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.norm2 = self.norm1
 
-    fb = nb12.check_transformer_block(OneNorm)
-    assert not fb.correct and "two LayerNorms" in fb.message and "found 1: norm1" in fb.message
+    fb = reply(check, OneNorm)
+    assert not fb.correct and says(fb, "should have two LayerNorms")
+    assert says(fb, "found {count}: {got}.", count=1, got="norm1")
 
     class FixedWidth(Block):
         def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
             super().__init__(d_model, num_heads, 4 * d_model, dropout, norm_first)
 
-    fb = nb12.check_transformer_block(FixedWidth)
-    assert not fb.correct and "built with d_ff=24" in fb.message and "8 -> 32" in fb.message
+    fb = reply(check, FixedWidth)
+    assert not fb.correct and says(fb, "built with d_ff={F}", F=24) and "8 -> 32" in fb.message
 
     class Raises(Block):
         def forward(self, x, mask=None):
             raise NotImplementedError
 
-    assert "forward is not written yet" in nb12.check_transformer_block(Raises).message
-    assert "class itself" in nb12.check_transformer_block(Block(8, 2, 24)).message
-    assert "nn.Module subclass" in nb12.check_transformer_block(len).message
+    assert says(reply(check, Raises), "forward is not written yet")
+    assert says(reply(check, Block(8, 2, 24)), "Pass the class itself")
+    assert says(reply(check, len), "an nn.Module subclass")
     with pytest.raises(TypeError, match=r"norm_first: expected None, True or False, got str 'yes'"):
-        nb12.check_transformer_block(Block, norm_first="yes")
+        check(Block, norm_first="yes")
+
+
+def test_what_else_the_checker_cannot_build_or_find(language):
+    class NoAttention(nn.Module):
+        def __init__(self, d_model, num_heads, d_ff, norm_first=True):
+            super().__init__()
+            self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+
+    class InitFails(Block):
+        def __init__(self, *args, **kwargs):
+            raise KeyError("oops")
+
+    class NoFirstLinear(Block):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.ff[0] = nn.Identity()
+
+    class NoSecondLinear(Block):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.ff[3] = nn.Identity()
+
+    class Narrow(Block):
+        def forward(self, x, mask=None):
+            return super().forward(x, mask)[:, :, :4]
+
+    class Errs(ChapterMHA):
+        def forward(self, x, mask=None):
+            raise RuntimeError(TORCH_ERRORS[0])
+
+    check = nb12.check_transformer_block
+    assert says(reply(check, NoAttention), "has no attention layer the checker can find")
+    fb = reply(check, InitFails)
+    assert says(fb, "The checker builds") and "KeyError: 'oops'" in fb.message, fb.message
+    first = tr("the first Linear ({E} -> {F})", E=8, F=24)
+    second = tr("the second Linear ({F} -> {E})", E=8, F=24)
+    assert says(reply(check, NoFirstLinear), "it lacks {lacks}", lacks=first)
+    assert says(reply(check, NoSecondLinear), "it lacks {lacks}", lacks=second)
+    assert says(reply(check, Narrow), "the output should have shape")
+    fb = reply(check, block_with(attention=Errs))
+    assert says(fb, "your attention layer, alone") and TORCH_ERRORS[0] in fb.message, fb.message
 
 
 # ---- the checker's own reference ----------------------------------------------------------
@@ -251,18 +340,18 @@ class MatrixMHA(nn.Module):
         return out @ self.W_o.T
 
 
-def test_raw_matrices_either_way_round_pass():
-    fb = nb12.check_transformer_block(block_with(attention=MatrixMHA))
+def test_raw_matrices_either_way_round_pass(language):
+    fb = reply(nb12.check_transformer_block, block_with(attention=MatrixMHA))
     assert fb.correct, fb.message
 
 
-def test_a_wrong_raw_matrix_attention_is_sent_back_to_05():
+def test_a_wrong_raw_matrix_attention_is_sent_back_to_05(language):
     class Unscaled(MatrixMHA):
         def forward(self, x, mask=None):
             return super().forward(x * math.sqrt(self.d) ** 0.5, mask)  # the inputs scaled: wrong
 
-    fb = nb12.check_transformer_block(block_with(attention=Unscaled))
-    assert not fb.correct and "your attention layer, alone with no mask" in fb.message
+    fb = reply(nb12.check_transformer_block, block_with(attention=Unscaled))
+    assert not fb.correct and says(fb, "your attention layer, alone"), fb.message
 
 
 # ---- passes: the checker asked quietly ----------------------------------------------------
@@ -296,9 +385,10 @@ def layer_norm_module(x, gain, bias, eps=1e-5):
 
 
 @pytest.mark.parametrize("fn", [layer_norm_right, layer_norm_torch, layer_norm_module])
-def test_a_right_layer_norm_passes(fn):
-    fb = nb12.check_layer_norm(fn)
-    assert fb.correct and "with a large eps (0.5) and with the usual one" in fb.message, fb.message
+def test_a_right_layer_norm_passes(fn, language):
+    fb = reply(nb12.check_layer_norm, fn)
+    assert fb.correct, fb.message
+    assert says(fb, "with a large eps ({large:g}) and with the usual one", large=0.5), fb.message
 
 
 def _slip(bug):
@@ -324,13 +414,13 @@ LAYER_NORM_SLIPS = {
 
 
 @pytest.mark.parametrize("slip", list(LAYER_NORM_SLIPS))
-def test_each_layer_norm_slip_gets_its_symptom_then_where_to_look(slip):
+def test_each_layer_norm_slip_gets_its_symptom_then_where_to_look(slip, language):
     fn, words = LAYER_NORM_SLIPS[slip]
-    first = nb12.check_layer_norm(fn)
-    assert not first.correct and words in first.message, first.message
-    assert first.message[:1].isupper() and "Where to look" not in first.message
-    second = nb12.check_layer_norm(fn)
-    assert second.message.startswith(first.message) and "Where to look:" in second.message
+    first = reply(nb12.check_layer_norm, fn)
+    assert not first.correct and says(first, words), first.message
+    assert (language != "en" or first.message[:1].isupper()) and not says(first, "Where to look")
+    second = reply(nb12.check_layer_norm, fn)
+    assert second.message.startswith(first.message) and says(second, "Where to look"), second.message
 
 
 def test_layer_norm_variant_without_a_slip_is_torchs_and_every_slip_is_far_from_it():
@@ -345,7 +435,7 @@ def test_layer_norm_variant_without_a_slip_is_torchs_and_every_slip_is_far_from_
         nb12.layer_norm_variant(x, gain, bias, eps, "typo")
 
 
-def test_layer_norm_checker_other_answers():
+def test_layer_norm_checker_other_answers(language):
     def todo(x, gain, bias, eps=1e-5):
         raise NotImplementedError
 
@@ -353,14 +443,17 @@ def test_layer_norm_checker_other_answers():
         x -= x.mean(-1, keepdim=True)
         return layer_norm_right(x, gain, bias, eps)
 
-    assert "Not implemented yet" in nb12.check_layer_norm(todo).message
-    assert "changed its inputs in place" in nb12.check_layer_norm(in_place).message
-    assert "raised ZeroDivisionError" in nb12.check_layer_norm(lambda x, g, b, eps: 1 / 0).message
-    assert "Return a torch.Tensor, got float" in nb12.check_layer_norm(lambda x, g, b, eps: 1.0).message
-    assert "shape of x (2, 5, 8), got (2, 5)" in nb12.check_layer_norm(lambda x, g, b, eps: x[..., 0]).message
-    assert "Pass your function itself" in nb12.check_layer_norm(None).message
-    fb = nb12.check_layer_norm(lambda x, g, b, eps: 2 * layer_norm_right(x, g, b, eps))
-    assert not fb.correct and "not by one of the usual slips" in fb.message
+    check = nb12.check_layer_norm
+    assert says(reply(check, todo), "Not implemented yet")
+    assert says(reply(check, in_place), "changed its inputs in place")
+    fb = reply(check, lambda x, g, b, eps: 1 / 0)
+    assert says(fb, "Your function raised {error}") and "ZeroDivisionError: division by zero" in fb.message
+    assert says(reply(check, lambda x, g, b, eps: 1.0), "Return a torch.Tensor, got {kind}.", kind="float")
+    fb = reply(check, lambda x, g, b, eps: x[..., 0])
+    assert says(fb, "The output has the shape of x {shape}, got {got}.", shape=(2, 5, 8), got=(2, 5))
+    assert says(reply(check, None), "Pass your function itself")
+    fb = reply(check, lambda x, g, b, eps: 2 * layer_norm_right(x, g, b, eps))
+    assert not fb.correct and says(fb, "not by one of the usual slips")
 
 
 # ---- exercise 2: what one block holds ------------------------------------------------------
@@ -373,29 +466,31 @@ def test_block_parameters_are_torchs_count():
         p.numel() for p in attn.TransformerBlock(E, H, Fd).parameters())
 
 
-def test_check_block_parameters_right_and_each_miscount_named():
-    fb = nb12.check_block_parameters(3_152_384)
+def test_check_block_parameters_right_and_each_miscount_named(language):
+    check = nb12.check_block_parameters
+    fb = reply(check, 3_152_384)
     assert fb.correct and "2,099,712" in fb.message
-    assert nb12.check_block_parameters(3152384.0).correct and nb12.check_block_parameters(torch.tensor(3152384))
+    assert reply(check, 3152384.0).correct and reply(check, torch.tensor(3152384))
     for answer, words in ((3_145_728, "weight matrices alone"), (3_147_776, "biases of the Linears"),
-                          (3_150_336, "2,048 short"), (3_149_824, "feed-forward's two biases"),
-                          (3_151_360, "two LayerNorms"), (2_889_728, "output projection W_o"),
+                          (3_150_336, "That is {short:,} short"), (3_149_824, "feed-forward's two biases"),
+                          (3_151_360, "one LayerNorm's gain and bias"), (2_889_728, "output projection W_o"),
                           (1_050_624, "the attention alone"), (2_099_712, "the feed-forward alone"),
                           (12, "Count each part")):
-        fb = nb12.check_block_parameters(answer)
-        assert not fb.correct and words in fb.message, (answer, fb.message)
-    assert "placeholder" in nb12.check_block_parameters(None).message
-    assert "whole number" in nb12.check_block_parameters(3.5).message
+        fb = reply(check, answer)
+        assert not fb.correct and says(fb, words), (answer, fb.message)
+    assert says(reply(check, 3_150_336), "That is {short:,} short", short=2048)
+    assert says(reply(check, None), "placeholder")
+    assert says(reply(check, 3.5), "whole number")
 
 
-def test_a_mask_given_where_the_key_goes_is_named():
-    fb = nb12.check_transformer_block(MaskAsKey)
+def test_a_mask_given_where_the_key_goes_is_named(language):
+    fb = reply(nb12.check_transformer_block, MaskAsKey)
     assert not fb.correct
-    assert "by keyword" in fb.message and "float64" not in fb.message, fb.message
+    assert "by keyword" in fb.message and "float64" not in fb.message, fb.message  # the package's TypeError
 
 
-def test_a_block_whose_own_dropout_never_runs_is_told_so():
+def test_a_block_whose_own_dropout_never_runs_is_told_so(language):
     """Its attention layer's dropout (on the weights) is not the block's: the success message
     would say its dropout is on in training."""
-    fb = nb12.check_transformer_block(OnlyTheAttentionDrops)
-    assert not fb.correct and "in training mode it gives the same output twice" in fb.message, fb.message
+    fb = reply(nb12.check_transformer_block, OnlyTheAttentionDrops)
+    assert not fb.correct and says(fb, "in training mode it gives the same output twice"), fb.message
