@@ -185,9 +185,3 @@ def test_map_view_takes_the_queries_labels_alone():
     view.set(np.ones((3, 2)))  # no labels given: the last ones are kept
     assert view.labels.y_strings == ["a", "b", "c"]
 
-
-def test_decoding_explorer_labels_the_cache_rows_with_positions():
-    from attn.widgets.decoding import decoding_explorer
-    ex = decoding_explorer()
-    keys = ex.maps["keys"]
-    assert keys.labels.y_strings == [str(i) for i in range(keys.cells.values.shape[0])]

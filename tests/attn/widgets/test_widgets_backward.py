@@ -1,4 +1,4 @@
-"""The explorers of notebooks 09, 10 and 11: their pure functions, and their pictures."""
+"""The backward explorer of notebook 11 (attn.widgets.backward): its pure function, and its picture."""
 import math
 
 import numpy as np
@@ -7,115 +7,8 @@ import torch
 from _pictures import box, cell, changed, near, pixels
 
 from attn import scaled_dot_product_attention
-from attn.decoding import step_cost
-from attn.examples import SENTENCE
 from attn.functional import attention_backward
 from attn.widgets.backward import N, backward_explorer, cell_gradient
-from attn.widgets.decoding import POSITIONS, decode_view, decoding_explorer
-from attn.widgets.positions import ENCODINGS, MAX_SHIFT, positions_explorer, shift_view
-
-
-# --- 09: sliding the sentence -------------------------------------------------------------
-
-@pytest.mark.parametrize("shift", [0, 1, 17, MAX_SHIFT])
-def test_rope_map_does_not_change_when_the_sentence_slides(shift):
-    assert shift_view("RoPE", shift).largest < 1e-12
-    assert shift_view("none", shift).largest < 1e-12
-
-
-@pytest.mark.parametrize("shift", [1, 17, MAX_SHIFT])
-def test_added_codes_change_the_map_when_the_sentence_slides(shift):
-    assert shift_view("sinusoidal, added", shift).largest > 0.05
-
-
-def test_reversing_the_words_changes_rope_and_added_codes_but_not_no_positions():
-    assert shift_view("none", 5, "reversed").largest < 1e-12
-    assert shift_view("RoPE", 5, "reversed").largest > 0.05
-    assert shift_view("sinusoidal, added", 0, "reversed").largest > 0.05
-
-
-def test_shift_view_rows_are_softmax_rows_and_errors():
-    for e in ENCODINGS:
-        v = shift_view(e, 3, "reversed")
-        np.testing.assert_allclose(v.now.sum(1), 1.0)
-        np.testing.assert_allclose(v.difference, v.now - v.reference)
-    with pytest.raises(ValueError, match="encoding: expected one of"):
-        shift_view("learned")
-    with pytest.raises(ValueError, match=f"shift: expected an int in 0..{MAX_SHIFT}, got 61"):
-        shift_view("RoPE", 61)
-    with pytest.raises(ValueError, match="order: expected one of"):
-        shift_view("RoPE", 0, "shuffled")
-
-
-def test_positions_explorer_difference_map_is_blank_for_rope_and_not_for_added_codes():
-    ex = positions_explorer(encoding="RoPE", shift=0)
-    diff_ax = ex.maps["difference"].ax
-    ex.controls["shift"].value = 20
-    blank = box(pixels(ex), diff_ax, inset=3)
-    ex.controls["encoding"].value = "sinusoidal, added"
-    coloured = box(pixels(ex), diff_ax, inset=3)
-    # a zero difference is the colour map's centre everywhere; added codes colour some cells
-    assert len(np.unique(blank.reshape(-1, 3), axis=0)) < len(np.unique(coloured.reshape(-1, 3), axis=0))
-    assert changed(blank, coloured)
-
-
-def test_positions_explorer_maps_show_the_reference_now_and_difference_of_the_state():
-    ex = positions_explorer(encoding="sinusoidal, added", shift=0)
-    ex.controls["shift"].value = 20
-    ex.controls["order"].value = "reversed"
-    v, n = ex.state, len(SENTENCE)
-    assert (v.shift, v.order) == (20, "reversed")
-    assert np.abs(v.now - v.reference).max() > 0.05  # a map showing the wrong one would show it
-    px = pixels(ex)
-    for name, values in (("reference", v.reference), ("now", v.now), ("difference", v.difference)):
-        m = ex.maps[name]
-        for i in range(n):
-            for j in range(n):
-                c = cell(px, m.ax, n, n, i, j)
-                want = np.array(m.cells.cmap(m.cells.norm(values[i, j]), bytes=True)[:3])
-                assert np.abs(c[2, 2] - want).max() <= 2, (name, i, j)  # a corner of the cell: its colour
-
-
-# --- 10: the KV cache ---------------------------------------------------------------------
-
-def test_decode_view_counts():
-    for step in (0, 5, POSITIONS - 1):
-        with_cache, without = decode_view(step, "with cache"), decode_view(step, "without cache")
-        assert with_cache.computed_rows == 1 and without.computed_rows == step + 1
-        assert with_cache.cache_numbers == 2 * 1 * (step + 1) * 16
-        c = step_cost(step, 16, 1)
-        assert (with_cache.macs, without.macs) == (c.with_cache, c.without_cache)
-    w = decode_view(7).weights
-    np.testing.assert_allclose(w.sum(1), 1.0)
-    assert np.allclose(np.triu(w, 1), 0)  # nobody sees the future
-    with pytest.raises(ValueError, match=f"step: expected an int in 0..{POSITIONS - 1}"):
-        decode_view(POSITIONS)
-    with pytest.raises(ValueError, match="mode: expected one of"):
-        decode_view(0, "sometimes")
-
-
-def test_decoding_explorer_grows_the_cache_with_the_step():
-    ex = decoding_explorer(step=2)
-    keys_ax = ex.maps["keys"].ax
-    grey = np.array([128, 128, 128])
-    before = (np.abs(box(pixels(ex), keys_ax, inset=4) - grey).sum(-1) < 10).mean()
-    ex.controls["step"].value = 9
-    after = (np.abs(box(pixels(ex), keys_ax, inset=4) - grey).sum(-1) < 10).mean()
-    assert before > after + 0.3  # 9 of 12 rows not yet generated, then 2 of 12
-
-
-def test_decoding_explorer_frames_one_row_with_the_cache_and_the_triangle_without():
-    ex = decoding_explorer(step=8)
-    w_ax = ex.maps["weights"].ax
-    orange = np.array([255, 127, 14])
-
-    def frame_height():
-        rows = np.nonzero((np.abs(box(pixels(ex), w_ax) - orange).sum(-1) < 30).any(1))[0]
-        return rows.max() - rows.min()
-
-    one_row = frame_height()
-    ex.controls["mode"].value = "without cache"
-    assert frame_height() > 6 * one_row  # the frame goes round rows 0..8 instead of row 8
 
 
 # --- 11: the softmax's backward pass ------------------------------------------------------
