@@ -160,3 +160,12 @@ def _unwrapped(token: str) -> str:
 def _names(*values: object) -> set[str]:
     """The names of what a checker was given: classes, functions and the types of values."""
     return {getattr(v, "__name__", type(v).__name__) for v in values} | {type(v).__name__ for v in values}
+
+
+def no_leak(fb: Feedback, *values: float) -> None:
+    """No reply gives the answer away: none of ``values`` is written in it (as 0.00, 0.000 or a
+    whole number), except the few that any sentence may hold (1.00, 0.00, 1, 2)."""
+    for v in values:
+        for text in (f"{v:.2f}", f"{v:.3f}", f"{v:,}" if float(v).is_integer() else "\0"):
+            if text not in ("1.00", "0.00", "1", "2"):
+                assert text not in fb.message, (text, fb.message)

@@ -1,77 +1,15 @@
-"""Checkers of notebooks 03 and 04: right answers pass, typical mistakes get their hint,
-placeholders and junk get a "Not yet", and no message gives the answer away. A test that takes
+"""Checkers of notebook 04: right answers pass, typical mistakes get their hint, placeholders
+and junk get a "Not yet", and no message gives the answer away. A test that takes
 ``language`` runs in English and in Chinese, and hears each reply in both (tests/_replies.py)."""
-import numpy as np
 import pytest
 import torch
 
 from attn import MultiHeadAttention
 from attn.lessons.cost.counts import multi_head_cost
-from attn.exercises import nb03, nb04
-from attn.exercises._base import Feedback
-from attn.lessons.worked_example import printed, worked_steps
+from attn.exercises import nb04
 
-from _replies import reply, says
+from _replies import no_leak, reply, says
 
-STEPS = worked_steps()
-
-
-def _no_leak(fb: Feedback, *values: float) -> None:
-    for v in values:
-        for text in (f"{v:.2f}", f"{v:.3f}", f"{v:,}" if float(v).is_integer() else "\0"):
-            if text not in ("1.00", "0.00", "1", "2"):
-                assert text not in fb.message, (text, fb.message)
-
-
-# ---- notebook 03 -------------------------------------------------------------------------
-
-@pytest.mark.parametrize("answer", [STEPS["Q"][1], STEPS["Q"][1].tolist(), np.array([0.0, 1.0])])
-def test_q_row_right(answer, language):
-    assert reply(nb03.check_q_row, answer).correct
-
-
-@pytest.mark.parametrize("answer, hint", [
-    (None, "placeholder"), (printed("Q")[1].tolist(), "chapter's printed"),
-    (STEPS["K"][1].tolist(), "K or V"), ([3, 3], "two non-zero"), ([0, 1, 0], "shape"),
-    ("zero one", "numbers"),
-])
-def test_q_row_wrong(answer, hint, language):
-    fb = reply(nb03.check_q_row, answer)
-    assert not fb.correct and says(fb, hint)
-
-
-def test_softmax_row(language):
-    right = STEPS["weights"][1]
-    assert reply(nb03.check_softmax_row, right).correct
-    assert reply(nb03.check_softmax_row, np.round(right.numpy(), 2)).correct  # by hand, 2 decimals
-    cases = [
-        (printed("weights")[1].tolist(), "printed row"),
-        (torch.softmax(printed("scaled")[1], -1).tolist(), "chapter's scaled row"),
-        (torch.softmax(STEPS["QK^T"][1], -1).tolist(), "unscaled"),
-        ([0.5, 0.5, 0.5], "sum to"),
-        ([0.2, 0.3, 0.5], "exp(s_j)"),
-        (None, "placeholder"),
-        ([[0.5, 0.5]], "shape"),
-    ]
-    for answer, hint in cases:
-        fb = reply(nb03.check_softmax_row, answer)
-        assert not fb.correct and says(fb, hint), (answer, fb)
-        _no_leak(fb, *right.tolist())
-
-
-def test_output_row(language):
-    right = STEPS["output"][1]
-    assert reply(nb03.check_output_row, right).correct
-    kept_q = worked_steps(overrides={"Q": printed("Q")})["output"][1].tolist()
-    for answer, hint in [(printed("output")[1].tolist(), "printed row"), ([0.9, 0.56], "first entry"),
-                         (kept_q, "chapter's Q row 1"), ([1.0, 1.0], "Multiply each weight"),
-                         (None, "placeholder"), ([float("nan"), 1], "NaN")]:
-        fb = reply(nb03.check_output_row, answer)
-        assert not fb.correct and says(fb, hint), (answer, fb)
-        _no_leak(fb, *right.tolist())
-
-
-# ---- notebook 04 -------------------------------------------------------------------------
 
 def _head_queries(weight, x, i, num_heads):
     d_k = weight.shape[0] // num_heads
@@ -149,7 +87,7 @@ def test_layer_macs_compares_with_the_real_layer():
 def test_layer_macs_wrong(answer, hint, language):
     fb = reply(nb04.check_layer_macs, answer)
     assert not fb.correct and says(fb, hint), fb
-    _no_leak(fb, *(_layer_macs(n, E, h) for n, E, h in nb04.MACS_SIZES))
+    no_leak(fb, *(_layer_macs(n, E, h) for n, E, h in nb04.MACS_SIZES))
 
 
 def test_layer_macs_right_at_one_size_only_fails():
@@ -200,7 +138,7 @@ def test_param_count_names_each_slip_then_where_to_look(count, symptom, where, l
     assert not second.correct and second.message.startswith(first.message), second
     assert says(second, "Where to look") and says(second, where), second
     E = nb04.PARAMS_QUESTION["d_model"]
-    _no_leak(second, 4 * E * E + 4 * E)
+    no_leak(second, 4 * E * E + 4 * E)
 
 
 def test_param_count_input_errors(language):
@@ -256,7 +194,7 @@ def test_softmax_entries_names_each_slip_then_where_to_look(count, symptom, wher
     assert not second.correct and second.message.startswith(first.message), second
     assert says(second, "Where to look") and says(second, where), second
     q = nb04.SOFTMAX_QUESTION
-    _no_leak(second, q["num_heads"] * q["n"] ** 2, q["n"] ** 2)
+    no_leak(second, q["num_heads"] * q["n"] ** 2, q["n"] ** 2)
 
 
 def test_softmax_entries_swapped_and_input_errors(language):
