@@ -3,7 +3,7 @@
     python -m tools.cjk_font [--source /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc]
 
 The pictures draw their Chinese words (the examples' tokens; in the Chinese edition, every
-title, label and readout) with src/attn/fonts/NotoSansCJKsc-course-subset.otf. The whole font
+title, label and readout) with src/attn/drawing/fonts/NotoSansCJKsc-course-subset.otf. The whole font
 is 16 MB in Debian's fonts-noto-cjk (apt-get install fonts-noto-cjk); the subset keeps the
 characters the course draws:
 
@@ -25,7 +25,7 @@ from fontTools.ttLib import TTCollection, TTFont
 from tools.catalogue import po_path, read
 
 ROOT = Path(__file__).resolve().parent.parent
-FONT = ROOT / "src" / "attn" / "fonts" / "NotoSansCJKsc-course-subset.otf"
+FONT = ROOT / "src" / "attn" / "drawing" / "fonts" / "NotoSansCJKsc-course-subset.otf"
 SOURCE = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 FAMILY = "Noto Sans CJK SC"
 SIGNS = "−×·√→←↔≈≠≤≥±²³¹⁴…–—‖°′∈ΔΣθαβγλσπ"

@@ -4,7 +4,8 @@ Two checks over the committed notebooks (their stored outputs are what nbval re-
 
 * every decimal number in a notebook's markdown (0.48, 10.73, 2.36; integers are too often
   constants such as 512 or 10000) appears in that notebook's stored outputs, so a number in the
-  text cannot drift away from the cell that computes it;
+  text cannot drift away from the cell that computes it; the Chinese notebooks too
+  (docs/translating.md), whose prose is written anew, not copied;
 * ``CLAIMS`` lists, per lesson, the printed lines that carry the lesson's argument, the way
   ``test_course_map`` keeps the titles. A re-execution that changes one of them fails here,
   which sends whoever changed it back to the prose that relies on it.
@@ -22,9 +23,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted(
     (ROOT / "notebooks" / "solutions").glob("*.ipynb"))
+#: The Chinese edition: the same notebooks under notebooks/zh/.
+ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb")) + sorted(
+    (ROOT / "notebooks" / "zh" / "solutions").glob("*.ipynb"))
 
 #: A decimal number standing alone: not part of a word, a version, an exponent or a LaTeX group.
-DECIMAL = re.compile(r"(?<![\w.^{\\])-?\d+\.\d+(?![\w.}])")
+#: (ASCII letters only: a Chinese character beside a number, 约0.5, does not hide it.)
+DECIMAL = re.compile(r"(?<![A-Za-z0-9_.^{\\])-?\d+\.\d+(?![A-Za-z0-9_.}])")
 
 #: lesson -> printed lines (or parts of lines) that carry its argument.
 CLAIMS: dict[str, list[str]] = {
@@ -141,9 +146,10 @@ def prose_decimals(nb: dict) -> list[tuple[int, str]]:
 def test_the_decimal_pattern():
     text = "0.48 to 0.53, $10^{-12}$, JupyterLab 4.6.6, x1.5, 2.83*, -0.07 and $\\sqrt{2}$ = 1.414"
     assert DECIMAL.findall(text) == ["0.48", "0.53", "2.83", "-0.07", "1.414"]
+    assert DECIMAL.findall("距离 0 处为0.48到 0.53（约0.5倍），v1.2") == ["0.48", "0.53", "0.5"]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_every_decimal_in_the_prose_is_printed_by_a_cell(path):
     nb = notebook(path)
     out = printed(nb)
@@ -405,7 +411,7 @@ def own_terms() -> list[tuple[str, str, str]]:
     rows = []
     for line in table.splitlines():
         parts = [p.strip() for p in line.strip().strip("|").split("|")]
-        if len(parts) == 3 and parts[2].isdigit():
+        if len(parts) >= 3 and parts[2].isdigit():
             rows.append((parts[0], parts[1], parts[2]))
     return rows
 

@@ -1,5 +1,7 @@
 """The Chinese edition: every English notebook has a Chinese twin that runs the same code,
-uses 00's glossary for its terms, and shows the learner Chinese (docs/translating.md)."""
+uses 00's glossary for its terms, and shows the learner Chinese, laid out for Chinese: tables
+padded by display width, Chinese quotes, no space between two Chinese characters
+(docs/translating.md). tests/test_glossary.py holds it to one word for each idea."""
 from __future__ import annotations
 
 import ast
@@ -11,12 +13,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attn import _text as attn_text
 from tools import twins
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGLISH = twins.english_notebooks()
-CHINESE = sorted(p for p in twins.ZH.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-GLOSSARY_NOTEBOOK = twins.NOTEBOOKS / "00_start_here.ipynb"
+CHINESE = twins.chinese_notebooks()
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 
@@ -81,21 +83,40 @@ def test_tag_drift_is_found_and_carried(tmp_path, monkeypatch):
     assert twins.drift(english) == [] and twins.carry(english) == 0
 
 
+def test_a_docstring_is_prose_and_a_string_is_code(tmp_path, monkeypatch):
+    """A learner reads an exercise's docstring, so its twin writes it in Chinese; a string that is
+    data (a task's name, a sentence for ``tr``) is code, the same in both."""
+    def pair(en_code, zh_code):
+        for folder, code in ((tmp_path, en_code), (tmp_path / "zh", zh_code)):
+            folder.mkdir(exist_ok=True)
+            first = f'import attn\nset_language("{"zh" if folder.name == "zh" else "en"}")'
+            cells = [nbformat.v4.new_code_cell(first), nbformat.v4.new_code_cell(code)]
+            nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / "01_x.ipynb")
+        return tmp_path / "01_x.ipynb"
+
+    monkeypatch.setattr(twins, "NOTEBOOKS", tmp_path)
+    monkeypatch.setattr(twins, "ZH", tmp_path / "zh")
+    en = 'def f(x):\n    """The mean of x.\n\n    Args:\n        x: (L,).\n    """\n    return x.mean()  # one'
+    zh = 'def f(x):\n    """x 的均值。\n\n    参数：\n        x：(L,)。\n    """\n    return x.mean()  # 一'
+    assert twins.drift(pair(en, zh)) == []
+    assert twins.drift(pair(en, zh.replace("x.mean()", "x.sum()")))
+    assert twins.drift(pair('print("neighbours")', 'print("相邻计数")'))
+    assert twins.drift(pair('def f():\n    return """text"""', 'def f():\n    return """文字"""'))
+
+
 # --- 00's glossary is the single source of the Chinese terms -----------------------------
 
 def glossary() -> list[tuple[list[str], str]]:
-    """(English forms, Chinese term) of every row of 00's glossary tables."""
+    """(English forms, Chinese term) of every row of 00's tables of the sources' terms and of the
+    course's own terms (the tables with a column saying where a term is used)."""
     rows = []
-    for cell in nbformat.read(GLOSSARY_NOTEBOOK, as_version=4).cells:
-        if cell.cell_type != "markdown" or "| English | 中文 |" not in cell.source:
-            continue
-        for line in cell.source.splitlines():
-            parts = [p.strip() for p in line.strip().strip("|").split("|")]
-            if len(parts) < 2 or parts[0] in ("English", "") or set(parts[0]) <= set("- "):
+    for table in twins.glossary_tables():
+        for row in table:
+            if "used by" not in row and "first used in" not in row:
                 continue
-            english = re.sub(r"\([^)]*\)", "", parts[0])
+            english = re.sub(r"\([^)]*\)", "", row["English"])
             forms = [re.sub(r"^to ", "", f.strip()) for f in english.split(",") if f.strip()]
-            rows.append((forms, parts[1]))
+            rows.append((forms, row["中文"]))
     return rows
 
 
@@ -110,8 +131,7 @@ OTHER_SENSES = {
 
 
 def prose(path: Path) -> str:
-    cells = nbformat.read(path, as_version=4).cells
-    return "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    return "\n".join(source for _, source in twins.prose(path))
 
 
 def test_the_glossary_is_read():
@@ -119,6 +139,7 @@ def test_the_glossary_is_read():
     assert len(rows) > 100
     assert (["multi-head attention"], "多头注意力") in rows
     assert (["causal mask"], "因果掩码") in rows
+    assert (["dropout"], "暂退法") in rows
 
 
 @pytest.mark.parametrize("english", ENGLISH, ids=_name)
@@ -139,13 +160,23 @@ def test_the_chinese_twin_uses_the_glossary_terms(english):
 
 
 # --- what a learner reads in a Chinese notebook's outputs is Chinese ---------------------
+#
+# A word shown to the learner as a label (a task's name, a pattern's, a method's, a step of a
+# trace) is text, translated, even when the same word also names something in the code: 08 once
+# printed "neighbours -> 对角线" and 04 "Q split into heads", because their words were names of
+# the notebook's code. So a Chinese output may write a Latin word only as a name (NAMES), as a
+# unit or a function of maths, as an argument of the code that prints it (strength, width), or
+# as code: joined to code by a dot, a bracket, a quote or an underscore, a class or its repr
+# (KVCache(positions=10, ...)), a name printed with its value ("weights: (5, 5)").
 
-# Names a Chinese text writes in Latin letters: libraries, models, papers, code.
+# Names a Chinese text writes in Latin letters: libraries, models, papers, code, units, maths.
 NAMES = {
     "PyTorch", "NumPy", "JupyterLab", "Jupyter", "Transformer", "FlashAttention", "RoPE",
     "MiniLM", "BERT", "GPT", "RNN", "LSTM", "SDPA", "Adam", "GELU", "ReLU", "LayerNorm",
     "softmax", "CLS", "SEP", "PAD", "KV", "CPU", "GPU", "torch", "ipywidgets", "attn",
-    "nan", "inf", "min", "max", *keyword.kwlist,
+    "nan", "inf", "min", "max", "autograd", "gradcheck", "WordPiece",
+    "MiB", "KiB", "GiB", "FLOPs", "MACs", "tanh", "exp", "log", "sin", "cos", "sqrt",
+    *keyword.kwlist,
 }
 # PyTorch's own error messages, which 05 shows as they are (what a learner will meet), and a
 # Python value's repr in quotes ('zeros'): code, not prose.
@@ -154,90 +185,247 @@ TORCH_MESSAGES = re.compile(r"batch1 must be a 3D tensor|view size is not compat
                             r"|shape '\[[^]]*\]' is invalid for input of size \d+"
                             r"|The size of tensor \w \(\d+\) must match the size of tensor \w \(\d+\) at "
                             r"non-singleton dimension \d+|'[^'\n]*'")
-# An error's message stays in English (docs/translating.md: as PyTorch's do), and the English
-# of a term follows it in brackets: 梯度消失（vanishing gradient）.
-ERROR_LINE = re.compile(r"^.*\b[A-Z][A-Za-z]*(?:Error|Exception)\b.*$", re.M)
+# The English of a term follows it in brackets: 梯度消失（vanishing gradient）.
 GLOSS = re.compile(r"（[^（）]*）")
+# A message about bad input, the house's "argument: expected ..., got ...", which a checker may
+# quote: it stays in English, as PyTorch's do.
+BAD_INPUT = re.compile(r"\b\w+: expected [^（）\n]*?, got [^（），。\n]*")
+# A class's repr, KVCache(positions=10, key shape=(1, 4, 10, 8)): code.
+REPR = re.compile(r"\b[A-Z]\w*\((?:[^()\n]|\([^()\n]*\))*\)")
+# A Latin word standing alone: not joined to code by a dot, a bracket, a quote, an underscore...
+LATIN_WORD = re.compile(r"(?<![A-Za-z0-9_.'\"`\[\](=\\^/+-])[A-Za-z]{2,}(?![A-Za-z0-9_.'\"`\[\](=\\^/-])")
 
 
-def text_outputs(path: Path) -> list[tuple[int, str]]:
-    """(cell number, text) of every stored stream, text/plain and text/html output."""
-    out = []
-    for k, cell in enumerate(nbformat.read(path, as_version=4).cells, start=1):
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream":
-                out.append((k, output.text))
-            for mime in ("text/plain", "text/html"):
-                data = output.get("data", {}).get(mime)
-                if data:
-                    text = "".join(data) if isinstance(data, list) else data
-                    if mime == "text/html":
-                        text = html.unescape(re.sub(r"<[^>]+>", " ", text))
-                    out.append((k, text))
-    return out
+def arguments(path: Path) -> set[str]:
+    """The names of the arguments a notebook's code passes or takes (``strength=``, ``width``):
+    the learner types them, so an output may show them as they are."""
+    source = "\n".join(ln for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"
+                       for ln in c.source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
 
 
-def code_names(path: Path) -> set[str]:
-    """The words of a notebook's code: its names, and its strings of data.
-
-    The English sentences given to ``tr``/``mark`` are not data: they are what the
-    catalogue translates, so their words are not allowed in a Chinese output.
-    """
-    cells = nbformat.read(path, as_version=4).cells
-    source = "\n".join(code_only for c in cells if c.cell_type == "code"
-                       for code_only in ["\n".join(ln for ln in c.source.splitlines()
-                                                    if not ln.lstrip().startswith(("%", "!")))])
-    tree = ast.parse(source)
-    sentences = {id(node.args[0]) for node in ast.walk(tree)
-                 if isinstance(node, ast.Call) and node.args
-                 and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("tr", "mark")}
-    words = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            words.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            words.add(node.attr)
-        elif isinstance(node, ast.keyword) and node.arg:
-            words.add(node.arg)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in sentences:
-            words |= set(re.findall(r"[A-Za-z]+", node.value))
-    return {w for name in words for w in [name, *re.findall(r"[A-Za-z]+", name)]}
-
-
-ENGLISH_PHRASE = re.compile(r"[A-Za-z]{2,}(?:[ ,;:'’-]+[A-Za-z]{2,})+")
-
-
-def english_phrases(text: str, allowed: set[str]) -> list[str]:
-    """Runs of two or more English words not all of which are ``allowed`` names."""
+def english_words(text: str, allowed: set[str]) -> list[str]:
+    """The Latin words of ``text`` that a Chinese learner reads as English: standing alone, not
+    ``allowed``, not a class name or an acronym (a capital inside), not a name printed with
+    its value (``weights: (5, 5)``, ``n = 8``)."""
+    text = REPR.sub(" ", TORCH_MESSAGES.sub(" ", BAD_INPUT.sub(" ", GLOSS.sub(" ", twins.ERROR_LINE.sub(" ", text)))))
     found = []
-    for match in ENGLISH_PHRASE.finditer(text):
-        words = re.findall(r"[A-Za-z]+", match.group())
-        if not all(w in allowed for w in words):
-            found.append(match.group())
+    for match in LATIN_WORD.finditer(text):
+        word = match.group()
+        if (word in allowed or re.search(r".[A-Z]", word)
+                or re.match(r" *[:=]", text[match.end():])):
+            continue
+        found.append(word)
     return found
 
 
-def test_english_phrases_are_found():
-    assert english_phrases("largest difference < 1e-12: True", set()) == ["largest difference"]
-    assert english_phrases("最大差值 < 1e-12：True", {"True"}) == []
-    assert english_phrases("形状 torch.Size([2, 5, 16])", {"torch", "Size"}) == []
-    assert english_phrases("the cat sat", {"the"}) == ["the cat sat"]
-    assert GLOSS.sub("", "梯度消失（vanishing gradient）") == "梯度消失"
-    assert ERROR_LINE.sub("", "报错：\nValueError: query: expected 3 dims\n结束") == "报错：\n\n结束"
+def test_english_words_are_found():
+    assert english_words("largest difference < 1e-12: True", NAMES) == ["largest", "difference"]
+    assert english_words("最大差值 < 1e-12：True", NAMES) == []
+    assert english_words("neighbours -> 对角线：数出 1 的个数", {"task"}) == ["neighbours"]
+    assert english_words("    naive：斜率 1.94\n     sdpa：斜率 1.00", set()) == ["naive", "sdpa"]
+    assert english_words("Q split into heads   (1, 2, 6, 4)", set()) == ["split", "into", "heads"]
+    assert english_words("形状 torch.Size([2, 5, 16])，tasks['neighbours']，split_heads(q)", set()) == []
+    assert english_words("weights: (5, 5) = (n, n)；width 0，查询 0", {"width"}) == []
+    assert english_words("KVCache(positions=10, key shape=(1, 4, 10, 8))；梯度消失（vanishing gradient）",
+                         set()) == []
+    assert english_words("报错：\nValueError: query: expected 3 dims\n结束", set()) == []
+    assert english_words("会停下：d_model: expected a multiple of num_heads=5, got 12（还试过）", set()) == []
 
 
-def test_sentences_given_to_tr_are_not_names(tmp_path):
+def test_the_arguments_of_the_code_are_read(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        'scores = 1\nprint(tr("largest difference {d}", d=scores))\ntokens = ["the", "cat"]')])
+        '%matplotlib inline\ndef f(x, width=0):\n    return g(x, strength=1)\nprint(tr("largest {d}", d=1))')])
     nbformat.write(nb, tmp_path / "x.ipynb")
-    names = code_names(tmp_path / "x.ipynb")
-    assert {"scores", "the", "cat", "tokens", "d"} <= names
-    assert "largest" not in names and "difference" not in names
+    assert arguments(tmp_path / "x.ipynb") == {"x", "width", "strength", "d"}
+
+
+#: (notebook, word) a Chinese output of a notebook of another helper (02, 03, 04, 05, 12) still
+#: shows, and what removes it; and 01's English glosses. The test fails when one is no longer
+#: shown, so that the set only shrinks.
+ENGLISH_PENDING: dict[tuple[str, str], str] = {
+    **{("01_intuition.ipynb", w): "01 [4] and [6] print attn.examples.SENTENCE_GLOSS, the sentence's English "
+       "glosses, which attn/examples.py does not mark for translation" for w in ("Xiaoming", "at", "Beijing",
+                                                                                  "University", "studies")},
+    **{("03_worked_example.ipynb", w): "the chapter's names of its steps as row labels (lessons/chapter_check): "
+       "print them as code (weights =) or in Chinese" for w in ("output", "scaled", "weights")},
+    **{("04_multi_head.ipynb", w): "04 [15] prints trace_multi_head's steps untranslated: "
+       "print(ljust(tr(name), 20), ...)" for w in ("split", "into", "per", "outputs")},
+    ("04_multi_head.ipynb", "concat"): "04 [15] as above; [29] printed with the old catalogue: re-execute 04",
+    **{("05_pytorch_implementation.ipynb", w): "printed with the old catalogue (torch.bmm, .view, .reshape, 布尔): "
+       "re-execute 05" for w in ("bmm", "view", "reshape", "bool")},
+    ("solutions/12_transformer_block_solutions.ipynb", "eval"): "printed with the old catalogue (评估模式): "
+                                                                "re-execute 12's solutions",
+}
 
 
 @pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
-def test_a_chinese_notebook_shows_no_english_sentence(chinese):
-    allowed = NAMES | code_names(chinese)
-    leaks = [f"cell {k}: {phrase!r}" for k, text in text_outputs(chinese)
-             for phrase in english_phrases(TORCH_MESSAGES.sub("", GLOSS.sub("", ERROR_LINE.sub("", text))), allowed)]
-    assert leaks == [], f"{chinese.relative_to(ROOT)}: English in its outputs"
+def test_a_chinese_notebook_shows_no_english_word(chinese):
+    name = str(chinese.relative_to(twins.ZH))
+    allowed = NAMES | arguments(chinese)
+    shown: dict[str, list[int]] = {}
+    for k, text in twins.outputs(chinese):
+        for word in english_words(text, allowed):
+            shown.setdefault(word, []).append(k)
+    pending = {word for (where, word) in ENGLISH_PENDING if where == name}
+    leaks = {f"{word} (cells {sorted(set(cells))})" for word, cells in shown.items() if word not in pending}
+    assert not leaks, f"{name}: English in its outputs: {sorted(leaks)}"
+    assert pending <= set(shown), f"{name}: no longer shown, remove from ENGLISH_PENDING: {pending - set(shown)}"
+
+
+# --- a table lines up in Chinese ---------------------------------------------------------
+#
+# A Chinese character takes two columns of a monospaced font. A table padded by characters
+# ({name:<19}, str.ljust, a tab after a Chinese word) lines its columns up in English and
+# leaves them ragged in Chinese; attn._text pads by display width, and a catalogue sentence can
+# pad with the full-width space ({task:　<4}). A column is padded by characters where its cells
+# start (or end) at one character index on every row and not at one display column.
+
+CELL = re.compile(r"\S+(?: \S+)*")  # a cell: words separated by single spaces
+
+
+def layout(line: str, width: bool) -> list[tuple[int, int, str]]:
+    """(start, end, text) of each cell of a line of a table, in display columns (``width``) or in
+    characters. A cell ends at two spaces, a tab or a | (a cell of its own); a tab moves to the
+    next multiple of 8."""
+    size = attn_text.width if width else len
+    cells, column = [], 0
+    for piece in re.split(r"(\t|\|)", line):
+        if piece == "\t":
+            column = (column // 8 + 1) * 8
+        elif piece == "|":
+            cells.append((column, column + 1, "|"))
+            column += 1
+        else:
+            cells += [(column + size(piece[:m.start()]), column + size(piece[:m.end()]), m.group())
+                      for m in CELL.finditer(piece)]
+            column += size(piece)
+    return cells
+
+
+def misaligned(lines: list[str]) -> list[int]:
+    """The columns (0-based) of a table that do not line up in a monospaced font: a column whose
+    cells start or end at one character index but at no one display column (padded by
+    characters), and a | that stands in another display column than the | of the other lines
+    (a header padded by eye)."""
+    rows = [(layout(ln, False), layout(ln, True)) for ln in lines]
+    ragged = set()
+    for count in {len(chars) for chars, _ in rows}:
+        same = [r for r in rows if len(r[0]) == count]
+        for k in range(count if len(same) >= 2 else 0):
+            by_chars = [len({chars[k][edge] for chars, _ in same}) == 1 for edge in (0, 1)]
+            by_width = [len({widths[k][edge] for _, widths in same}) == 1 for edge in (0, 1)]
+            if any(by_chars) and not any(by_width):
+                ragged.add(k)
+    bars = [[start for start, _, text in widths if text == "|"] for _, widths in rows]
+    for count in {len(b) for b in bars if b}:
+        same = [b for b in bars if len(b) == count]
+        ragged |= {k for k in range(count) if len(same) >= 2 and len({b[k] for b in same}) > 1}
+    return sorted(ragged)
+
+
+def tables(text: str) -> list[list[str]]:
+    """The blocks of two lines or more of ``text`` whose lines hold a column: two spaces between
+    two cells, a tab or a |."""
+    blocks, block = [], []
+    for line in text.splitlines() + [""]:
+        if re.search(r"\S(  +|\t| ?\| ?)\S", line):
+            block.append(line)
+        else:
+            if len(block) >= 2:
+                blocks.append(block)
+            block = []
+    return blocks
+
+
+def test_a_table_padded_by_characters_is_found():
+    by_chars = ["对角线  自身 0.68", "垂直   自身 0.12", "块状   自身 0.57"]
+    by_width = ["对角线  自身 0.68", "垂直　  自身 0.12", "块状　  自身 0.57"]
+    assert misaligned(by_chars) == [1]
+    assert misaligned(by_width) == []
+    assert misaligned(["小明\tXiaoming", "人工智能\tAI"]) == [1]
+    assert misaligned(["块数 | 梯度", "       |  有残差", "     1 |  1.03"]) == [0]
+    assert misaligned(["   n        乘加次数", "  128       2,097,152"]) == []
+    assert misaligned(["head 3 (1.00)  x", "head 12 (0.17)  x"]) == []
+    assert misaligned(["词元：    小明      北京", "分数：  -1.2040  -2.9957"]) == []  # ends line up
+    assert tables("说明：\nA  1\nB  2\n\n单独一行  3") == [["A  1", "B  2"]]
+
+
+#: (notebook, cell) of a table still padded by characters in a notebook of another helper, and
+#: what removes it. The test fails when one lines up, so that the set only shrinks.
+TABLES_PENDING: dict[tuple[str, int], str] = {
+    ("02_qkv.ipynb", 23): "{cost.name:<19} pads the scoring functions' Chinese names by characters: "
+                          "ljust(cost.name, 19)",
+    ("04_multi_head.ipynb", 20): "the header's | stood apart from the rows' (catalogue fixed): re-execute 04",
+    ("04_multi_head.ipynb", 23): "{name:<16} pads the Chinese step names by characters: ljust(name, 16)",
+    ("12_transformer_block.ipynb", 10): "the header, padded by eye (catalogue fixed): re-execute 12",
+    ("12_transformer_block.ipynb", 21): "the header, padded by eye (catalogue fixed): re-execute 12",
+}
+
+
+@pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
+def test_a_chinese_table_is_padded_by_display_width(chinese):
+    name = str(chinese.relative_to(twins.ZH))
+    ragged = {k for k, text in twins.outputs(chinese) for block in tables(text) if misaligned(block)}
+    pending = {k for (where, k) in TABLES_PENDING if where == name}
+    assert not ragged - pending, (f"{name}: cells {sorted(ragged - pending)} print a table padded by characters: "
+                                  f"pad with attn._text.ljust/rjust, or with a full-width space in the catalogue")
+    assert pending <= ragged, f"{name}: now lined up, remove from TABLES_PENDING: {sorted(pending - ragged)}"
+
+
+# --- Chinese punctuation in Chinese prose ------------------------------------------------
+#
+# Chinese prose quotes with “” (‘’ inside), never ASCII " or '; a Chinese word quoted is
+# written “学习”, not set off by spaces; no space stands between two Chinese characters (one
+# space between Chinese and a Latin word or a number is the course's habit). Code spans,
+# formulas and link targets are not prose (twins.words sets them apart).
+
+HAN = r"[\u3400-\u9fff]"
+#: An ASCII quote next to Chinese, or around a Chinese word.
+ASCII_QUOTE = re.compile(rf"{HAN}[\"']|[\"']{HAN}")
+#: A space between two Chinese characters. A sentence quoted as its tokens, “小明 在 北京”, keeps them.
+CJK_SPACE = re.compile(rf"{HAN}[ \u3000]+{HAN}")
+QUOTED = re.compile(r"“[^“”]*”")
+
+
+def punctuation_slips(markdown: str) -> list[str]:
+    """ASCII quotes and spaces between two Chinese characters in the prose of a markdown cell,
+    each with the Chinese characters beside it."""
+    text = twins.words(markdown)
+    found = [m.group() for m in ASCII_QUOTE.finditer(text)]
+    found += [m.group() for m in CJK_SPACE.finditer(QUOTED.sub(twins.CODE, text))]
+    return found
+
+
+def test_punctuation_slips_are_found():
+    assert punctuation_slips('它会"绕回来"，本笔记本 比它们多走一步') == ['会"', '来"', '本 比']
+    assert punctuation_slips("写作“学习”；`\"x\"` 与 $a b$；3 个词元，d_k 为 64") == []
+    assert punctuation_slips("“小明 在 北京”是三个词元") == []
+    assert punctuation_slips("| 小明 | 在 |") == []
+
+
+#: (notebook, slip) in the prose of a notebook of another helper, and what removes it. The
+#: test fails when one is gone, so that the set only shrinks.
+PUNCTUATION_PENDING: dict[tuple[str, str], str] = {
+    ("03_worked_example.ipynb", "选 不"): "[46] 选 不缩放: 选“不缩放”",
+    **{("04_multi_head.ipynb", slip): "[16] a token set off by spaces: write “北京”"
+       for slip in ("京 在", "元 北")},
+    **{("12_transformer_block.ipynb", slip): "[23], [25], [29]: ASCII quotes: write “”"
+       for slip in ('"归', '会"', '化"', '对"', '把"', '接"', '数"', '来"', '置"', '选"')},
+}
+
+
+@pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
+def test_chinese_prose_has_chinese_quotes_and_no_space_between_chinese_characters(chinese):
+    name = str(chinese.relative_to(twins.ZH))
+    slips = {slip for _, source in twins.prose(chinese) if not twins.is_glossary(source)
+             for slip in punctuation_slips(source)}
+    pending = {slip for (where, slip) in PUNCTUATION_PENDING if where == name}
+    assert not slips - pending, f"{name}: write “”, no space between Chinese characters: {sorted(slips - pending)}"
+    assert pending <= slips, f"{name}: fixed, remove from PUNCTUATION_PENDING: {sorted(pending - slips)}"

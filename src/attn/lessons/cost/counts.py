@@ -331,7 +331,10 @@ def trace_multi_head(mha: MultiHeadAttention, x: Tensor) -> list[tuple[str, Tens
     Returns:
         [(step, tensor)] in order: X (B, n, E); Q, K, V = X W (B, n, E); their heads
         (B, H, n, D); weights (B, H, n, n); heads out (B, H, n, D); concat (B, n, E);
-        output = concat W^O (B, n, E). The last equals ``mha(x)[0]``.
+        output = concat W^O (B, n, E). The last equals ``mha(x)[0]``. The steps' names that are
+        words are English, marked for the catalogue (the formulas are the same in every
+        language): a table shows ``attn.language.tr(step)``, padded by display width
+        (``attn._text.ljust``), since a Chinese name is wider than its length.
     """
     if not isinstance(mha, MultiHeadAttention):
         raise TypeError(f"mha: expected attn.MultiHeadAttention, got {type(mha).__name__}")
@@ -355,10 +358,10 @@ def trace_multi_head(mha: MultiHeadAttention, x: Tensor) -> list[tuple[str, Tens
     q, k, v = seen["W_q"][1], seen["W_k"][1], seen["W_v"][1]  # (B, n, E) each
     concat = seen["W_o"][0]  # (B, n, E), what W^O received
     return [
-        ("X", x), ("Q = X W^Q", q), ("K = X W^K", k), ("V = X W^V", v),
-        ("Q split into heads", mha.split_heads(q)), ("K split into heads", mha.split_heads(k)),
-        ("V split into heads", mha.split_heads(v)),  # (B, n, E) -> (B, H, n, D)
-        ("weights per head", weights),
-        ("head outputs", mha.split_heads(concat)),  # (B, n, E) -> (B, H, n, D): concat, undone
-        ("concat(heads)", concat), ("concat W^O", output),
+        ("X", x), ("Q = X W^Q", q), ("K = X W^K", k), ("V = X W^V", v),  # formulas: the same in every language
+        (mark("Q split into heads"), mha.split_heads(q)), (mark("K split into heads"), mha.split_heads(k)),
+        (mark("V split into heads"), mha.split_heads(v)),  # (B, n, E) -> (B, H, n, D)
+        (mark("weights per head"), weights),
+        (mark("head outputs"), mha.split_heads(concat)),  # (B, n, E) -> (B, H, n, D): concat, undone
+        (mark("concat(heads)"), concat), (mark("concat W^O"), output),
     ]

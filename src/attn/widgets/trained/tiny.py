@@ -175,7 +175,7 @@ def training_explorer(runs: Mapping[str, TrainRun], *, task: str | None = None,
     controls = {
         "task": widgets.Dropdown(options=options(names), value=task, description=tr("task")),
         "step": widgets.IntSlider(value=step, min=0, max=last, step=spacing,
-                                  description=tr("step"), continuous_update=True),
+                                  description=tr("training step"), continuous_update=True),
     }
     explorer = Explorer(controls, fig, update, live, title=tr("Heads forming during training"), maps=maps)
     return explorer
