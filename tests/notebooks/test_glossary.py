@@ -20,7 +20,7 @@ from babel.messages.pofile import read_po
 
 from tools import twins
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "src" / "attn" / "locale" / "zh" / "LC_MESSAGES" / "attn.po"
 NOT_WRITTEN = {"en": "not written", "zh": "不写作"}
 
