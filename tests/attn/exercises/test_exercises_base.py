@@ -176,11 +176,12 @@ def _softmax_row_why() -> str:
 
 
 #: (answer, as_function's arguments, the reply in English, in Chinese): each reply is the one
-#: the checkers wrote out in full before ``as_function`` (their msgids in the old catalogue).
+#: the checkers wrote out in full before ``as_function`` (their msgids in the old catalogue; the
+#: Chinese without the stray space the catalogue had before "你的函数").
 OPENINGS = [
     (None, dict(call="softmax_row(s)", why=_softmax_row_why),
      "Replace None with your function softmax_row(s) (define it above, pass it without calling it).",
-     "请把 None 换成 你的函数 softmax_row(s)（在上面定义，传入函数本身，不要调用它）。"),
+     "请把 None 换成你的函数 softmax_row(s)（在上面定义，传入函数本身，不要调用它）。"),
     (torch.zeros(4), dict(call="softmax_row(s)", why=_softmax_row_why),
      "Pass the function itself, softmax_row, not its result: the checker runs it on more rows, with "
      "torch.softmax switched off.",
