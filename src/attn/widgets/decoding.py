@@ -193,7 +193,7 @@ def decoding_explorer(step: int = 5, mode: str = "with cache") -> Explorer:
         return [*keys.artists(), *weights.artists(), *lines.values()]
 
     controls = {
-        "step": widgets.IntSlider(value=first.step, min=0, max=POSITIONS - 1, description=tr("step"),
+        "step": widgets.IntSlider(value=first.step, min=0, max=POSITIONS - 1, description=tr("decoding step"),
                                   continuous_update=True),
         "mode": widgets.ToggleButtons(options=options(MODES), value=first.mode, description=tr("cache")),
     }
