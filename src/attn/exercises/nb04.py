@@ -9,7 +9,8 @@
    answer it), compared with the multiply-adds ``attn.lessons.cost.counts.count_ops`` counts
    when such layers run.
 4. ``check_softmax_entries``: the scores the softmax normalises per sequence, with h heads and
-   with one, read by the learner from the weights two real layers return.
+   with one, read by the learner from the weights two real layers return when their queries
+   and keys come from sequences of different lengths (the prose's h n^2 does not answer it).
 
 Each returns a ``Feedback`` (right/wrong and a hint). Expected values come from real layers or
 ``attn.lessons.cost.counts`` and are never shown.
@@ -22,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from ..functional import scaled_dot_product_attention
-from ..lessons.cost.counts import count_ops, count_parameters, multi_head_cost
+from ..lessons.cost.counts import attention_cost, count_ops, count_parameters
 from ..modules import MultiHeadAttention
 from ..language import mark, tr
 from ._base import Feedback, Hints, Refused, as_function, as_whole_number, checker
@@ -50,9 +51,10 @@ PARAMS_QUESTION = {"d_model": 96, "heads": (1, 2, 6), "bias": True}
 MACS_SIZES: tuple[tuple[int, int, int, int], ...] = ((10, 512, 8, 64), (1, 8, 2, 8), (7, 12, 3, 2),
                                                      (64, 16, 4, 8), (100, 64, 1, 16), (3, 24, 6, 6),
                                                      (5, 48, 4, 16))
-#: Exercise 4: a batch of ``batch`` sequences of n tokens through a layer of num_heads heads and
-#: through one of a single full-size head; the scores the softmax normalises per sequence.
-SOFTMAX_QUESTION = {"batch": 2, "n": 10, "d_model": 512, "num_heads": 8}
+#: Exercise 4: a batch of ``batch`` pairs of sequences, ``queries`` tokens attending to ``keys``
+#: tokens, through a layer of num_heads heads and through one of a single full-size head; the
+#: scores the softmax normalises per sequence (L x S per head: not the prose's n x n).
+SOFTMAX_QUESTION = {"batch": 2, "queries": 5, "keys": 9, "d_model": 96, "num_heads": 6}
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -267,18 +269,22 @@ def check_softmax_entries(answer: Any) -> Feedback:
         return Feedback(False, tr("Give two numbers: (entries with h heads, entries with one head)."))
     a, b = as_whole_number(tr("the first number"), many), as_whole_number(tr("the second number"), one)
     q = SOFTMAX_QUESTION
-    B, n, h = q["batch"], q["n"], q["num_heads"]
-    want_many = multi_head_cost(n, q["d_model"], h).softmax_entries
-    want_one = multi_head_cost(n, q["d_model"], 1).softmax_entries
+    B, L, S, h = q["batch"], q["queries"], q["keys"], q["num_heads"]
+    want_many = attention_cost(L, q["d_model"], h, S=S).softmax_entries
+    want_one = attention_cost(L, q["d_model"], 1, S=S).softmax_entries
     if (a, b) == (want_many, want_one):
-        return Feedback(True, tr("Each head has its own n x n map, whatever its size d_k: h times the scores "
+        return Feedback(True, tr("Each head has its own L x S map, whatever its size d_k: h times the scores "
                                  "of one full-size head, for the same multiply-adds."))
     slips = [  # (mistake, the pair it gives, symptom, where to look)
+        ("square", (h * L * L, L * L), mark("Your counts are for maps of L x L: the keys come from the other "
+         "sequence, of S tokens."), mark("the last dim of the weights: one score per key")),
+        ("square", (h * S * S, S * S), mark("Your counts are for maps of S x S: the queries come from the "
+         "sequence of L tokens."), mark("the last two dims of the weights: one row per query")),
         ("batch", (B * want_many, B * want_one), mark("Your numbers count both sequences of the batch; the "
          "question asks per sequence."), mark("the first dim of the weights")),
-        ("rows", (h * n, n), mark("Your numbers count rows of the weights (one softmax each), not the scores "
+        ("rows", (h * L, L), mark("Your numbers count rows of the weights (one softmax each), not the scores "
          "in them."), mark("the last two dims of the weights: one score per (query, key) pair")),
-        ("rows", (B * h * n, B * n), mark("Your numbers count rows of the weights (one softmax each), and for "
+        ("rows", (B * h * L, B * L), mark("Your numbers count rows of the weights (one softmax each), and for "
          "the whole batch."), mark("the last two dims of the weights, and the first")),
         ("swapped", (want_one, want_many), mark("Your pair is the other way round."),
          mark("which layer returns more maps")),
@@ -291,4 +297,4 @@ def check_softmax_entries(answer: Any) -> Feedback:
                                        "but the number of score maps is not."),
                            where=tr("the head dim of each layer's weights"))
     return hints.wrong("other", tr("Not the scores the softmax normalises per sequence."),
-                       where=tr("the shape of the weights each layer returns, (B, H, n, n)"))
+                       where=tr("the shape of the weights each layer returns, (B, H, L, S)"))
