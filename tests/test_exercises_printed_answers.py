@@ -129,7 +129,7 @@ def printed(name: str) -> Printed:
 
 # ---- the formulas of a notebook's prose ------------------------------------------------------------
 
-#: A symbol of the lessons, as the prose writes it, and the name a formula gives it.
+#: A symbol of the lessons as the prose writes it: d_ and its subscript, or one letter.
 SYMBOL = re.compile(r"d_\{?\\?(?:text|mathrm)?\{?(model|ff|k|v)\}?\}?|([a-zA-Z])")
 #: A token of a formula: a number, a symbol (one letter, not the start of a word, or d_ with its
 #: subscript), a power, a product sign, a plus or a bracket.
@@ -173,9 +173,12 @@ def python_formula(latex: str) -> str | None:
             previous = "op"
             continue
         symbol = SYMBOL.fullmatch(token)
-        name = None if symbol is None else next(g for g in symbol.groups() if g)
-        name = {"model": "d_model", "ff": "d_ff", "k": "d_k", "v": "d_v"}.get(name, name) if token.startswith("d_") else name
-        piece = token if name is None and token in "()" else (name or token)
+        if symbol is None:
+            piece = token  # a number or a bracket
+        elif symbol.group(1):
+            piece = "d_" + symbol.group(1)  # d_{model}, d_\text{model} -> d_model; d_k -> d_k
+        else:
+            piece = symbol.group(2)
         if previous == "factor" and piece != ")":
             out.append("*")
         out.append(piece)

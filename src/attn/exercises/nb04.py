@@ -247,7 +247,8 @@ def check_layer_macs(answer: Any) -> Feedback:
                                   n=n, E=E, h=h, d=d))
     return Feedback(True, tr("At every size, the count of the layer that ran: 4 n d_model h d_k for the four "
                              "projections and 2 h n^2 d_k for the products of the heads. With h d_k = d_model "
-                             "it is the summary's count: the width h d_k of all heads together sets the cost, not h alone."))
+                             "it is the summary's count: the width h d_k of all heads together sets the cost, "
+                             "not h alone."))
 
 
 @checker
