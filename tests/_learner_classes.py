@@ -319,3 +319,172 @@ class OnlyTheAttentionDrops(GeluPackageBlock):
 
     def ff(self, t):
         return self.linear2(torch.relu(self.linear1(t)))
+
+
+# ---- the classic confusions of this field, one learner class each (issue 32 §2) -------------------
+# Each is the chapter's layer (or 12's block) with one confusion, written as a learner writes it;
+# tests/test_exercises_named_bugs.py checks that the checkers name each one by its behaviour.
+
+class ConfusedMHA(ChapterMultiHeadAttention):
+    """05's step 4 as its solution writes it, step by step, so that a subclass changes one step."""
+
+    def split(self, t):
+        return split_heads(t, self.n_heads)  # (B, L, E) -> (B, H, L, d_k)
+
+    def scores(self, Q, K):
+        return Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, L, L)
+
+    def apply_mask(self, scores, mask):
+        return scores.masked_fill(mask == 0, float("-inf"))
+
+    def softmax(self, scores):
+        return torch.softmax(scores, dim=-1)
+
+    def weighted_sum(self, weights, V, scores):
+        return weights @ V  # (B, H, L, L) @ (B, H, L, d_k) -> (B, H, L, d_k)
+
+    def forward(self, x, mask=None):
+        Q, K, V = (self.split(W(x)) for W in (self.W_q, self.W_k, self.W_v))
+        scores = self.scores(Q, K)
+        if mask is not None:
+            scores = self.apply_mask(scores, mask)
+        weights = self.softmax(scores)
+        return self.W_o(merge_heads(self.weighted_sum(weights, V, scores))), weights
+
+
+class MaskTrueBlocksMHA(ConfusedMHA):
+    """nn.MultiheadAttention's convention, True = blocked, where the course's True = may attend."""
+
+    def apply_mask(self, scores, mask):
+        return scores.masked_fill(mask, float("-inf"))
+
+
+class PaddingOnQueriesMHA(ConfusedMHA):
+    """A padding mask (B, 1, 1, L) turned to lie along the queries: (B, 1, L, 1); causal masks right."""
+
+    def apply_mask(self, scores, mask):
+        if mask.dim() == 4:
+            mask = mask.transpose(-2, -1)  # (B, 1, 1, L) -> (B, 1, L, 1)
+        return scores.masked_fill(mask == 0, float("-inf"))
+
+
+class MaskOverHeadsMHA(ConfusedMHA):
+    """A padding mask squeezed to (B, 1, L), as the single head took it: against (B, H, L, L) its
+    batch dimension meets the heads (B = H = 2 in the checker, so it runs)."""
+
+    def apply_mask(self, scores, mask):
+        if mask.dim() == 4:
+            mask = mask.squeeze(1)  # (B, 1, 1, L) -> (B, 1, L)
+        return scores.masked_fill(mask == 0, float("-inf"))
+
+
+class ScaledByModelSizeMHA(ConfusedMHA):
+    """Divides by sqrt(d_model), where each dot product runs over a head's d_k numbers."""
+
+    def scores(self, Q, K):
+        return Q @ K.transpose(-2, -1) / math.sqrt(self.d_model)
+
+
+class ViewWithoutTransposeMHA(ConfusedMHA):
+    """Splits the heads with a single view to (B, H, L, d_k), without the transpose."""
+
+    def split(self, t):
+        B, L, E = t.shape
+        return t.view(B, self.n_heads, L, E // self.n_heads)
+
+
+class SoftmaxOverQueriesMHA(ConfusedMHA):
+    """The softmax over dim -2, the queries."""
+
+    def softmax(self, scores):
+        return torch.softmax(scores, dim=-2)
+
+
+class KeysTimesQueriesScoresMHA(ConfusedMHA):
+    """Q and K swapped in the scores: K Q^T."""
+
+    def scores(self, Q, K):
+        return K @ Q.transpose(-2, -1) / math.sqrt(self.d_k)
+
+
+class KeysNotTransposedMHA(ConfusedMHA):
+    """Q @ K, K not transposed: it raises unless L = d_k."""
+
+    def scores(self, Q, K):
+        return Q @ K / math.sqrt(self.d_k)
+
+
+class WeightsTransposedMHA(ConfusedMHA):
+    """The right weights returned, their transpose multiplied by V."""
+
+    def weighted_sum(self, weights, V, scores):
+        return weights.transpose(-2, -1) @ V
+
+
+class ScoresTimesValuesMHA(ConfusedMHA):
+    """The right weights returned, the scores multiplied by V (the softmax's result left unused)."""
+
+    def weighted_sum(self, weights, V, scores):
+        return scores.masked_fill(scores == float("-inf"), 0.0) @ V
+
+
+class ConfusedHead(nn.Module):
+    """05's step 1, the chapter's single head SelfAttention(d_model, d_k, d_v), step by step."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.d_k = d_k
+        self.W_q = nn.Linear(d_model, d_k, bias=False)
+        self.W_k = nn.Linear(d_model, d_k, bias=False)
+        self.W_v = nn.Linear(d_model, d_v, bias=False)
+
+    def scores(self, Q, K):
+        return Q @ K.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, L, L)
+
+    def weighted_sum(self, weights, V):
+        return weights @ V  # (B, L, L) @ (B, L, d_v) -> (B, L, d_v)
+
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        scores = self.scores(Q, K)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return self.weighted_sum(weights, V), weights
+
+
+class KeysNotTransposedHead(ConfusedHead):
+    """Q @ K in a single head."""
+
+    def scores(self, Q, K):
+        return Q @ K / math.sqrt(self.d_k)
+
+
+class WeightsTransposedHead(ConfusedHead):
+    """w.mT @ V in a single head, the right weights returned."""
+
+    def weighted_sum(self, weights, V):
+        return weights.mT @ V
+
+
+class UnscaledDropout(nn.Module):
+    """A dropout written by hand that zeroes numbers in training and keeps the others as they are
+    (nn.Dropout divides them by 1 - p)."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        return x * (torch.rand_like(x) > self.p)
+
+
+class UnscaledDropoutBlock(Block):
+    """A right block whose dropouts do not rescale what they keep."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=True):
+        super().__init__(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first)
+        self.dropout = UnscaledDropout(dropout)
+        self.ff[2] = UnscaledDropout(dropout)

@@ -1,8 +1,9 @@
 """Step 6 of notebook 05: the article's layer as it prints it, the silent case it computes
 when ``num_heads`` does not divide ``d_model``, and the guard that stops it.
 
-``ArticleAsPrinted`` is the article's multi-head layer, run by the notebook; ``check_silent_case``
-asks what it gives for ``SILENT_CASE`` (no error: two ``-1``s absorb the mismatch), and
+``ArticleAsPrinted`` is the article's multi-head layer, run by the notebook on ``SILENT_CASE`` (no
+error: two ``-1``s absorb the mismatch); ``check_silent_case`` asks what it gives for
+``PREDICTION_CASE``, other sizes where it runs silently too, which the notebook never runs, and
 ``check_head_split_guard`` checks the learner's class for the guard: a ValueError naming both
 values, raised before any weight is made, for every size that does not split, and none for the
 sizes that do (``GUARD_SIZES``). Its tiers of hints are ``HEAD_SPLIT_GUARD_HINTS``.
@@ -20,8 +21,12 @@ from ..language import tr
 from . import _layer_checker
 from ._base import Feedback, Hints, checker, shape_or_none
 
-#: Step 6: the article's layer with these sizes, on x of shape (batch, length, d_model).
+#: Step 6: the article's layer with these sizes, on x of shape (batch, length, d_model), as the
+#: notebook runs it.
 SILENT_CASE: dict[str, int] = {"batch": 2, "length": 5, "d_model": 12, "num_heads": 5}
+#: Step 6's exercise: sizes where the layer runs silently too (6 x 14 numbers fill whole pieces of
+#: 4 x 3), predicted without running it: what the notebook prints for ``SILENT_CASE`` is no answer here.
+PREDICTION_CASE: dict[str, int] = {"batch": 2, "length": 6, "d_model": 14, "num_heads": 4}
 #: The tiers of ``check_head_split_guard`` (``attn.exercises.nb05.reset_hints`` starts them again).
 HEAD_SPLIT_GUARD_HINTS = Hints()
 
@@ -64,7 +69,7 @@ class ArticleAsPrinted(nn.Module):
 
 
 def _silent_case_shapes() -> dict[str, Any]:
-    s = SILENT_CASE
+    s = PREDICTION_CASE
     with torch.random.fork_rng(devices=[]):  # the layer's init must not move the learner's RNG
         layer = ArticleAsPrinted(s["d_model"], s["num_heads"])
         x = torch.zeros(s["batch"], s["length"], s["d_model"])
@@ -77,7 +82,7 @@ def _silent_case_shapes() -> dict[str, Any]:
 @checker
 def check_silent_case(answer: Any) -> Feedback:
     """Step 6: answer = {"head_dim": int, "weights": shape, "output": shape}, predicted for
-    ``ArticleAsPrinted(d_model, num_heads)`` of ``SILENT_CASE`` on x (batch, length, d_model)."""
+    ``ArticleAsPrinted(d_model, num_heads)`` of ``PREDICTION_CASE`` on x (batch, length, d_model)."""
     keys = ("head_dim", "weights", "output")
     if not isinstance(answer, dict) or set(answer) != set(keys):
         return Feedback(False, tr('Set `answer` to a dict {"head_dim": ..., "weights": (...), '
@@ -92,8 +97,17 @@ def check_silent_case(answer: Any) -> Feedback:
             return Feedback(False, tr('answer["{key}"] should be a tuple of ints, got {value!r}: the '
                                       'layer runs, it raises nothing.', key=k, value=answer[k]))
     expected = _silent_case_shapes()
-    s = SILENT_CASE
+    s = PREDICTION_CASE
     B, L, E, H = s["batch"], s["length"], s["d_model"], s["num_heads"]
+    shown = SILENT_CASE  # the sizes the notebook runs, and prints the shapes of
+    shown_d = shown["d_model"] // shown["num_heads"]
+    pieces = shown["length"] * shown["d_model"] // (shown["num_heads"] * shown_d)  # what the -1 became
+    if (head_dim, shapes["weights"], shapes["output"]) == (
+            shown_d, (shown["batch"], shown["num_heads"], pieces, pieces),
+            (shown["batch"], shown["length"], shown["d_model"])):
+        return Feedback(False, tr("Those are the shapes the notebook printed for d_model = {E0} and {H0} heads. "
+                                  "These sizes are other ones: work them out the same way.",
+                                  E0=shown["d_model"], H0=shown["num_heads"]))
     if head_dim != expected["head_dim"]:
         return Feedback(False, tr("head_dim = d_model // num_heads: integer division rounds down."))
     if shapes["weights"] == (B, H, L, L):

@@ -27,7 +27,8 @@ from ..language import get_language, tr
 
 __all__ = [
     "Feedback", "Refused", "checker", "Hints", "as_array", "as_whole_number", "as_function", "shape_or_none",
-    "close", "SoftmaxCalled", "softmax_switched_off", "sentence_start", "sentence_inside", "clauses", "sentences",
+    "close", "SoftmaxCalled", "softmax_switched_off", "NormCalled", "norms_switched_off", "sentence_start",
+    "sentence_inside", "clauses", "sentences",
 ]
 
 
@@ -253,6 +254,22 @@ def close(answer: np.ndarray, expected: np.ndarray, atol: float) -> bool:
     return answer.shape == expected.shape and bool(np.allclose(answer, expected, atol=atol, rtol=0))
 
 
+def _switched_off(targets: list[tuple[object, str]], refusal: type[RuntimeError], reason: str) -> Iterator[None]:
+    """Run the block with each ``(owner, name)`` of ``targets`` raising ``refusal(reason)``;
+    everything is put back afterwards, whatever happens inside."""
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise refusal(reason)
+
+    patches = [mock.patch.object(owner, name, refuse) for owner, name in targets]
+    for p in patches:
+        p.start()
+    try:
+        yield
+    finally:
+        for p in patches:
+            p.stop()
+
+
 class SoftmaxCalled(RuntimeError):
     """Raised by ``softmax_switched_off`` when the learner's code calls a library softmax."""
 
@@ -267,17 +284,34 @@ def softmax_switched_off(reason: str) -> Iterator[None]:
     calls them, such as ``attn.masked_softmax``), which lets an exercise that says "no
     softmax" check it instead of trusting it (``torch.log_softmax(s, -1).exp()`` is a softmax).
     """
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise SoftmaxCalled(reason)
-
     owners = (torch, torch.Tensor, torch.nn.functional, torch.special)
     targets = [(owner, name) for owner in owners for name in ("softmax", "log_softmax")]
     targets.append((torch.nn.functional, "gumbel_softmax"))
-    patches = [mock.patch.object(owner, name, refuse) for owner, name in targets]
-    for p in patches:
-        p.start()
-    try:
-        yield
-    finally:
-        for p in patches:
-            p.stop()
+    yield from _switched_off(targets, SoftmaxCalled, reason)
+
+
+class NormCalled(RuntimeError):
+    """Raised by ``norms_switched_off`` when the learner's code calls a library norm."""
+
+
+#: The norms that compute a LayerNorm when called the right way: ``F.group_norm`` with one group
+#: of a token's features, ``F.instance_norm`` and ``F.batch_norm`` (in training) on the tokens
+#: turned into channels.
+_NORMS = ("layer_norm", "group_norm", "instance_norm", "batch_norm")
+
+
+@contextmanager
+def norms_switched_off(reason: str) -> Iterator[None]:
+    """Run a learner's function with every library norm switched off.
+
+    ``layer_norm``, ``group_norm``, ``instance_norm`` and ``batch_norm`` of ``torch`` and of
+    ``torch.nn.functional``, and torch's ``native_`` forms of the layer, group and batch norms,
+    raise ``NormCalled(reason)`` inside the block; so do the modules that call them
+    (``nn.LayerNorm``, ``nn.GroupNorm``, ``nn.InstanceNorm1d``, ``nn.BatchNorm1d`` ...) and a
+    name imported before the block (``from torch.nn.functional import layer_norm``), whose
+    function calls torch's. An exercise that says "write LayerNorm out" checks it this way, as
+    ``softmax_switched_off`` does for the softmax.
+    """
+    targets = [(owner, name) for owner in (torch, torch.nn.functional) for name in _NORMS]
+    targets += [(torch, f"native_{name}") for name in ("layer_norm", "group_norm", "batch_norm")]
+    yield from _switched_off(targets, NormCalled, reason)

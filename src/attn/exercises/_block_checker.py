@@ -25,7 +25,8 @@ from . import _layer_bugs, _layer_checker
 from ._base import Feedback, Hints, Refused, checker, sentences
 from ._block_bugs import (BATCH, BLOCK_ARGS, BUGS, LENGTH, SEED, BlockParams, bugs_for, cases,
                           torch_reference, variant)
-from ._block_parts import DROPOUT, block_runner, build_block, find_parts, require_right_attention, write_weights
+from ._block_parts import (DROPOUT, Parts, block_runner, build_block, find_parts, require_right_attention,
+                           write_weights)
 
 _E = BLOCK_ARGS["d_model"]
 _ACTIVATIONS = ("relu", "gelu")
@@ -39,6 +40,14 @@ NO_DROPOUT_IN_TRAINING = (
     mark("Your block takes dropout={p}, but in training mode it gives the same output twice: its "
          "dropout never runs."),
     mark("where forward calls the dropout layers made in __init__"))
+DROPOUT_NOT_RESCALED = (
+    mark("Your block's dropout zeroes numbers in training but does not scale up the ones it keeps by "
+         "1 / (1 - p): averaged over many calls in training mode, its sub-layers give {share:.0%} of what "
+         "they give in eval mode, where nn.Dropout keeps the average (with p = {p}). The model then "
+         "meets larger numbers in use than it learned on."),
+    mark("what your dropout does to the numbers it keeps"))
+#: How many calls in training mode average the dropout out (``_kept_share_in_training``).
+_DROPOUT_CALLS = 64
 
 #: The tiers of ``check_transformer_block`` (``attn.exercises.nb12.reset_hints`` starts them again):
 #: a second try with the same mistake hears where to look too.
@@ -60,7 +69,8 @@ def check_transformer_block(cls: Any, *, norm_first: bool | None = None) -> Feed
     float64 weights into them, and compares in eval mode with no mask, a causal mask (L, L)
     and a padding mask (B, 1, 1, L) (True = may attend). The activation may be ReLU or GELU.
     Calling the block twice in eval mode must give the same output; with a dropout argument,
-    twice in training mode must not.
+    twice in training mode must not, and (pre-LN) its dropout must keep the average: scale the
+    numbers it keeps by 1 / (1 - p), as ``nn.Dropout`` does.
 
     Args:
         cls: the class (not an instance).
@@ -146,6 +156,11 @@ def _compare(cls: Any, only: bool | None, hints: Hints) -> Feedback:
                 symptom = tr(NO_DROPOUT_IN_TRAINING[0], p=DROPOUT)
                 return hints.wrong("no dropout in training", symptom,
                                    where=tr(NO_DROPOUT_IN_TRAINING[1]))
+        if took_dropout and dropout_seen and nf:
+            share = _kept_share_in_training(block, parts, runner, x)
+            if share is not None and share < 1 - DROPOUT / 2:  # (1 - p) when not rescaled, 1 when rescaled
+                symptom = tr(DROPOUT_NOT_RESCALED[0], share=share, p=DROPOUT)
+                return hints.wrong("dropout not rescaled", symptom, where=tr(DROPOUT_NOT_RESCALED[1]))
     act = {"relu": "ReLU", "gelu": "GELU"}[config[0]]
     which = tr("norm_first=False and True") if only is None else f"norm_first={only}"
     bound = f"{_layer_bugs.ROUND_OFF:.0e}".replace("e-0", "e-")
@@ -173,6 +188,39 @@ def _dropout_runs_in_training(block: nn.Module, attention: nn.Module, runner: _l
     if isinstance(first, str) or isinstance(second, str):
         return True  # an error in training mode is not a missing dropout; eval mode worked
     return not _layer_bugs.same(first[0], second[0])
+
+
+def _kept_share_in_training(block: nn.Module, parts: Parts, runner: _layer_checker.Learner,
+                            x: Tensor) -> float | None:
+    """For a pre-LN block: how much of its eval-mode change to x its output keeps in training
+    mode, on average over ``_DROPOUT_CALLS`` calls: about 1 when its dropouts scale the numbers
+    they keep by 1 / (1 - p), about 1 - p when they do not. None if it cannot be measured.
+
+    With the weight of the feed-forward's second Linear set to zero (its bias kept), the pre-LN
+    block gives x + drop(sa(norm1(x))) + drop(bias): a sum of what the dropouts give, whose
+    average over calls is the eval output when each dropout keeps the average. The weight is
+    put back afterwards; the attention layer stays in eval mode (its own dropout on the
+    weights is not the block's).
+    """
+    weight = parts.linear2.weight
+    kept = weight.detach().clone()
+    with torch.no_grad():
+        weight.zero_()
+    try:
+        in_eval = _layer_checker.run(runner, x, None)
+        block.train()
+        parts.attention.module.eval()
+        in_training = [_layer_checker.run(runner, x, None) for _ in range(_DROPOUT_CALLS)]
+    finally:
+        block.eval()
+        with torch.no_grad():
+            weight.copy_(kept)
+    if isinstance(in_eval, str) or any(isinstance(r, str) for r in in_training):
+        return None
+    change = in_eval[0].double() - x  # (B, L, E): what the two sub-layers add in eval mode
+    mean = torch.stack([r[0].double() for r in in_training]).mean(0) - x  # (B, L, E), on average in training
+    size = float((change * change).sum())
+    return None if size == 0 else float((mean * change).sum()) / size
 
 
 def _diagnose(out: Tensor, x: Tensor, params: BlockParams, mask: Tensor | None, nf: bool,

@@ -99,8 +99,9 @@ BUGS: dict[str, tuple[str, str]] = {
              "each output row mixes several tokens of one head instead of all heads of one token."),
         mark("the merge of the heads, and the order of its dimensions")),
     "mask flipped": (
-        mark("Your mask works the wrong way round: your layer blocks the positions the mask allows. "
-             "In the chapter's convention mask == 0 (False) is blocked."),
+        mark("Your mask works the wrong way round: your layer blocks the positions the mask allows, "
+             "as if True meant blocked (nn.MultiheadAttention's convention for its attn_mask). In the "
+             "chapter's convention mask == 0 (False) is blocked."),
         mark("the condition that selects the blocked scores")),
     "mask along the wrong axis": (
         mark("Your mask is lined up with the scores' rows (queries) instead of their columns (keys): "
@@ -110,6 +111,22 @@ BUGS: dict[str, tuple[str, str]] = {
     "mask ignored": (
         mark("Your output with a mask is the output without one: forward does not use `mask`."),
         mark("where forward applies the mask, between the scaling and the softmax")),
+    "mask over the heads": (
+        mark("Your padding mask meets the scores' heads dimension instead of their batch dimension: "
+             "sequence b's padding is applied to head b of every sequence. A (B, 1, L) mask against "
+             "scores of shape (B, H, L, L) broadcasts that way; the mask needs a dimension of its own "
+             "for the heads."),
+        mark("the shape of the mask where it meets the scores, dimension by dimension")),
+    "keys not transposed": (
+        mark("Your scores multiply the queries by K itself, not by its transpose: Q @ K fails unless "
+             "the length L equals d_k, and with L = d_k (the checker tried it) your layer runs and "
+             "gives Q K instead of the dot products of queries and keys."),
+        mark("the shapes of the two factors of the scores' product, (L, d_k) and (d_k, L)")),
+    "weights transposed before the values": (
+        mark("Your weights are right, but your output multiplies their transpose by the values: output "
+             "row i should average the values with query i's weights (row i of the weights), not with "
+             "the weights every query gives key i (column i)."),
+        mark("the product that makes the output from the weights and the values")),
     "no output projection": (
         mark("Your output skips the output projection: the concatenated heads come out as they are."),
         mark("the last step of forward")),
@@ -159,19 +176,30 @@ class Spec:
                 (mark("a padding mask"), pad)]
 
     def bugs(self) -> tuple[str, ...]:
-        """The classic bugs that can show in this layer (√d_v only where d_v differs from d_k)."""
+        """The classic bugs that can show in this layer at any length (√d_v only where d_v differs
+        from d_k; a padding mask over the heads only where there are heads)."""
         single = ("no scaling", "scaled by d_k", "scaled by d_model", "scaled by sqrt(d_model)",
                   "scaled up", "scaled after the softmax", "softmax over the queries",
                   "softmax over the batch", "key projection used for the queries",
                   "query projection used for the keys", "keys times queries", "mask flipped",
-                  "mask along the wrong axis", "mask ignored")
+                  "mask along the wrong axis", "mask ignored", "weights transposed before the values")
         if self.d_v != self.d_k:
             single += ("scaled by sqrt(d_v)",)
         if self.heads is None:
             return single
         return single + ("softmax over the heads", "heads split without a transpose",
                          "values split without a transpose", "heads merged without a transpose",
-                         "no output projection")
+                         "no output projection", "mask over the heads")
+
+    def square_bugs(self) -> tuple[str, ...]:
+        """The classic bugs that run only on a length L = d_k (on any other, the layer raises):
+        ``variant`` computes them on such an input (``square_input``)."""
+        return ("keys not transposed",)
+
+    def square_input(self) -> Tensor:
+        """A seeded input (B, d_k, d_model), of as many tokens as a head's query has numbers."""
+        gen = torch.Generator().manual_seed(LENGTH + self.d_k)
+        return torch.randn(BATCH, self.d_k, self.d_model, generator=gen, dtype=torch.float64)
 
 
 Params = dict[str, tuple[Tensor, Tensor | None]]  # role -> (weight (out, in), bias or None)
@@ -204,11 +232,15 @@ def variant(x: Tensor, params: Params, mask: Tensor | None, spec: Spec, bug: str
              }.get(bug, math.sqrt(spec.d_k))
     if bug == "keys times queries":
         scores = k @ q.transpose(-2, -1) / scale  # (..., L, d) @ (..., d, L) -> (..., L, L), transposed
+    elif bug == "keys not transposed":
+        scores = q @ k / scale  # (..., L, d) @ (..., L, d) -> (..., L, d): runs only where L = d
     else:
         scores = q @ k.transpose(-2, -1) / scale  # (..., L, d) @ (..., d, L) -> (..., L, L)
     if mask is not None and bug != "mask ignored":
         if bug == "mask along the wrong axis":
             mask = mask.transpose(-2, -1)  # (L, L) -> (L, L)ᵀ; (B, [1,] 1, L) -> (B, [1,] L, 1)
+        if bug == "mask over the heads" and mask.dim() == 4:
+            mask = mask[:, 0]  # (B, 1, 1, L) -> (B, 1, L), which meets (B, H, L, L) as (1, B, 1, L)
         blocked = mask if bug == "mask flipped" else ~mask
         scores = scores.masked_fill(blocked, fill)
     dim = {"softmax over the queries": -2, "softmax over the heads": 1,
@@ -216,6 +248,8 @@ def variant(x: Tensor, params: Params, mask: Tensor | None, spec: Spec, bug: str
     weights = torch.softmax(scores, dim=dim)  # (..., L, L)
     if bug == "scaled after the softmax":
         weights = weights / math.sqrt(spec.d_k)
+    if bug == "weights transposed before the values":
+        weights = weights.transpose(-2, -1)  # (..., L, L): column i where row i belongs
     out = weights @ v  # (..., L, L) @ (..., L, d) -> (..., L, d)
     if H is None:
         return out  # (B, L, d_v)
@@ -247,11 +281,12 @@ def same(got: Tensor, expected: Tensor, atol: float = TOLERANCE) -> bool:
             and bool(torch.allclose(got.double(), expected, atol=atol, rtol=0, equal_nan=True)))
 
 
-def diagnose(params: Params, spec: Spec, x: Tensor, mask: Tensor | None, got: Tensor) -> str | None:
-    """The classic bug whose output is ``got`` (to float32 round-off) with the weights
-    ``params``, or None. Fully blocked rows (a flipped mask makes some) give NaN under -inf and
-    uniform weights under -1e9: both fills are tried."""
-    for bug in spec.bugs():
+def diagnose(params: Params, spec: Spec, x: Tensor, mask: Tensor | None, got: Tensor,
+             bugs: tuple[str, ...] | None = None) -> str | None:
+    """The classic bug of ``bugs`` (default ``spec.bugs()``) whose output is ``got`` (to float32
+    round-off) with the weights ``params``, or None. Fully blocked rows (a flipped mask makes
+    some) give NaN under -inf and uniform weights under -1e9: both fills are tried."""
+    for bug in spec.bugs() if bugs is None else bugs:
         for fill in (float("-inf"), -1e9):
             if same(got, variant(x, params, mask, spec, bug, fill), ROUND_OFF):
                 return bug

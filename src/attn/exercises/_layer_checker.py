@@ -4,8 +4,10 @@ The checker builds the learner's class, finds its projections by name, writes kn
 weights into them, runs it on random inputs (no mask, a causal mask, a padding mask) and
 compares with the package's layer holding the same weights. When the two disagree, it runs
 the same weights through each classic bug (``attn.exercises._layer_bugs``) and names the one
-that gives the learner's numbers; a ``Hints`` gives the symptom first, and the place to look on
-a second try with the same mistake.
+that gives the learner's numbers (a layer that raises is run once more on as many tokens as a
+head's query has numbers, where a product Q @ K runs), or says that its weights are right and
+its weighted sum is not; a ``Hints`` gives the symptom first, and the place to look on a second
+try with the same mistake.
 
 Accepted as correct: the chapter's, the article's and Raschka's names (``W_q``,
 ``q_linear``, ``W_query`` and their siblings), a fused ``qkv`` projection (q, k, v side by
@@ -43,6 +45,12 @@ RANDOM_IN_EVAL = (
     mark("Your layer gives a different output each time it is called on the same input in eval "
          "mode: something random runs even when the layer is not training."),
     mark("the dropout: does that step know whether the layer is training?"))
+
+#: Not a classic bug either: the layer returns the right weights, and an output that is not them times V.
+RIGHT_WEIGHTS_WRONG_SUM = (
+    mark("Your weights are right (they are the reference's), but your output is not those weights "
+         "times the values: the step after the softmax goes wrong."),
+    mark("the weighted sum: each output row adds up the rows of V, each times its weight"))
 
 ERROR_HINTS = (  # (words in the error message, what they usually mean)
     (("view size is not compatible",), mark("After a transpose the tensor is no longer contiguous in "
@@ -258,6 +266,11 @@ def _check_layer(cls: object, spec: Spec, masks: bool, hints: Hints) -> Feedback
         shown = tr(case)  # the case's name, as the learner reads it
         result = run(learner, x, mask)
         if isinstance(result, str):
+            bug = _square_bug(learner, spec)
+            if bug is not None:
+                symptom, where = BUGS[bug]
+                return hints.wrong(bug, tr("With {case}: {symptom}", case=shown,
+                                           symptom=sentence_inside(tr(symptom))), where=tr(where))
             return Feedback(False, tr("With {case}: {problem}", case=shown, problem=result))
         out, weights = result
         if tuple(out.shape) != spec.output_shape():
@@ -281,6 +294,11 @@ def _check_layer(cls: object, spec: Spec, masks: bool, hints: Hints) -> Feedback
                 return hints.wrong(bug, tr("With {case}: {symptom}", case=shown,
                                            symptom=sentence_inside(tr(symptom))),
                                    where=tr(where))
+            if (weights is not None and tuple(weights.shape) == spec.weights_shape()
+                    and same(weights, expected_weights, ROUND_OFF)):
+                return hints.wrong("weighted sum", tr("With {case}: {symptom}", case=shown,
+                                                      symptom=sentence_inside(tr(RIGHT_WEIGHTS_WRONG_SUM[0]))),
+                                   where=tr(RIGHT_WEIGHTS_WRONG_SUM[1]))
             nan = [tr("It contains NaN.")] if bool(out.isnan().any()) else []
             if mask is None:
                 return hints.wrong(
@@ -312,6 +330,16 @@ def _check_layer(cls: object, spec: Spec, masks: bool, hints: Hints) -> Feedback
                               "not the attention weights (after the softmax).", case=shown),
                 where=tr("which tensor forward returns beside the output"))
     return Feedback(True, _verdict(type(module).__name__, learner, returns_weights, exact, masks))
+
+
+def _square_bug(learner: Learner, spec: Spec) -> str | None:
+    """For a layer that raised: the classic bug that runs only where L = d_k (``Spec.square_bugs``)
+    and gives what the layer gives on such an input, or None."""
+    x = spec.square_input()  # (B, d_k, E)
+    result = run(learner, x, None)
+    if isinstance(result, str):
+        return None
+    return diagnose(learner.params, spec, x, None, result[0], spec.square_bugs())
 
 
 def _verdict(name: str, learner: Learner, returns_weights: bool, exact: bool, masks: bool) -> str:

@@ -1,7 +1,8 @@
 """Exercise 1 of notebook 12: LayerNorm written out, and its classic slips.
 
 ``check_layer_norm(fn)`` runs the learner's ``fn(x, gain, bias, eps)`` on seeded float64
-tokens and compares it with ``F.layer_norm``; each slip of ``LAYER_NORM_BUGS`` is recognised by
+tokens, with every library norm switched off (``norms_switched_off``: the exercise writes
+LayerNorm out), and compares it with ``F.layer_norm``; each slip of ``LAYER_NORM_BUGS`` is recognised by
 computing what it gives (``layer_norm_variant``), and gets its symptom, then on the next try
 with it where to look too (``LAYER_NORM_HINTS``).
 
@@ -18,7 +19,7 @@ from torch import Tensor
 
 from ..language import mark, tr
 from . import _layer_bugs, _layer_checker
-from ._base import Feedback, Hints, as_function, checker, sentence_start, sentences
+from ._base import Feedback, Hints, NormCalled, as_function, checker, norms_switched_off, sentence_start, sentences
 from ._block_bugs import BUGS, SEED
 
 #: Each classic slip of a hand-written LayerNorm: (symptom, where to look). The three that the
@@ -102,7 +103,9 @@ def check_layer_norm(fn: Any) -> Feedback:
     the square root.
 
     Run on seeded float64 tokens (each with its own mean and scale), with a large eps = 0.5 and
-    with eps = 1e-5, and compared with ``F.layer_norm``; each slip of ``LAYER_NORM_BUGS`` is
+    with eps = 1e-5, with every library norm switched off (``F.layer_norm``, ``nn.LayerNorm``,
+    and ``F.group_norm``, ``F.instance_norm`` and ``F.batch_norm``, which make one when called on
+    the right dims), and compared with ``F.layer_norm``; each slip of ``LAYER_NORM_BUGS`` is
     recognised by computing what it gives, and gets its symptom, then on the next try with it
     where to look too (``LAYER_NORM_HINTS``); never the code. The inputs must come back unchanged.
     """
@@ -110,7 +113,14 @@ def check_layer_norm(fn: Any) -> Feedback:
     for x, gain, bias, eps in _ln_inputs():
         kept = [t.clone() for t in (x, gain, bias)]
         try:
-            got = fn(x, gain, bias, eps)
+            with norms_switched_off(tr("the exercise writes LayerNorm out: no library norm")):
+                got = fn(x, gain, bias, eps)
+        except NormCalled:
+            return Feedback(False, tr("Your function calls a library norm (F.layer_norm or nn.LayerNorm, or "
+                                      "F.group_norm, F.instance_norm or F.batch_norm, which give a LayerNorm "
+                                      "when called on the right dims): the checker switches them off. Write "
+                                      "the steps out: the mean, the variance, the division, the gain and "
+                                      "the bias."))
         except NotImplementedError:
             return Feedback(False, tr("Not implemented yet: replace the `raise NotImplementedError` line."))
         except Exception as err:  # the learner's code: any error becomes a hint

@@ -4,10 +4,13 @@
    real ``attn.MultiHeadAttention`` layers of several sizes, every head.
 2. ``check_param_count``: the parameters of the article's layer (biases) at several numbers of
    heads, counted by the learner from the layers' own tensors.
-3. ``check_layer_macs``: a learner's ``layer_macs(n, d_model, num_heads)``, compared with the
-   multiply-adds ``attn.lessons.cost.counts.count_ops`` counts on real layers.
+3. ``check_layer_macs``: a learner's ``layer_macs(n, d_model, num_heads, d_k)`` for a layer whose
+   heads have a size of their own (h d_k need not be d_model, so the summary's formula does not
+   answer it), compared with the multiply-adds ``attn.lessons.cost.counts.count_ops`` counts
+   when such layers run.
 4. ``check_softmax_entries``: the scores the softmax normalises per sequence, with h heads and
-   with one, read by the learner from the weights two real layers return.
+   with one, read by the learner from the weights two real layers return when their queries
+   and keys come from sequences of different lengths (the prose's h n^2 does not answer it).
 
 Each returns a ``Feedback`` (right/wrong and a hint). Expected values come from real layers or
 ``attn.lessons.cost.counts`` and are never shown.
@@ -17,8 +20,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
+import torch.nn.functional as F
 
-from ..lessons.cost.counts import count_ops, count_parameters, multi_head_cost
+from ..functional import scaled_dot_product_attention
+from ..lessons.cost.counts import attention_cost, count_ops, count_parameters
 from ..modules import MultiHeadAttention
 from ..language import mark, tr
 from ._base import Feedback, Hints, Refused, as_function, as_whole_number, checker
@@ -40,12 +45,16 @@ __all__ = [
 HEAD_QUERY_SIZES: tuple[tuple[int, int], ...] = ((8, 2), (12, 3), (16, 4), (6, 1))
 #: Exercise 2: the article's layer (biases in all four projections) at d_model with each of ``heads``.
 PARAMS_QUESTION = {"d_model": 96, "heads": (1, 2, 6), "bias": True}
-#: (n, d_model, num_heads) at which ``check_layer_macs`` compares with real layers.
-MACS_SIZES: tuple[tuple[int, int, int], ...] = ((10, 512, 8), (1, 8, 2), (7, 12, 3), (64, 16, 4),
-                                                (100, 64, 1), (3, 24, 6))
-#: Exercise 4: a batch of ``batch`` sequences of n tokens through a layer of num_heads heads and
-#: through one of a single full-size head; the scores the softmax normalises per sequence.
-SOFTMAX_QUESTION = {"batch": 2, "n": 10, "d_model": 512, "num_heads": 8}
+#: (n, d_model, num_heads, d_k) at which ``check_layer_macs`` compares with layers that run: heads
+#: of d_k = d_v numbers each, h d_k equal to d_model only at the first size, above or below it at
+#: the others (Gemma 7B has d_model = 3072 and 16 heads of 256: h d_k = 4096).
+MACS_SIZES: tuple[tuple[int, int, int, int], ...] = ((10, 512, 8, 64), (1, 8, 2, 8), (7, 12, 3, 2),
+                                                     (64, 16, 4, 8), (100, 64, 1, 16), (3, 24, 6, 6),
+                                                     (5, 48, 4, 16))
+#: Exercise 4: a batch of ``batch`` pairs of sequences, ``queries`` tokens attending to ``keys``
+#: tokens, through a layer of num_heads heads and through one of a single full-size head; the
+#: scores the softmax normalises per sequence (L x S per head: not the prose's n x n).
+SOFTMAX_QUESTION = {"batch": 2, "queries": 5, "keys": 9, "d_model": 96, "num_heads": 6}
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -179,49 +188,67 @@ def check_param_count(answer: Any) -> Feedback:
                              "vectors; splitting into heads reshapes the projections, it does not add any."))
 
 
-def _counted_macs(n: int, d_model: int, h: int) -> int:
-    """Multiply-adds of a real ``MultiHeadAttention(d_model, h)`` on one sequence of n tokens."""
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        layer = MultiHeadAttention(d_model, h)
-    x = torch.zeros(1, n, d_model)  # (B, n, d_model): the count depends on shapes only
-    return count_ops(lambda: layer(x)).macs
+def _counted_macs(n: int, d_model: int, h: int, d_k: int) -> int:
+    """Multiply-adds of a layer of h heads of d_k = d_v numbers each, run once on one sequence of
+    n tokens and counted: W^Q, W^K, W^V (d_model, h d_k), attention per head, W^O (h d_k, d_model)."""
+    x = torch.zeros(1, n, d_model)  # (B, n, E): the count depends on the shapes only
+    W_q, W_k, W_v = (torch.zeros(h * d_k, d_model) for _ in range(3))  # (out, in), as nn.Linear keeps them
+    W_o = torch.zeros(d_model, h * d_k)
+
+    def forward() -> torch.Tensor:
+        q, k, v = (F.linear(x, W).view(1, n, h, d_k).transpose(1, 2)  # (1, n, h d_k) -> (1, h, n, d_k)
+                   for W in (W_q, W_k, W_v))
+        heads, _ = scaled_dot_product_attention(q, k, v)  # (1, h, n, d_k)
+        return F.linear(heads.transpose(1, 2).reshape(1, n, h * d_k), W_o)  # (1, h, n, d_k) -> (1, n, E)
+
+    return count_ops(forward).macs
 
 
 @checker
 def check_layer_macs(answer: Any) -> Feedback:
-    """Exercise 3: ``answer(n, d_model, num_heads)`` = multiply-adds of
-    ``attn.MultiHeadAttention(d_model, num_heads)`` on one sequence of n tokens.
+    """Exercise 3: ``answer(n, d_model, num_heads, d_k)`` = multiply-adds, on one sequence of n
+    tokens, of a layer whose num_heads heads have d_k = d_v numbers each: W^Q, W^K, W^V of shape
+    (d_model, h d_k), W^O of shape (h d_k, d_model).
 
-    Compared at every size of ``MACS_SIZES`` with what ``attn.lessons.cost.counts.count_ops`` counts
-    when the real layer runs; the classic slips are recognised by their formulas.
+    Compared at every size of ``MACS_SIZES`` with what ``attn.lessons.cost.counts.count_ops``
+    counts when such a layer runs; the summary's formula (d_k = d_model / h) and the classic slips
+    are recognised by their formulas.
     """
-    layer_macs = as_function(answer, "layer_macs(n, d_model, num_heads)")
-    for n, E, h in MACS_SIZES:
-        got = as_whole_number(f"layer_macs({n}, {E}, {h})", _call(layer_macs, n, E, h))
-        right = _counted_macs(n, E, h)
+    layer_macs = as_function(answer, "layer_macs(n, d_model, num_heads, d_k)")
+    for n, E, h, d in MACS_SIZES:
+        got = as_whole_number(f"layer_macs({n}, {E}, {h}, {d})", _call(layer_macs, n, E, h, d))
+        right = _counted_macs(n, E, h, d)
         if got == right:
             continue
+        P = h * d  # the columns of W^Q: every head's d_k side by side
         slips = [
-            (3 * n * E * E + 2 * n * n * E, mark("The output projection W^O is a matrix product too: "
-                                                 "Concat(heads) W^O.")),
-            (4 * n * E * E + n * n * E, mark("Q K^T is one product; the weights times V is another, as large.")),
-            (h * 4 * n * E * E + 2 * n * n * E, mark("The projections run once for all heads (one d_model x "
-                                                     "d_model matrix each), not once per head.")),
-            (4 * n * E * E + h * 2 * n * n * E, mark("Each head's Q K^T and weights V use d_k = d_model / h, not "
-                                                     "d_model: h heads cost what one full-size head costs.")),
-            (4 * n * E * E, mark("Q K^T and weights V count too: they are the part that grows with n^2.")),
+            (4 * n * E * E + 2 * n * n * E, mark("That is the summary's count, for heads of d_model / h numbers. Here "
+                                                 "the heads have d_k numbers each: W^Q maps d_model numbers to h d_k, "
+                                                 "and each head's products run over its own d_k.")),
+            (4 * n * E * E + 2 * h * n * n * d, mark("Your projections map d_model numbers to d_model: here W^Q, W^K "
+                                                     "and W^V are (d_model, h d_k), and W^O is (h d_k, d_model).")),
+            (3 * n * E * P + 2 * h * n * n * d, mark("The output projection W^O is a matrix product too: "
+                                                     "Concat(heads) W^O.")),
+            (4 * n * E * P + h * n * n * d, mark("Q K^T is one product; the weights times V is another, as large.")),
+            (h * 4 * n * E * P + 2 * h * n * n * d, mark("The projections run once for all heads (one matrix each, "
+                                                         "every head's columns side by side), not once per head.")),
+            (4 * n * E * P + 2 * h * n * n * E, mark("Each head's Q K^T and weights V run over its own d_k "
+                                                     "numbers, not over d_model.")),
+            (4 * n * E * P + 2 * n * n * d, mark("Q K^T and weights V run once per head: h times.")),
+            (4 * n * E * P, mark("Q K^T and weights V count too: they are the part that grows with n^2.")),
         ]
         for wrong, hint in slips:
             if got == wrong:
-                return Feedback(False, tr("At n = {n}, d_model = {E}, h = {h}: {hint}",
-                                          n=n, E=E, h=h, hint=tr(hint)))
-        return Feedback(False, tr("At n = {n}, d_model = {E}, h = {h} your count differs from the layer's. "
-                                  "Add the four parts of the table of section 6: X W^Q, X W^K, X W^V; "
-                                  "Q K^T; weights V; Concat(heads) W^O. An (m, k) @ (k, p) product is m k p.",
-                                  n=n, E=E, h=h))
-    return Feedback(True, tr("At every size, the count of the real layer: 4 n d_model^2 for the four "
-                             "projections and 2 n^2 d_model for the two products, whatever h."))
+                return Feedback(False, tr("At n = {n}, d_model = {E}, h = {h}, d_k = {d}: {hint}",
+                                          n=n, E=E, h=h, d=d, hint=tr(hint)))
+        return Feedback(False, tr("At n = {n}, d_model = {E}, h = {h}, d_k = {d} your count differs from the "
+                                  "layer's. Add the parts: X W^Q, X W^K, X W^V; Q K^T and weights V in every "
+                                  "head; Concat(heads) W^O. An (m, k) @ (k, p) product is m k p.",
+                                  n=n, E=E, h=h, d=d))
+    return Feedback(True, tr("At every size, the count of the layer that ran: 4 n d_model h d_k for the four "
+                             "projections and 2 h n^2 d_k for the products of the heads. With h d_k = d_model "
+                             "it is the summary's count: the width h d_k of all heads together sets the cost, "
+                             "not h alone."))
 
 
 @checker
@@ -243,18 +270,22 @@ def check_softmax_entries(answer: Any) -> Feedback:
         return Feedback(False, tr("Give two numbers: (entries with h heads, entries with one head)."))
     a, b = as_whole_number(tr("the first number"), many), as_whole_number(tr("the second number"), one)
     q = SOFTMAX_QUESTION
-    B, n, h = q["batch"], q["n"], q["num_heads"]
-    want_many = multi_head_cost(n, q["d_model"], h).softmax_entries
-    want_one = multi_head_cost(n, q["d_model"], 1).softmax_entries
+    B, L, S, h = q["batch"], q["queries"], q["keys"], q["num_heads"]
+    want_many = attention_cost(L, q["d_model"], h, S=S).softmax_entries
+    want_one = attention_cost(L, q["d_model"], 1, S=S).softmax_entries
     if (a, b) == (want_many, want_one):
-        return Feedback(True, tr("Each head has its own n x n map, whatever its size d_k: h times the scores "
+        return Feedback(True, tr("Each head has its own L x S map, whatever its size d_k: h times the scores "
                                  "of one full-size head, for the same multiply-adds."))
     slips = [  # (mistake, the pair it gives, symptom, where to look)
+        ("square", (h * L * L, L * L), mark("Your counts are for maps of L x L: the keys come from the other "
+         "sequence, of S tokens."), mark("the last dim of the weights: one score per key")),
+        ("square", (h * S * S, S * S), mark("Your counts are for maps of S x S: the queries come from the "
+         "sequence of L tokens."), mark("the last two dims of the weights: one row per query")),
         ("batch", (B * want_many, B * want_one), mark("Your numbers count both sequences of the batch; the "
          "question asks per sequence."), mark("the first dim of the weights")),
-        ("rows", (h * n, n), mark("Your numbers count rows of the weights (one softmax each), not the scores "
+        ("rows", (h * L, L), mark("Your numbers count rows of the weights (one softmax each), not the scores "
          "in them."), mark("the last two dims of the weights: one score per (query, key) pair")),
-        ("rows", (B * h * n, B * n), mark("Your numbers count rows of the weights (one softmax each), and for "
+        ("rows", (B * h * L, B * L), mark("Your numbers count rows of the weights (one softmax each), and for "
          "the whole batch."), mark("the last two dims of the weights, and the first")),
         ("swapped", (want_one, want_many), mark("Your pair is the other way round."),
          mark("which layer returns more maps")),
@@ -267,4 +298,4 @@ def check_softmax_entries(answer: Any) -> Feedback:
                                        "but the number of score maps is not."),
                            where=tr("the head dim of each layer's weights"))
     return hints.wrong("other", tr("Not the scores the softmax normalises per sequence."),
-                       where=tr("the shape of the weights each layer returns, (B, H, n, n)"))
+                       where=tr("the shape of the weights each layer returns, (B, H, L, S)"))

@@ -26,8 +26,8 @@ from torch import Tensor
 
 from . import _layer_bugs, _layer_checker
 from ..language import tr
-from ._article_layer import (GUARD_SIZES, HEAD_SPLIT_GUARD_HINTS, SILENT_CASE, ArticleAsPrinted,
-                             check_head_split_guard, check_silent_case)
+from ._article_layer import (GUARD_SIZES, HEAD_SPLIT_GUARD_HINTS, PREDICTION_CASE, SILENT_CASE,
+                             ArticleAsPrinted, check_head_split_guard, check_silent_case)
 from ._base import Feedback, Hints, Refused, as_function, checker
 from ._torch_attention import (MASK_LENGTH, MHA_CAUSAL_MASK_HINTS, OUTCOMES, SHAPES_SETUP,
                                check_fully_masked_row, check_mha_causal_mask, check_weight_shapes)
@@ -37,6 +37,7 @@ __all__ = [
     "MULTI_HEAD_ARGS",
     "SPLIT_SETUP",
     "SILENT_CASE",
+    "PREDICTION_CASE",
     "MASK_LENGTH",
     "SHAPES_SETUP",
     "OUTCOMES",

@@ -251,7 +251,7 @@ def test_split_merge_names_the_function_that_is_not_one():
 
 def test_a_function_that_raises_is_refused_with_its_error():
     """The learner's exception becomes the reply (nb04's ``_call``), and the check stops there."""
-    def layer_macs(n, d_model, num_heads):
+    def layer_macs(n, d_model, num_heads, d_k):
         raise ZeroDivisionError("division by zero")
 
     fb = nb04.check_layer_macs(layer_macs)

@@ -84,25 +84,34 @@ def test_exercise_inputs_are_fresh_and_fixed():
 
 def test_score_variance(language):
     g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(20000, 256, generator=g), torch.randn(20000, 256, generator=g)
+    d = nb02.VARIANCE_SETUP["d_k"]
+    q, k = (2 * torch.rand(20000, d, generator=g, dtype=torch.float64) - 1 for _ in range(2))  # uniform on [-1, 1]
     s = (q * k).sum(-1)
     check = nb02.check_score_variance
-    assert reply(check, (s.var().item(), (s / 16).var().item()))
-    assert says(reply(check, (s.std().item(), 1.0)), "looks like a standard deviation")
-    assert says(reply(check, (s.var().item(), (s / 256).var().item())), "divide each score by sqrt(d_k)")
-    assert says(reply(check, (100.0, 1.0)), "The unscaled variance is off")
+    assert reply(check, (s.var().item(), (s / math.sqrt(d)).var().item()))  # measured
+    assert reply(check, (d / 9, 1 / 9))  # worked out
+    assert says(reply(check, (d, 1.0)), "section 5's result")  # N(0, 1)'s (d_k, 1)
+    assert says(reply(check, (d * 7 / 144, 7 / 144)), "[0, 1]")  # torch.rand alone
+    assert says(reply(check, (d / 3, 1 / 3)), "variance of one times")
+    assert says(reply(check, (s.std().item(), 1 / 9)), "looks like a standard deviation")
+    assert says(reply(check, (s.var().item(), (s / d).var().item())), "divide each score by sqrt(d_k)")
 
 
 def test_half_gradient_d_k(language):
-    first = next(d for d in D_K_GRID
-                 if scaling_stats(d).grad_norm_raw < 0.5 * scaling_stats(d).grad_norm_scaled)
-    i = D_K_GRID.index(first)
+    def first(n_keys):
+        return next(d for d in D_K_GRID if scaling_stats(d, n_keys=n_keys).grad_norm_raw
+                    < 0.5 * scaling_stats(d, n_keys=n_keys).grad_norm_scaled)
+
+    answer, table = first(nb02.HALVING_KEYS), first(16)
+    assert table < answer  # the table's answer (16 keys, printed in 02) is not the exercise's
+    i = D_K_GRID.index(answer)
     check = nb02.check_half_gradient_d_k
-    assert reply(check, first)
-    assert says(reply(check, D_K_GRID[i - 1]), "go further up the grid")
+    assert reply(check, answer)
+    assert says(reply(check, table), "That is where it halves with {table} keys per query", table=16)
+    assert says(reply(check, D_K_GRID[i - 2]), "go further up the grid")
     assert says(reply(check, D_K_GRID[i + 1]), "find the first one")
     assert says(reply(check, 100), "should be one of D_K_GRID")
-    assert reply(check, float(first))
+    assert reply(check, float(answer))
     assert says(reply(check, 2.0), "go further up the grid")  # 2.0 is d_k = 2, in the grid
     assert says(reply(check, [64]), "should be one whole number")
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attn import MultiHeadAttention
-from attn.lessons.cost.counts import multi_head_cost
+from attn.lessons.cost.counts import attention_cost
 from attn.exercises import nb04
 
 from _replies import no_leak, reply, says
@@ -44,7 +44,7 @@ def test_head_queries_wrong(answer, hint, language):
 
 
 @pytest.mark.parametrize("check, answer", [
-    (nb04.check_head_queries, lambda w, x, i, h: 1 / 0), (nb04.check_layer_macs, lambda n, E, h: [1 / 0]),
+    (nb04.check_head_queries, lambda w, x, i, h: 1 / 0), (nb04.check_layer_macs, lambda n, E, h, d: [1 / 0]),
 ], ids=["head_queries", "layer_macs"])
 def test_an_error_in_the_learners_function_is_named(check, answer, language):
     fb = reply(check, answer)
@@ -57,41 +57,47 @@ def test_head_queries_hard_coded_for_two_heads_fails():
     assert not fb.correct
 
 
-def _layer_macs(n, d_model, num_heads):
-    return 4 * n * d_model ** 2 + 2 * n ** 2 * d_model
+def _layer_macs(n, d_model, num_heads, d_k):
+    return 4 * n * d_model * num_heads * d_k + 2 * num_heads * n ** 2 * d_k
 
 
 def test_layer_macs_right(language):
     assert reply(nb04.check_layer_macs, _layer_macs).correct
-    assert reply(nb04.check_layer_macs, lambda n, E, h: float(_layer_macs(n, E, h))).correct
+    assert reply(nb04.check_layer_macs, lambda n, E, h, d: float(_layer_macs(n, E, h, d))).correct
 
 
 def test_layer_macs_compares_with_the_real_layer():
-    """The expected counts come from running layers, and they agree with the formula."""
-    for n, E, h in nb04.MACS_SIZES:
-        assert nb04._counted_macs(n, E, h) == _layer_macs(n, E, h) == multi_head_cost(n, E, h).macs
+    """The expected counts come from running layers, and they agree with the formula; at most
+    sizes the heads' width h d_k is not d_model, so the summary's count cannot pass."""
+    for n, E, h, d in nb04.MACS_SIZES:
+        assert nb04._counted_macs(n, E, h, d) == _layer_macs(n, E, h, d) == attention_cost(n, E, h, d_k=d, d_v=d).macs
+    assert sum(h * d != E for _, E, h, d in nb04.MACS_SIZES) >= len(nb04.MACS_SIZES) - 1
 
 
 @pytest.mark.parametrize("answer, hint", [
     (None, "Replace None"),
     (42, "should be a function"),
-    (lambda n, E, h: 3 * n * E * E + 2 * n * n * E, "W^O"),
-    (lambda n, E, h: 4 * n * E * E + n * n * E, "weights times V"),
-    (lambda n, E, h: h * 4 * n * E * E + 2 * n * n * E, "once for all heads"),
-    (lambda n, E, h: 4 * n * E * E + h * 2 * n * n * E, "d_k = d_model / h"),
-    (lambda n, E, h: 4 * n * E * E, "grows with n^2"),
-    (lambda n, E, h: _layer_macs(n, E, h) + 1, "differs from the layer's"),
-    (lambda n, E, h: 2.5, "whole"),
-    (lambda n, E, h: [1 / 0], "raised {error}"),
+    (lambda n, E, h, d: 4 * n * E * E + 2 * n * n * E, "summary's count"),
+    (lambda n, E, h, d: 4 * n * E * E + 2 * h * n * n * d, "map d_model numbers to d_model"),
+    (lambda n, E, h, d: 3 * n * E * h * d + 2 * h * n * n * d, "W^O"),
+    (lambda n, E, h, d: 4 * n * E * h * d + h * n * n * d, "weights times V"),
+    (lambda n, E, h, d: h * 4 * n * E * h * d + 2 * h * n * n * d, "once for all heads"),
+    (lambda n, E, h, d: 4 * n * E * h * d + 2 * h * n * n * E, "own d_k"),
+    (lambda n, E, h, d: 4 * n * E * h * d + 2 * n * n * d, "once per head"),
+    (lambda n, E, h, d: 4 * n * E * h * d, "grows with n^2"),
+    (lambda n, E, h, d: _layer_macs(n, E, h, d) + 1, "differs from the layer's"),
+    (lambda n, E, h, d: 2.5, "whole"),
+    (lambda n, E, h, d: [1 / 0], "raised {error}"),
+    (lambda n, E, h: 4 * n * E * E + 2 * n * n * E, "raised {error}"),  # the old three arguments
 ])
 def test_layer_macs_wrong(answer, hint, language):
     fb = reply(nb04.check_layer_macs, answer)
     assert not fb.correct and says(fb, hint), fb
-    no_leak(fb, *(_layer_macs(n, E, h) for n, E, h in nb04.MACS_SIZES))
+    no_leak(fb, *(_layer_macs(n, E, h, d) for n, E, h, d in nb04.MACS_SIZES))
 
 
 def test_layer_macs_right_at_one_size_only_fails():
-    fb = nb04.check_layer_macs(lambda n, E, h: _layer_macs(10, 512, 8))
+    fb = nb04.check_layer_macs(lambda n, E, h, d: _layer_macs(10, 512, 8, 64))
     assert not fb.correct
 
 
@@ -157,13 +163,15 @@ def test_param_count_input_errors(language):
 
 
 def _softmax_answer(count):
-    """A learner's answer to exercise 4: count(weights) for the two layers of the question."""
+    """A learner's answer to exercise 4: count(weights) for the two layers of the question, whose
+    queries (L tokens) and keys (S tokens) come from different sequences."""
     q = nb04.SOFTMAX_QUESTION
     torch.manual_seed(0)
-    x = torch.randn(q["batch"], q["n"], q["d_model"])  # (B, n, d_model)
+    x_q = torch.randn(q["batch"], q["queries"], q["d_model"])  # (B, L, d_model)
+    x_kv = torch.randn(q["batch"], q["keys"], q["d_model"])  # (B, S, d_model)
     many = MultiHeadAttention(q["d_model"], q["num_heads"])
     one = MultiHeadAttention(q["d_model"], 1)
-    return count(many(x)[1]), count(one(x)[1])  # weights (B, H, n, n)
+    return count(many(x_q, x_kv)[1]), count(one(x_q, x_kv)[1])  # weights (B, H, L, S)
 
 
 SOFTMAX_SLIPS = [
@@ -171,7 +179,9 @@ SOFTMAX_SLIPS = [
     (lambda w: w[0].shape[0] * w.shape[2], "count rows", "one score per (query, key) pair"),
     (lambda w: w.numel() // w.shape[-1], "and for the whole batch", "and the first"),
     (lambda w: w[0, 0].numel(), "counts are equal", "head dim"),
-    (lambda w: w[0].numel() + 1, "Not the scores", "(B, H, n, n)"),
+    (lambda w: w[0].shape[0] * w.shape[2] ** 2, "maps of L x L", "one score per key"),
+    (lambda w: w[0].shape[0] * w.shape[3] ** 2, "maps of S x S", "one row per query"),
+    (lambda w: w[0].numel() + 1, "Not the scores", "(B, H, L, S)"),
 ]
 
 
@@ -179,7 +189,8 @@ def test_softmax_entries_right(language):
     nb04.SOFTMAX_ENTRIES_HINTS.reset()
     many, one = _softmax_answer(lambda w: w[0].numel())
     q = nb04.SOFTMAX_QUESTION
-    assert (many, one) == (q["num_heads"] * q["n"] ** 2, q["n"] ** 2)
+    assert (many, one) == (q["num_heads"] * q["queries"] * q["keys"], q["queries"] * q["keys"])
+    assert q["queries"] != q["keys"]  # the prose's h n^2 cannot answer it
     assert reply(nb04.check_softmax_entries, (many, one)).correct
     assert reply(nb04.check_softmax_entries, [torch.tensor(many), one]).correct
 
@@ -194,7 +205,7 @@ def test_softmax_entries_names_each_slip_then_where_to_look(count, symptom, wher
     assert not second.correct and second.message.startswith(first.message), second
     assert says(second, "Where to look") and says(second, where), second
     q = nb04.SOFTMAX_QUESTION
-    no_leak(second, q["num_heads"] * q["n"] ** 2, q["n"] ** 2)
+    no_leak(second, q["num_heads"] * q["queries"] * q["keys"], q["queries"] * q["keys"])
 
 
 def test_softmax_entries_swapped_and_input_errors(language):

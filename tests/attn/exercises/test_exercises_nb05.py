@@ -15,6 +15,7 @@ from torch import nn
 
 import attn
 from attn.exercises import Feedback, _layer_bugs, _layer_checker, nb05
+from _learner_classes import MaskOverHeadsMHA, WeightsTransposedHead, WeightsTransposedMHA
 from attn.language import get_language, tr
 
 from _replies import CHINESE, TORCH_ERRORS, reply, says
@@ -609,6 +610,7 @@ HEAD_BUGS = [
     ("scaled up", ScaledUpHead),
     ("scaled after the softmax", ScaledAfterHead),
     ("keys times queries", KeysTimesQueriesHead),
+    ("weights transposed before the values", WeightsTransposedHead),
 ]
 
 MHA_BUGS = [
@@ -633,6 +635,8 @@ MHA_BUGS = [
     ("keys times queries", KeysTimesQueriesMHA),
     ("values split without a transpose", ValuesSplitWronglyMHA),
     ("mask along the wrong axis", mha_with(blocked=lambda self, mask: mask.mT == 0)),
+    ("mask over the heads", MaskOverHeadsMHA),
+    ("weights transposed before the values", WeightsTransposedMHA),
 ]
 
 # A phrase that names each bug in its hint.
@@ -657,6 +661,9 @@ NAMES = {
     "keys times queries": "transpose of the right ones",
     "values split without a transpose": "values are split with a single view",
     "mask along the wrong axis": "lined up with the scores' rows",
+    "mask over the heads": "meets the scores' heads dimension",
+    "keys not transposed": "by K itself, not by its transpose",
+    "weights transposed before the values": "multiplies their transpose by the values",
 }
 
 
@@ -673,7 +680,7 @@ def test_every_bug_has_a_name_and_a_buggy_class():
     assert set(NAMES) == set(_layer_bugs.BUGS)
     assert {b for b, _ in MHA_BUGS} == set(nb05._MULTI.bugs())
     assert {b for b, _ in HEAD_BUGS} == set(nb05._SELF.bugs())
-    assert set(nb05._MULTI.bugs()) | set(nb05._SELF.bugs()) == set(_layer_bugs.BUGS)
+    assert set(nb05._MULTI.bugs()) | set(nb05._SELF.bugs()) | set(nb05._MULTI.square_bugs()) == set(_layer_bugs.BUGS)
     assert "scaled by sqrt(d_v)" not in nb05._MULTI.bugs()  # d_v = d_k there: it cannot show
 
 
@@ -1098,20 +1105,31 @@ def test_the_articles_layer_runs_silently_on_12_and_5():
 
 
 def test_silent_case_prediction(language):
-    right = {"head_dim": 2, "weights": (2, 5, 6, 6), "output": torch.Size([2, 5, 12])}
+    """Predicted for nb05.PREDICTION_CASE (d_model = 14, 4 heads, 6 tokens), which no cell of 05
+    runs; the shapes the notebook prints for SILENT_CASE are named as such."""
+    right = {"head_dim": 3, "weights": (2, 4, 7, 7), "output": torch.Size([2, 6, 14])}
     assert reply(nb05.check_silent_case, right).correct
     for wrong, words in [
-        ({**right, "head_dim": 3}, "rounds down"),
-        ({**right, "weights": (2, 5, 5, 5)}, "the -1"),
-        ({**right, "weights": (2, 6, 5, 5)}, "(batch, heads, L', L')"),
-        ({**right, "output": (2, 6, 12)}, "has a -1 too"),
+        ({"head_dim": 2, "weights": (2, 5, 6, 6), "output": (2, 5, 12)}, "the notebook printed"),
+        ({**right, "head_dim": 4}, "rounds down"),
+        ({**right, "weights": (2, 4, 6, 6)}, "the -1"),
+        ({**right, "weights": (2, 7, 4, 4)}, "(batch, heads, L', L')"),
+        ({**right, "output": (2, 7, 14)}, "has a -1 too"),
         ({**right, "output": "error"}, "raises nothing"),
         ({**right, "head_dim": 2.4}, "should be an int"),
         (None, "Set `answer`"),
     ]:
         fb = reply(nb05.check_silent_case, wrong)
         assert not fb.correct and says(fb, words), (wrong, fb.message)
-        assert "(2, 5, 6, 6)" not in fb.message
+        assert "(2, 4, 7, 7)" not in fb.message
+
+
+def test_the_prediction_case_runs_silently_and_is_not_the_printed_one():
+    p, s = nb05.PREDICTION_CASE, nb05.SILENT_CASE
+    assert (p["d_model"], p["num_heads"]) != (s["d_model"], s["num_heads"])
+    layer = nb05.ArticleAsPrinted(p["d_model"], p["num_heads"])
+    x = torch.randn(p["batch"], p["length"], p["d_model"])
+    assert tuple(layer(x, x, x).shape) == (2, 6, 14) and tuple(layer.attn_weights.shape) == (2, 4, 7, 7)
 
 
 class Guarded(nb05.ArticleAsPrinted):

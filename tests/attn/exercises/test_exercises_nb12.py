@@ -384,11 +384,22 @@ def layer_norm_module(x, gain, bias, eps=1e-5):
     return ln(x).detach()
 
 
-@pytest.mark.parametrize("fn", [layer_norm_right, layer_norm_torch, layer_norm_module])
+def layer_norm_var_mean(x, gain, bias, eps=1e-5):
+    var, mean = torch.var_mean(x, dim=-1, unbiased=False, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + eps) * gain + bias
+
+
+@pytest.mark.parametrize("fn", [layer_norm_right, layer_norm_var_mean])
 def test_a_right_layer_norm_passes(fn, language):
     fb = reply(nb12.check_layer_norm, fn)
     assert fb.correct, fb.message
     assert says(fb, "with a large eps ({large:g}) and with the usual one", large=0.5), fb.message
+
+
+@pytest.mark.parametrize("fn", [layer_norm_torch, layer_norm_module])
+def test_a_library_layer_norm_is_switched_off(fn, language):
+    fb = reply(nb12.check_layer_norm, fn)
+    assert not fb.correct and says(fb, "Your function calls a library norm"), fb.message
 
 
 def _slip(bug):
@@ -408,8 +419,9 @@ LAYER_NORM_SLIPS = {
     "no eps": (lambda x, g, b, eps=1e-5: (x - x.mean(-1, keepdim=True)) / x.std(-1, unbiased=False, keepdim=True) * g + b,
                "leaves eps out"),
     "rmsnorm": (lambda x, g, b, eps=1e-5: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g + b, "RMSNorm"),
-    "no affine": (lambda x, g, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], eps=eps), "without the gain and the bias"),
-    "swapped": (lambda x, g, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], b, g, eps), "swapped"),
+    "no affine": (lambda x, g, b, eps=1e-5: layer_norm_right(x, torch.ones_like(g), torch.zeros_like(b), eps),
+                  "without the gain and the bias"),
+    "swapped": (lambda x, g, b, eps=1e-5: layer_norm_right(x, b, g, eps), "swapped"),
 }
 
 
