@@ -257,11 +257,7 @@ ENGLISH_PENDING: dict[tuple[str, str], str] = {
        "print them as code (weights =) or in Chinese" for w in ("output", "scaled", "weights")},
     **{("04_multi_head.ipynb", w): "04 [15] prints trace_multi_head's steps untranslated: "
        "print(ljust(tr(name), 20), ...)" for w in ("split", "into", "per", "outputs")},
-    ("04_multi_head.ipynb", "concat"): "04 [15] as above; [29] printed with the old catalogue: re-execute 04",
-    **{("05_pytorch_implementation.ipynb", w): "printed with the old catalogue (torch.bmm, .view, .reshape, 布尔): "
-       "re-execute 05" for w in ("bmm", "view", "reshape", "bool")},
-    ("solutions/12_transformer_block_solutions.ipynb", "eval"): "printed with the old catalogue (评估模式): "
-                                                                "re-execute 12's solutions",
+    ("04_multi_head.ipynb", "concat"): "04 [15] as above",
 }
 
 
@@ -362,10 +358,7 @@ def test_a_table_padded_by_characters_is_found():
 TABLES_PENDING: dict[tuple[str, int], str] = {
     ("02_qkv.ipynb", 23): "{cost.name:<19} pads the scoring functions' Chinese names by characters: "
                           "ljust(cost.name, 19)",
-    ("04_multi_head.ipynb", 20): "the header's | stood apart from the rows' (catalogue fixed): re-execute 04",
     ("04_multi_head.ipynb", 23): "{name:<16} pads the Chinese step names by characters: ljust(name, 16)",
-    ("12_transformer_block.ipynb", 10): "the header, padded by eye (catalogue fixed): re-execute 12",
-    ("12_transformer_block.ipynb", 21): "the header, padded by eye (catalogue fixed): re-execute 12",
 }
 
 
