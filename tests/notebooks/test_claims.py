@@ -98,8 +98,8 @@ CLAIMS: dict[str, list[str]] = {
     "12_transformer_block.ipynb": [
         "nn.TransformerEncoderLayer with the same weights (float64; post-LN and pre-LN, ReLU and GELU; no mask, "
         "causal, padding): largest difference < 1e-12: True",
-        "norm_first                False                        True",
-        "dropout                   0.1                          0.0",
+        "norm_first=               False                        True",
+        "dropout=                  0.1                          0.0",
         "each block: d_model = 32, 4 heads, d_ff = 128, float64; fed 4 sequences of 16 random tokens",
         "    48 |        1.85       0.004",
         "with residuals, at least 1 at every depth: True",

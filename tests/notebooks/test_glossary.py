@@ -29,32 +29,7 @@ NOT_WRITTEN = {"en": "not written", "zh": "不写作"}
 #: outputs go when their notebook is re-executed with this catalogue; the prose when its cells are
 #: edited (the list of old -> new text is in the merge's report). The test fails when an entry is
 #: no longer found, so that the set only shrinks.
-_FRONT = "the front matter: 学完本课，你将能够, 先修知识, 预计用时, 参考答案, 下一课, ## 小结"
-_WORD = "a word of the prose: write the glossary's"
-PENDING: dict[tuple[str, str, str], str] = {
-    **{("02_qkv.ipynb", "prose", w): _FRONT for w in ("学完本笔记本", "小结（summary）")},
-    **{("02_qkv.ipynb", "prose", w): _WORD for w in ("one-hot", "热图")},
-    **{(nb, "prose", w): _FRONT for nb in ("03_worked_example.ipynb", "04_multi_head.ipynb")
-       for w in ("学完本节", "预备知识", "小结（summary）", "完整解答", "下一节：")},
-    ("03_worked_example.ipynb", "prose", "检查函数"): _WORD,
-    **{("04_multi_head.ipynb", "prose", w): _WORD for w in ("检查函数", "热图")},
-    **{("05_pytorch_implementation.ipynb", "prose", w): _FRONT
-       for w in ("学完本节", "预计时间", "预备知识", "小结（summary）", "参考解答",
-                 "下一节：")},
-    ("05_pytorch_implementation.ipynb", "prose", "缩放后的点积"): _WORD,
-    **{("12_transformer_block.ipynb", "prose", w): _FRONT for w in ("学完本节", "预备知识", "完整解答")},
-    **{("12_transformer_block.ipynb", "prose", w): _WORD for w in ("dropout", "做暂退", "被暂退")},
-    ("12_transformer_block.ipynb", "outputs", "dropout"): "[6] prints the constructors' argument names as "
-                                                           "words: print them as code (dropout=)",
-    **{(f"solutions/{nb}_solutions.ipynb", "prose", w): _FRONT
-       for nb in ("03_worked_example", "04_multi_head") for w in ("预备知识", "完整解答")},
-    **{(f"solutions/{nb}_solutions.ipynb", "prose", "检查函数"): _WORD
-       for nb in ("03_worked_example", "04_multi_head")},
-    **{("solutions/05_pytorch_implementation_solutions.ipynb", "prose", w): _FRONT
-       for w in ("预计时间", "预备知识", "参考解答", "下一节：")},
-    ("solutions/12_transformer_block_solutions.ipynb", "prose", "完整解答"): _FRONT,
-    ("solutions/12_transformer_block_solutions.ipynb", "prose", "做暂退"): _WORD,
-}
+PENDING: dict[tuple[str, str, str], str] = {}
 
 
 def recurring_words(path: Path = twins.GLOSSARY) -> list[tuple[str, str, tuple[str, ...]]]:

@@ -255,9 +255,6 @@ ENGLISH_PENDING: dict[tuple[str, str], str] = {
                                                                                   "University", "studies")},
     **{("03_worked_example.ipynb", w): "the chapter's names of its steps as row labels (lessons/chapter_check): "
        "print them as code (weights =) or in Chinese" for w in ("output", "scaled", "weights")},
-    **{("04_multi_head.ipynb", w): "04 [15] prints trace_multi_head's steps untranslated: "
-       "print(ljust(tr(name), 20), ...)" for w in ("split", "into", "per", "outputs")},
-    ("04_multi_head.ipynb", "concat"): "04 [15] as above",
 }
 
 
@@ -355,11 +352,7 @@ def test_a_table_padded_by_characters_is_found():
 
 #: (notebook, cell) of a table still padded by characters in a notebook of another helper, and
 #: what removes it. The test fails when one lines up, so that the set only shrinks.
-TABLES_PENDING: dict[tuple[str, int], str] = {
-    ("02_qkv.ipynb", 23): "{cost.name:<19} pads the scoring functions' Chinese names by characters: "
-                          "ljust(cost.name, 19)",
-    ("04_multi_head.ipynb", 23): "{name:<16} pads the Chinese step names by characters: ljust(name, 16)",
-}
+TABLES_PENDING: dict[tuple[str, int], str] = {}
 
 
 @pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
@@ -405,13 +398,7 @@ def test_punctuation_slips_are_found():
 
 #: (notebook, slip) in the prose of a notebook of another helper, and what removes it. The
 #: test fails when one is gone, so that the set only shrinks.
-PUNCTUATION_PENDING: dict[tuple[str, str], str] = {
-    ("03_worked_example.ipynb", "选 不"): "[46] 选 不缩放: 选“不缩放”",
-    **{("04_multi_head.ipynb", slip): "[16] a token set off by spaces: write “北京”"
-       for slip in ("京 在", "元 北")},
-    **{("12_transformer_block.ipynb", slip): "[23], [25], [29]: ASCII quotes: write “”"
-       for slip in ('"归', '会"', '化"', '对"', '把"', '接"', '数"', '来"', '置"', '选"')},
-}
+PUNCTUATION_PENDING: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
