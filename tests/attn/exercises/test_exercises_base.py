@@ -20,6 +20,8 @@ from attn.exercises import (Feedback, nb01, nb02, nb03, nb04, nb05, nb06, nb07, 
 from attn.exercises._base import Refused, as_array, as_function, as_whole_number, checker, shape_or_none
 from attn.language import language, tr
 
+from _replies import reply, says
+
 EXERCISES = Path(__file__).resolve().parents[3] / "src" / "attn" / "exercises"
 MODULES = (nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12)
 #: Every public checker of every notebook, as ``tools.assignments`` finds them, by its notebook's name.
@@ -104,6 +106,20 @@ def test_every_checker_answers_a_junk_answer_with_a_reply_never_an_exception(che
         fb = check(*[junk] * arity)
         assert isinstance(fb, Feedback), (junk, fb)
         assert not fb.correct and fb.message, (junk, fb)
+
+
+#: The checkers of 01 and 02, whose placeholder is None: they say to replace it, in both languages.
+NONE_PLACEHOLDER = [nb01.check_softmax_row, nb01.check_path_counts, nb01.check_reversed_output,
+                    nb01.check_rnn_decay_distance, nb02.check_shapes, nb02.check_attention_output,
+                    nb02.check_score_variance, nb02.check_half_gradient_d_k]
+
+
+@pytest.mark.parametrize("checker", NONE_PLACEHOLDER, ids=lambda c: c.__name__)
+def test_none_is_not_yet_and_a_string_is_explained(checker, language):
+    fb = reply(checker, None)
+    assert isinstance(fb, Feedback) and not fb and says(fb, "Replace None"), fb
+    fb = reply(checker, "a string")
+    assert not fb and fb.message, fb
 
 
 def test_no_checker_asks_whether_a_step_returned_a_feedback():
