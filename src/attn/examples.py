@@ -12,9 +12,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .language import get_language
+
 __all__ = [
     "SENTENCE",
     "SENTENCE_GLOSS",
+    "glossed",
     "SENTENCE_PHRASES",
     "CHAPTER_XUEXI_ROW",
     "worked_example_inputs",
@@ -32,6 +35,15 @@ SENTENCE: tuple[str, ...] = ("小明", "在", "北京", "大学", "学习", "人
 
 #: An English gloss per token: "Xiaoming studies AI at Peking University".
 SENTENCE_GLOSS: tuple[str, ...] = ("Xiaoming", "at", "Beijing", "University", "studies", "AI")
+
+
+def glossed(word: str) -> str:
+    """A word of ``SENTENCE`` as a learner of the current language reads it: "小明 (Xiaoming)"
+    for an English reader, the word alone for a Chinese one (a gloss would be English)."""
+    if word not in SENTENCE:
+        raise ValueError(f"word: expected one of {list(SENTENCE)}, got {word!r}")
+    gloss = SENTENCE_GLOSS[SENTENCE.index(word)]
+    return f"{word} ({gloss})" if get_language() == "en" else word
 
 #: The phrase of each word of ``SENTENCE``: 小明 | 在 北京 大学 | 学习 人工智能.
 SENTENCE_PHRASES: tuple[int, ...] = (0, 1, 1, 1, 2, 2)

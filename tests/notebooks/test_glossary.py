@@ -24,14 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "src" / "attn" / "locale" / "zh" / "LC_MESSAGES" / "attn.po"
 NOT_WRITTEN = {"en": "not written", "zh": "不写作"}
 
-#: (notebook, "prose" or "outputs", word) found in the notebooks of another helper (02, 03, 04, 05,
-#: 12 and their solutions), which this change could not edit, each with what will remove it. The
-#: outputs go when their notebook is re-executed with this catalogue; the prose when its cells are
-#: edited (the list of old -> new text is in the merge's report). The test fails when an entry is
-#: no longer found, so that the set only shrinks.
-PENDING: dict[tuple[str, str, str], str] = {}
-
-
 def recurring_words(path: Path = twins.GLOSSARY) -> list[tuple[str, str, tuple[str, ...]]]:
     """(English, 中文, the words not written) of every glossary row that names such words."""
     found = []
@@ -121,12 +113,9 @@ def test_a_chinese_notebook_writes_one_word_for_each_idea(path, part):
              if part == "prose"
              else [(k, twins.ERROR_LINE.sub(" ", text)) for k, text in twins.outputs(path)])
     cells = _where(texts)
-    pending = {word for (name, where, word) in PENDING if name == _name(path) and where == part}
     glossary = {word: chinese for _, chinese, others in WORDS for word in others}
-    unexpected = {f"{word} (cells {cells[word]}): write {glossary[word]}" for word in set(cells) - pending}
+    unexpected = {f"{word} (cells {cells[word]}): write {glossary[word]}" for word in cells}
     assert not unexpected, f"{_name(path)}, {part}: {sorted(unexpected)}"
-    assert pending <= set(cells), f"{_name(path)}, {part}: no longer written, remove from PENDING: " \
-                                  f"{pending - set(cells)}"
 
 
 def test_the_catalogue_writes_one_word_for_each_idea():

@@ -213,13 +213,13 @@ def arguments(path: Path) -> set[str]:
 def english_words(text: str, allowed: set[str]) -> list[str]:
     """The Latin words of ``text`` that a Chinese learner reads as English: standing alone, not
     ``allowed``, not a class name or an acronym (a capital inside), not a name printed with
-    its value (``weights: (5, 5)``, ``n = 8``)."""
+    its value (``weights: (5, 5)``, ``n = 8``) or as an operand (``weights @ V``)."""
     text = REPR.sub(" ", TORCH_MESSAGES.sub(" ", BAD_INPUT.sub(" ", GLOSS.sub(" ", twins.ERROR_LINE.sub(" ", text)))))
     found = []
     for match in LATIN_WORD.finditer(text):
         word = match.group()
         if (word in allowed or re.search(r".[A-Z]", word)
-                or re.match(r" *[:=]", text[match.end():])):
+                or re.match(r" *[:=@]", text[match.end():])):
             continue
         found.append(word)
     return found
@@ -233,6 +233,7 @@ def test_english_words_are_found():
     assert english_words("Q split into heads   (1, 2, 6, 4)", set()) == ["split", "into", "heads"]
     assert english_words("形状 torch.Size([2, 5, 16])，tasks['neighbours']，split_heads(q)", set()) == []
     assert english_words("weights: (5, 5) = (n, n)；width 0，查询 0", {"width"}) == []
+    assert english_words("output = weights @ V：正确；weights V", set()) == ["weights"]
     assert english_words("KVCache(positions=10, key shape=(1, 4, 10, 8))；梯度消失（vanishing gradient）",
                          set()) == []
     assert english_words("报错：\nValueError: query: expected 3 dims\n结束", set()) == []
@@ -246,18 +247,6 @@ def test_the_arguments_of_the_code_are_read(tmp_path):
     assert arguments(tmp_path / "x.ipynb") == {"x", "width", "strength", "d"}
 
 
-#: (notebook, word) a Chinese output of a notebook of another helper (02, 03, 04, 05, 12) still
-#: shows, and what removes it; and 01's English glosses. The test fails when one is no longer
-#: shown, so that the set only shrinks.
-ENGLISH_PENDING: dict[tuple[str, str], str] = {
-    **{("01_intuition.ipynb", w): "01 [4] and [6] print attn.examples.SENTENCE_GLOSS, the sentence's English "
-       "glosses, which attn/examples.py does not mark for translation" for w in ("Xiaoming", "at", "Beijing",
-                                                                                  "University", "studies")},
-    **{("03_worked_example.ipynb", w): "the chapter's names of its steps as row labels (lessons/chapter_check): "
-       "print them as code (weights =) or in Chinese" for w in ("output", "scaled", "weights")},
-}
-
-
 @pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
 def test_a_chinese_notebook_shows_no_english_word(chinese):
     name = str(chinese.relative_to(twins.ZH))
@@ -266,10 +255,8 @@ def test_a_chinese_notebook_shows_no_english_word(chinese):
     for k, text in twins.outputs(chinese):
         for word in english_words(text, allowed):
             shown.setdefault(word, []).append(k)
-    pending = {word for (where, word) in ENGLISH_PENDING if where == name}
-    leaks = {f"{word} (cells {sorted(set(cells))})" for word, cells in shown.items() if word not in pending}
+    leaks = {f"{word} (cells {sorted(set(cells))})" for word, cells in shown.items()}
     assert not leaks, f"{name}: English in its outputs: {sorted(leaks)}"
-    assert pending <= set(shown), f"{name}: no longer shown, remove from ENGLISH_PENDING: {pending - set(shown)}"
 
 
 # --- a table lines up in Chinese ---------------------------------------------------------
@@ -350,19 +337,12 @@ def test_a_table_padded_by_characters_is_found():
     assert tables("说明：\nA  1\nB  2\n\n单独一行  3") == [["A  1", "B  2"]]
 
 
-#: (notebook, cell) of a table still padded by characters in a notebook of another helper, and
-#: what removes it. The test fails when one lines up, so that the set only shrinks.
-TABLES_PENDING: dict[tuple[str, int], str] = {}
-
-
 @pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
 def test_a_chinese_table_is_padded_by_display_width(chinese):
     name = str(chinese.relative_to(twins.ZH))
     ragged = {k for k, text in twins.outputs(chinese) for block in tables(text) if misaligned(block)}
-    pending = {k for (where, k) in TABLES_PENDING if where == name}
-    assert not ragged - pending, (f"{name}: cells {sorted(ragged - pending)} print a table padded by characters: "
-                                  f"pad with attn._text.ljust/rjust, or with a full-width space in the catalogue")
-    assert pending <= ragged, f"{name}: now lined up, remove from TABLES_PENDING: {sorted(pending - ragged)}"
+    assert not ragged, (f"{name}: cells {sorted(ragged)} print a table padded by characters: "
+                        f"pad with attn._text.ljust/rjust, or with a full-width space in the catalogue")
 
 
 # --- Chinese punctuation in Chinese prose ------------------------------------------------
@@ -396,16 +376,9 @@ def test_punctuation_slips_are_found():
     assert punctuation_slips("| 小明 | 在 |") == []
 
 
-#: (notebook, slip) in the prose of a notebook of another helper, and what removes it. The
-#: test fails when one is gone, so that the set only shrinks.
-PUNCTUATION_PENDING: dict[tuple[str, str], str] = {}
-
-
 @pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
 def test_chinese_prose_has_chinese_quotes_and_no_space_between_chinese_characters(chinese):
     name = str(chinese.relative_to(twins.ZH))
     slips = {slip for _, source in twins.prose(chinese) if not twins.is_glossary(source)
              for slip in punctuation_slips(source)}
-    pending = {slip for (where, slip) in PUNCTUATION_PENDING if where == name}
-    assert not slips - pending, f"{name}: write “”, no space between Chinese characters: {sorted(slips - pending)}"
-    assert pending <= slips, f"{name}: fixed, remove from PUNCTUATION_PENDING: {sorted(pending - slips)}"
+    assert not slips, f"{name}: write “”, no space between Chinese characters: {sorted(slips)}"

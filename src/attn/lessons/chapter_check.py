@@ -25,7 +25,7 @@ from .._checks import check_number
 from .._text import ljust, rjust, width
 from ..examples import worked_example_inputs
 from ..language import mark, tr
-from .worked_example import ROUNDING_ATOL, STEPS, format_matrix, printed, row_softmax, worked_steps
+from .worked_example import ROUNDING_ATOL, STEPS, format_matrix, printed, row_softmax, step_label, worked_steps
 
 __all__ = [
     "StepCheck",
@@ -44,11 +44,11 @@ _FORMULAS = {
     "K^T": mark("transpose of K"),
     "QK^T": "Q K^T",
     "scaled": "Q K^T / sqrt(d_k)",
-    "weights": mark("softmax of each row of scaled"),
-    "output": "weights V",
+    "weights": "softmax(scaled, dim=-1)",
+    "output": "weights @ V",
 }
 #: The formulas written in words, shown in the current language; the others are code.
-_WORDED = frozenset({_FORMULAS["K^T"], _FORMULAS["weights"]})
+_WORDED = frozenset({_FORMULAS["K^T"]})
 
 
 def _from_printed(step: str) -> tuple[Tensor, np.ndarray]:
@@ -186,7 +186,7 @@ def format_summary(checks: Mapping[str, StepCheck]) -> str:
     w_step, w_count, w_wrong = max(10, width(step)), max(7, width(count)), max(5, width(wrong))
     lines = [f"{ljust(step, w_step)} {rjust(count, w_count)} {rjust(wrong, w_wrong)}  {tr('verdict')}"]
     for name, c in checks.items():
-        lines.append(f"{name:<{w_step}} {c.printed.size:>{w_count}} {len(c.wrong):>{w_wrong}}  {c.verdict}")
+        lines.append(f"{ljust(step_label(name), w_step)} {c.printed.size:>{w_count}} {len(c.wrong):>{w_wrong}}  {c.verdict}")
     total = sum(c.printed.size for c in checks.values())
     bad = sum(len(c.wrong) for c in checks.values())
     lines.append(f"{ljust(tr('all'), w_step)} {total:>{w_count}} {bad:>{w_wrong}}")

@@ -30,6 +30,7 @@ from ..language import mark, tr
 
 __all__ = [
     "STEPS",
+    "step_label",
     "SCALES",
     "printed",
     "worked_steps",
@@ -46,6 +47,16 @@ __all__ = [
 
 #: The steps in the order the chapter prints them.
 STEPS: tuple[str, ...] = ("Q", "K", "V", "sqrt(d_k)", "K^T", "QK^T", "scaled", "weights", "output")
+
+#: The steps named by a word rather than a formula: a table shows them translated.
+_WORDS: frozenset[str] = frozenset({mark("scaled"), mark("weights"), mark("output")})
+
+
+def step_label(step: str) -> str:
+    """How a table names ``step``: a formula as it is (``Q``, ``K^T``), a word in the current
+    language (``weights``, 权重 in Chinese)."""
+    check_choice("step", step, STEPS)
+    return tr(step) if step in _WORDS else step
 
 #: Scale choices for the scores: name -> function of d_k.
 SCALES: dict[str, object] = {
@@ -286,7 +297,7 @@ def format_scenarios(versions: Mapping[str, Mapping[str, Tensor]], step: str, de
         cols.append((shown, format_matrix(to_numpy(step, steps[step], ndim=2), (), decimals)))
     column = max(len(r) for _, rows in cols for r in rows) + 3
     column = max(column, max(width(name) for name, _ in cols) + 3)
-    lines = [step, "".join(ljust(name, column) for name, _ in cols).rstrip()]
+    lines = [step_label(step) if step in STEPS else step, "".join(ljust(name, column) for name, _ in cols).rstrip()]
     for i in range(len(cols[0][1])):
         lines.append("".join(f"{rows[i]:<{column}}" for _, rows in cols).rstrip())
     return "\n".join(lines)

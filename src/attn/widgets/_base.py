@@ -39,14 +39,13 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from PIL import Image
 
-from ..examples import SENTENCE, SENTENCE_GLOSS
 from ..drawing.figures import Picture
 from ..language import get_language, language, mark, tr
 
 if TYPE_CHECKING:
     from ._mapview import MapView
 
-__all__ = ["Explorer", "freeze_layout", "canvas_png", "html_to_text", "options", "glossed", "listing",
+__all__ = ["Explorer", "freeze_layout", "canvas_png", "html_to_text", "options", "listing",
            "sentences", "A11Y_SCRIPT"]
 
 
@@ -195,12 +194,6 @@ def options(values: Iterable[str]) -> list[tuple[str, str]]:
     """
     return [(tr(value), value) for value in values]
 
-
-def glossed(word: str) -> str:
-    """A word of the chapter's sentence (``attn.examples.SENTENCE``) with its English gloss,
-    "小明 (Xiaoming)", for an English reader; the word alone for a Chinese one."""
-    gloss = SENTENCE_GLOSS[SENTENCE.index(word)]
-    return f"{word} ({gloss})" if get_language() == "en" else word
 
 
 def listing(items: Iterable[str]) -> str:

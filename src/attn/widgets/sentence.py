@@ -17,12 +17,12 @@ import numpy as np
 import torch
 
 from .._checks import check_number
-from ..examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS
+from ..examples import CHAPTER_XUEXI_ROW, SENTENCE, SENTENCE_GLOSS, glossed
 from ..lessons.handbuilt.sentence import (TOY_FEATURES, toy_attention, toy_embeddings,
                                           toy_projections, toy_scores)
 from ..language import mark, tr
 from ..drawing.plotting import new_figure, text_font, token_font
-from ._base import Explorer, glossed
+from ._base import Explorer
 from ._mapview import MapView
 
 __all__ = ["SentenceRow", "sentence_row", "sentence_explorer", "STEP_NAMES"]

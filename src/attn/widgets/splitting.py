@@ -33,13 +33,13 @@ import torch
 
 from .._checks import check_positive_int
 from ..lessons.cost.counts import multi_head_cost, trace_multi_head, valid_num_heads
-from ..examples import SENTENCE
+from ..examples import SENTENCE, glossed
 from ..lessons.handbuilt.heads import diagonal_qk, vertical_qk
 from ..language import mark, tr
 from ..modules import MultiHeadAttention
 from ..drawing.plotting import new_figure, text_font, token_font
 from ..lessons.two_sources import error_left, two_source_target
-from ._base import Explorer, glossed, listing
+from ._base import Explorer, listing
 from ._bitmaps import AxesTitle
 from ._mapview import MapView
 
