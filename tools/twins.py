@@ -7,7 +7,7 @@ The twin of notebooks/X.ipynb is notebooks/zh/X.ipynb. Their code cells, in orde
 once comments, docstrings and blank lines are removed; the first code cell may differ only in
 the language it sets (``set_language("en")`` or ``set_language("zh")``). A learner reads the
 comments and the docstrings of an exercise's scaffold, so the Chinese twin writes them in
-Chinese. A code cell's tags and nbval directives (``# NBVAL_IGNORE_OUTPUT``) are part of its
+Chinese. A code cell's tags (``nbval-ignore-output``) are part of its
 code. ``--carry`` overwrites a drifted Chinese cell with the English one (its Chinese comments
 and docstrings go: translate them again) and clears its outputs; the notebook must then be
 re-executed.
@@ -34,7 +34,6 @@ ZH = NOTEBOOKS / "zh"
 #: The notebook whose glossary fixes the words of the Chinese edition (its twin holds the same tables).
 GLOSSARY = NOTEBOOKS / "00_start_here.ipynb"
 SET_LANGUAGE = re.compile(r"""set_language\(\s*["'](en|zh)["']\s*\)""")
-DIRECTIVE = re.compile(r"#\s*(NBVAL_\w+|PYTEST_VALIDATE_IGNORE_OUTPUT)")
 
 
 def english_notebooks() -> list[Path]:
@@ -72,7 +71,7 @@ def docstrings(python: str) -> list[tuple[int, int, int, int]]:
 
 def code_only(source: str) -> str:
     """``source`` without its comments, blank lines and trailing spaces, each docstring written
-    ``DOCSTRING``; its directives kept.
+    ``DOCSTRING``.
 
     IPython's ``%`` and ``!`` lines are kept as they are (they are not Python).
     """
@@ -81,7 +80,7 @@ def code_only(source: str) -> str:
     python = "\n".join("pass" if i in magic else ln for i, ln in enumerate(lines)) + "\n"
     kept = [list(ln) for ln in python.splitlines()]
     for tok in tokenize.generate_tokens(io.StringIO(python).readline):
-        if tok.type == tokenize.COMMENT and not DIRECTIVE.match(tok.string):
+        if tok.type == tokenize.COMMENT:
             (row, start), (_, end) = tok.start, tok.end
             kept[row - 1][start:end] = [" "] * (end - start)
     rows = [lines[i] if i in magic else "".join(chars).rstrip() for i, chars in enumerate(kept)]

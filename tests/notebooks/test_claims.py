@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tools.execute import output_ignored
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted(
     (ROOT / "notebooks" / "solutions").glob("*.ipynb"))
@@ -269,7 +271,7 @@ def printed_numbers(nb: dict) -> set[str]:
     ignores (nothing re-checks those)."""
     found = set()
     for cell in nb["cells"]:
-        if "NBVAL_IGNORE_OUTPUT" in "".join(cell["source"]):
+        if output_ignored(cell):
             continue
         for out in cell.get("outputs", []):
             if not is_description(out):
@@ -301,14 +303,15 @@ def unbacked_figure_numbers(nb: dict) -> list[str]:
 
 
 def test_a_literal_number_in_a_figure_description_is_caught():
-    def cell(cell_id, source, *outputs):
-        return {"cell_type": "code", "id": cell_id, "source": source, "outputs": list(outputs)}
+    def cell(cell_id, source, *outputs, tags=()):
+        return {"cell_type": "code", "id": cell_id, "source": source, "outputs": list(outputs),
+                "metadata": {"tags": list(tags)}}
     figure = {"output_type": "display_data", "metadata": {"image/png": {"alt": "0.47"}}, "data": {}}
     nb = {"cells": [
         cell("a", 'show_figure(fig, tr("A heatmap: rows, columns; 0.47 each, all below 0.5, about 0.07, '
                   '{w:.2f}.", w=w))', figure),
         cell("b", "print(x)", {"output_type": "stream", "text": "smallest weight: 0.068\n"}),
-        cell("c", "# NBVAL_IGNORE_OUTPUT\nexplorer()", {"output_type": "stream", "text": "0.47\n"}),
+        cell("c", "explorer()", {"output_type": "stream", "text": "0.47\n"}, tags=["nbval-ignore-output"]),
         cell("d", 'show_figure(fig, tr("A line plot of y against n: 0.47 again, 0.068 exactly."))', figure),
     ]}
     assert unbacked_figure_numbers(nb) == ["cell 0 (a): 0.47", "cell 3 (d): 0.47"]
@@ -363,7 +366,7 @@ def test_02s_timing_verdict_is_printed_from_the_run_not_typed(language):
 
     nb = notebook(LANGUAGES[language] / "02_qkv.ipynb")
     [timed] = [c for c in nb["cells"] if "tanh_dearer =" in "".join(c["source"])]
-    assert "NBVAL_IGNORE_OUTPUT" in "".join(timed["source"])
+    assert output_ignored(timed)
     described = "".join(o["metadata"]["image/png"]["alt"] for o in timed["outputs"] if is_description(o))
     said = "".join("".join(o.get("text", "")) for o in timed["outputs"] if o.get("output_type") == "stream")
     with chosen(language):

@@ -1,7 +1,7 @@
 """Hygiene of the committed notebooks, read from their JSON (nbval checks their outputs).
 
 The second half is the portability scan: strict nbval compares every stored output that is not
-marked ``# NBVAL_IGNORE_OUTPUT`` with what the learner's machine prints, so no such output may
+tagged ``nbval-ignore-output`` with what the learner's machine prints, so no such output may
 hold what changes from one CPU to the next: a number at round-off scale, a signed zero, a time,
 or anything computed from a clock (``make portable`` runs strict nbval under other kernels and
 thread counts; this scan finds the kinds of output that those settings may not happen to move).
@@ -11,8 +11,11 @@ import json
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
+
+from tools.execute import IGNORE_TAG, output_ignored, stable_form
 
 NB_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 ALL = sorted(p for p in NB_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -33,10 +36,6 @@ def code_cells(path):
     return [c for c in cells(path) if c["cell_type"] == "code" and source(c).strip()]
 
 
-def output_ignored(cell) -> bool:
-    """nbval's own rule: a line that is only the comment ``# NBVAL_IGNORE_OUTPUT``."""
-    return any(line.strip().startswith("#") and line.strip().lstrip("#").strip() == "NBVAL_IGNORE_OUTPUT"
-               for line in source(cell).splitlines())
 
 
 def test_the_course_has_its_notebooks():
@@ -65,31 +64,36 @@ def test_no_error_output_and_under_1_mb(path):
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
-def test_ignore_marker_only_on_widget_version_or_timing_cells(path):
+def test_ignore_tag_only_on_widget_version_or_timing_cells(path):
     timing = timing_cells(path)
     for i, c in enumerate(cells(path)):
-        src = source(c)
-        if c["cell_type"] != "code" or "NBVAL_IGNORE_OUTPUT" not in src:
+        if c["cell_type"] != "code" or not output_ignored(c):
             continue
-        assert output_ignored(c), (f"{path.name}: cell {i} names NBVAL_IGNORE_OUTPUT in a line nbval "
-                                   f"does not read as its marker (the comment must be alone):\n{src}")
+        src = source(c)
         shows_widget = any(WIDGET_MIME in out.get("data", {}) for out in c.get("outputs", []))
         assert shows_widget or "version" in src or i in timing, \
-            f"{path.name}: marker on a cell without a widget, a version or a timing:\n{src}"
+            f"{path.name}: cell {i} is tagged {IGNORE_TAG} without a widget, a version or a timing:\n{src}"
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
-def test_lesson_structure(path):
-    code = [source(c) for c in code_cells(path)]
-    text = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "markdown")
-    assert "import attn" in code[0] or "from attn" in code[0], "first code cell imports attn"
-    assert "manual_seed" in "\n".join(code[:3]), "a seed in the first code cells"
-    assert any(WIDGET_MIME in out.get("data", {}) for c in code_cells(path)
-               for out in c.get("outputs", [])), "at least one live control"
-    assert "attn.exercises" in "\n".join(code) or "from attn.exercises" in "\n".join(code)
-    assert re.search(r"exercise", text, re.I) and re.search(r"summary", text, re.I)
-    solution = NB_DIR / "solutions" / path.name.replace(".ipynb", "_solutions.ipynb")
-    assert solution.exists(), f"missing {solution.name}"
+@pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
+def test_a_learner_reads_no_test_plumbing(path):
+    """nbval's directives are cell tags, never a comment the learner reads in the cell (nor the
+    website, which shows the code)."""
+    for i, c in enumerate(cells(path)):
+        assert not re.search(r"NBVAL_|PYTEST_VALIDATE", source(c)), \
+            f"{path.name}: cell {i} writes an nbval directive in its code: remove the line and give the " \
+            f"cell the tag {IGNORE_TAG} (python -m tools.execute stores it as it is)"
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
+def test_stored_in_stable_form(path):
+    """Stored as python -m tools.execute stores it: no cell timings, a cell's printed text in one
+    output per stream, widget ids that do not change from run to run; so re-executing a notebook
+    changes only what its code changed."""
+    text = path.read_text(encoding="utf-8")
+    assert text == stable_form(nbformat.reads(text, as_version=4), path), \
+        f"{path.relative_to(NB_DIR.parent)} is not in stable form: re-execute it with " \
+        f"python -m tools.execute {path.relative_to(NB_DIR.parent)}"
 
 
 # --- portability: what a checked output may not print -------------------------------------------
@@ -176,7 +180,7 @@ def timing_cells(path) -> list[int]:
     notebook that does), or read a variable that holds a time or something computed from one.
     Followed statement by statement through the notebook: an assignment whose value reads a clock
     or such a variable makes its targets timing variables, and so does a call on a variable
-    (``seconds[n].append(best_time(f))``)."""
+    (``seconds[n].append(best_time(f))``); an assignment of anything else frees its targets."""
     clocks, timed, found = set(CLOCKS), set(), []
     for i, c in enumerate(cells(path)):
         if c["cell_type"] != "code":
@@ -192,6 +196,8 @@ def timing_cells(path) -> list[int]:
                 continue
             value = stmt.iter if isinstance(stmt, ast.For) else getattr(stmt, "value", None)
             if value is None or not (_called_names(value) & clocks or _loaded_names(value) & timed):
+                if isinstance(stmt, ast.Assign):  # alt = tr("..."): the name holds no time any more
+                    timed -= {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
                 continue
             uses_clock = True
             targets = getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]
@@ -203,6 +209,13 @@ def timing_cells(path) -> list[int]:
     return found
 
 
+def test_a_name_given_a_new_value_holds_no_time(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in (
+        "t = best_time(f)", "alt = f'{t:.2f} ms'\nshow(alt)", "alt = 'memory'\nshow(alt)", "show(t)")])
+    nbformat.write(nb, tmp_path / "x.ipynb")
+    assert timing_cells(tmp_path / "x.ipynb") == [0, 1, 3]
+
+
 FIGURE_REPR = re.compile(r"<Figure size [\d.]+x[\d.]+ with \d+ Axes>")
 
 
@@ -210,7 +223,7 @@ FIGURE_REPR = re.compile(r"<Figure size [\d.]+x[\d.]+ with \d+ Axes>")
 def test_a_cell_that_reads_a_clock_prints_nothing_checked(path):
     """A timing, a comparison of timings or a verdict drawn from one ("a tanh takes twice as long
     as a multiply: True") differs between CPUs: such a cell draws its figure, or its output is
-    excluded from the comparison (# NBVAL_IGNORE_OUTPUT) beside a sentence on what holds anywhere."""
+    excluded from the comparison (tagged nbval-ignore-output) beside a sentence on what holds anywhere."""
     checked = {i: (c, texts) for i, c, texts in checked_cells(path)}
     for i in timing_cells(path):
         if i in checked:
