@@ -69,6 +69,24 @@ def docstrings(python: str) -> list[tuple[int, int, int, int]]:
     return found
 
 
+def code_prose(source: str) -> list[str]:
+    """What a learner reads as text inside a code cell: each comment and each docstring."""
+    lines = source.splitlines()
+    python = "\n".join("pass" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines) + "\n"
+    try:
+        found = [tok.string.lstrip("#").strip() for tok in tokenize.generate_tokens(io.StringIO(python).readline)
+                 if tok.type == tokenize.COMMENT]
+        tree = ast.parse(python)
+    except (SyntaxError, tokenize.TokenError):
+        return []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            text = ast.get_docstring(node)
+            if text:
+                found.append(text)
+    return found
+
+
 def code_only(source: str) -> str:
     """``source`` without its comments, blank lines and trailing spaces, each docstring written
     ``DOCSTRING``.

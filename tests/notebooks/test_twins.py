@@ -192,7 +192,9 @@ BAD_INPUT = re.compile(r"\b\w+: expected [^（）\n]*?, got [^（），。\n]*")
 # A class's repr, KVCache(positions=10, key shape=(1, 4, 10, 8)): code.
 REPR = re.compile(r"\b[A-Z]\w*\((?:[^()\n]|\([^()\n]*\))*\)")
 # A Latin word standing alone: not joined to code by a dot, a bracket, a quote, an underscore...
-LATIN_WORD = re.compile(r"(?<![A-Za-z0-9_.'\"`\[\](=\\^/+-])[A-Za-z]{2,}(?![A-Za-z0-9_.'\"`\[\](=\\^/-])")
+LATIN_WORD = re.compile(r"(?<![A-Za-z0-9_.'\"`\[\]=\\^/+-])[A-Za-z]{2,}(?![A-Za-z0-9_.'\"`\[\](=\\^/-])")
+# An argument of a call, f(x): code. A word in brackets after a space, 小明 (Xiaoming): English.
+CALL_ARGUMENT = re.compile(r"[A-Za-z0-9_\])]\($")
 
 
 def arguments(path: Path) -> set[str]:
@@ -217,8 +219,8 @@ def english_words(text: str, allowed: set[str]) -> list[str]:
     found = []
     for match in LATIN_WORD.finditer(text):
         word = match.group()
-        if (word in allowed or re.search(r".[A-Z]", word)
-                or re.match(r" *[:=@]", text[match.end():])):
+        if (word in allowed or re.search(r".[A-Z]", word) or CALL_ARGUMENT.search(text[:match.start()])
+                or re.match(r"\)? *[:=@]", text[match.end():])):  # weights: (5, 5); a module's (tok): Embedding
             continue
         found.append(word)
     return found
@@ -233,6 +235,8 @@ def test_english_words_are_found():
     assert english_words("形状 torch.Size([2, 5, 16])，tasks['neighbours']，split_heads(q)", set()) == []
     assert english_words("weights: (5, 5) = (n, n)；width 0，查询 0", {"width"}) == []
     assert english_words("output = weights @ V：正确；weights V", set()) == ["weights"]
+    assert english_words("小明 (Xiaoming) 在 (at)；split_heads(q)，softmax(scaled)", set()) == ["Xiaoming", "at"]
+    assert english_words("TinyTransformer(\n  (tok): Embedding(10, 32)\n  (mlp): Sequential(", set()) == []
     assert english_words("KVCache(positions=10, key shape=(1, 4, 10, 8))；梯度消失（vanishing gradient）",
                          set()) == []
     assert english_words("报错：\nValueError: query: expected 3 dims\n结束", set()) == []
@@ -256,6 +260,50 @@ def test_a_chinese_notebook_shows_no_english_word(chinese):
             shown.setdefault(word, []).append(k)
     leaks = {f"{word} (cells {sorted(set(cells))})" for word, cells in shown.items()}
     assert not leaks, f"{name}: English in its outputs: {sorted(leaks)}"
+
+
+@pytest.mark.parametrize("chinese", CHINESE, ids=lambda p: str(p.relative_to(twins.ZH)))
+def test_a_chinese_notebook_comments_its_code_in_chinese(chinese):
+    """A comment or a docstring is prose the learner reads: in a Chinese notebook it is Chinese
+    (code names and shapes may stand in it, # (B, L, E))."""
+    allowed = NAMES | arguments(chinese)
+    english = [(k, text) for k, cell in enumerate(nbformat.read(chinese, as_version=4).cells)
+               if cell.cell_type == "code" for text in twins.code_prose(cell.source)
+               if english_words(SHAPE.sub(" ", text), allowed) and not re.search(r"[\u3400-\u9fff]", text)]
+    assert not english, (f"{chinese.relative_to(twins.ZH)}: comments or docstrings in English, translate them "
+                         f"in the Chinese notebook: {[(k, t[:60]) for k, t in english]}")
+
+
+#: A shape written as a tuple of names, (batch, seq_len, d_model) or (Sb,): code, not English.
+SHAPE = re.compile(r"(?<![\w\]])\((?:\s*[\w.*+-]+\s*,)*\s*[\w.*+-]*\s*,?\s*\)")
+
+
+def test_comments_and_docstrings_are_read():
+    code = 'def f(x):\n    """The mean."""\n    return x  # (B, L)\n%matplotlib inline\ny = 1  # one more'
+    assert twins.code_prose(code) == ["(B, L)", "one more", "The mean."]
+    assert SHAPE.sub(" ", "(batch, seq_len, d_model) (Sb,) (L, Ev)").split() == []
+    assert SHAPE.sub(" ", "(written digit, source digit)") == "(written digit, source digit)"
+
+
+EXERCISE_HEADING = {"en": re.compile(r"\*\*Exercise \d+(\.| —)"), "zh": re.compile(r"\*\*练习 \d+(。|——|：|:| )")}
+
+
+@pytest.mark.parametrize("english", twins.english_notebooks(), ids=lambda p: str(p.relative_to(twins.NOTEBOOKS)))
+def test_exercise_headings_match_in_both_editions(english):
+    """An exercise's heading is written one way: "Exercise 1 — title" is "练习 1——标题", and
+    "Exercise 1." is "练习 1。"."""
+    form = {".": "。", " —": "——"}
+    ours = [form[m.group(1)] for _, text in twins.prose(english) for m in EXERCISE_HEADING["en"].finditer(text)]
+    theirs = [m.group(1) for _, text in twins.prose(twins.twin(english))
+              for m in EXERCISE_HEADING["zh"].finditer(text)]
+    assert theirs == ours, (f"{twins.twin(english).relative_to(twins.NOTEBOOKS)}: write each exercise's heading as "
+                            f"its English twin does ({ours}): found {theirs}")
+
+
+def test_a_citation_says_等人():
+    slips = [(path.name, m.group()) for path in CHINESE for _, text in twins.prose(path)
+             for m in re.finditer(r"[A-Z][a-z]+ 等(?!人)", text)]
+    assert not slips, f"write “等人” after an author's name (Vaswani 等人): {slips}"
 
 
 # --- a table lines up in Chinese ---------------------------------------------------------
@@ -355,7 +403,7 @@ HAN = r"[\u3400-\u9fff]"
 #: An ASCII quote next to Chinese, or around a Chinese word.
 ASCII_QUOTE = re.compile(rf"{HAN}[\"']|[\"']{HAN}")
 #: A space between two Chinese characters. A sentence quoted as its tokens, “小明 在 北京”, keeps them.
-CJK_SPACE = re.compile(rf"{HAN}[ \u3000]+{HAN}")
+CJK_SPACE = re.compile(rf"{HAN}[ \u3000]+(?:{HAN}|[（，。；：！？])")
 QUOTED = re.compile(r"“[^“”]*”")
 
 
@@ -372,6 +420,7 @@ def test_punctuation_slips_are_found():
     assert punctuation_slips('它会"绕回来"，本笔记本 比它们多走一步') == ['会"', '来"', '本 比']
     assert punctuation_slips("写作“学习”；`\"x\"` 与 $a b$；3 个词元，d_k 为 64") == []
     assert punctuation_slips("“小明 在 北京”是三个词元") == []
+    assert punctuation_slips("写成一对 （h 个头）") == ["对 （"]
     assert punctuation_slips("| 小明 | 在 |") == []
 
 
