@@ -9,6 +9,7 @@
 #   make app NB=06_visualization   one notebook in Voila's app mode (code hidden)
 #   make deck NB=02_qkv        one notebook as a slide deck, code hidden, explorers live (Voila)
 #   make slides                write the slide metadata of every notebook (tools/slides.py)
+#   make lesson NAME=13_my_topic TITLE="My topic" TITLE_ZH="我的主题"   a new lesson (CONTRIBUTING.md)
 # and, for teachers (docs/teaching.md, "Assignments"):
 #   make assignments   the student versions of the exercises, for nbgrader
 #   make grade         grade what students handed in
@@ -59,7 +60,7 @@ TEACHER     := .venv-teacher
 TEACHER_BIN := $(TEACHER)/bin
 TEACHER_STAMP := $(TEACHER)/.installed
 
-.PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides deck vendor
+.PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides deck vendor lesson
 NB ?= 00_start_here
 # JupyterHub's proxy for tests/delivery/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by deploy/hub/package-lock.json).
@@ -221,3 +222,8 @@ grade: teacher
 
 clean:
 	rm -rf $(VENV) $(TEACHER) deploy/hub/node_modules site/node_modules deploy/app-template/node_modules build
+
+# A new lesson, its Chinese twin and both solutions, from the template, registered (tools/lesson.py).
+lesson: $(STAMP)
+	@test -n "$(NAME)" -a -n "$(TITLE)" -a -n "$(TITLE_ZH)" || { echo 'usage: make lesson NAME=13_my_topic TITLE="My topic" TITLE_ZH="我的主题"' >&2; exit 2; }
+	$(BIN)/python -m tools.lesson new "$(NAME)" --title "$(TITLE)" --title-zh "$(TITLE_ZH)"

@@ -251,11 +251,11 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 def repository_url() -> tuple[str, str]:
     """The repository's GitHub address and branch, from site/_config.yml
-    (``https://github.com/OWNER/REPO`` until the course is published)."""
+    (``""`` until the course is published: tools/lesson.py, ``repository_url``)."""
     import yaml
 
     config = yaml.safe_load((SITE_SRC / "_config.yml").read_text(encoding="utf-8"))["repository"]
-    return config["url"].rstrip("/"), config.get("branch", "main")
+    return (config.get("url") or "").rstrip("/"), config.get("branch", "main")
 
 
 def _page_of_file(path: Path) -> str | None:
@@ -314,6 +314,8 @@ def site_link(target: str, source: Path) -> str:
     if page is not None and not a_readme_section:
         return posixpath.relpath(page, posixpath.dirname(here)) + fragment
     url, branch = repository_url()
+    if not url:  # not published yet: the file has no address on GitHub, the link stays as written
+        return target
     kind = "tree" if resolved.is_dir() else "blob"
     return f"{url}/{kind}/{branch}/{resolved.relative_to(REPO).as_posix()}{fragment}"
 
@@ -351,6 +353,9 @@ def write_config(path: Path, vendor: Path, language: str = "en") -> None:
     config = yaml.safe_load(text)
     config["title"] = edition.title
     config["repository"]["path_to_book"] = edition.notebooks.relative_to(REPO).as_posix()
+    if not config["repository"].get("url"):  # not published yet: no launch button leads to Binder
+        config.pop("launch_buttons", None)
+        del config["repository"]["url"]
     sphinx = config["sphinx"]["config"]
     up = "../" * edition.prefix.count("/")  # from the edition's folder to the site's top
     if up:  # MathJax: one copy, in the English site's _static/
