@@ -158,3 +158,14 @@ def test_a_new_lesson_passes_the_notebook_tests(course):
     assert run.returncode == 0, run.stdout[-3000:]
     passed = int(re.search(r"(\d+) passed", run.stdout).group(1))
     assert passed > 50, run.stdout[-500:]  # the lesson's own tests ran, not a filter that kept none
+
+
+def test_a_lesson_without_a_checker_module_of_its_own_is_still_an_assignment():
+    """make assignments finds the exercises of a new lesson by the checkers its cells call."""
+    from tools.assignments import checkers_of
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell('answer = None\ngeneral.check_mask(answer, kind="causal", length=6)')])
+    assert checkers_of("99", nb) == ["check_mask"]
+    assert "check_score_variance" in checkers_of("02", nb)  # a lesson's own module comes first
