@@ -193,7 +193,8 @@ def test_check_cells_are_folded_one_per_section_and_print_claims(path):
         checks = [(i, c) for i, c in group if is_check(c)]
         assert len(checks) <= 1, f"{path.name}: cells {[i for i, _ in checks]} are two check cells in one section"
         for i, cell in checks:
-            assert cell["cell_type"] == "code"
+            assert cell["cell_type"] == "code", \
+                f"{path.name} cell {i}: the tag check belongs to a code cell: remove it from this markdown cell"
             assert cell["metadata"].get("jupyter", {}).get("source_hidden") is True, \
                 f"{path.name} cell {i}: a check cell is folded (metadata jupyter.source_hidden)"
             out = cell_text(cell)
@@ -349,14 +350,17 @@ def test_02s_timing_verdict_is_printed_from_the_run_not_typed(language):
 
     nb = notebook(LANGUAGES[language] / "02_qkv.ipynb")
     [timed] = [c for c in nb["cells"] if "tanh_dearer =" in "".join(c["source"])]
-    assert output_ignored(timed)
+    assert output_ignored(timed), (f"notebooks/{'zh/' if language == 'zh' else ''}02_qkv.ipynb: the timing cell prints "
+                                   f"what the clock measured: give it the tag nbval-ignore-output")
     described = "".join(o["metadata"]["image/png"]["alt"] for o in timed["outputs"] if is_description(o))
     said = "".join("".join(o.get("text", "")) for o in timed["outputs"] if o.get("output_type") == "stream")
     with chosen(language):
         verdicts = [tr("tanh cost more per element than a multiply or an add."),
                     tr("tanh cost no more per element than a multiply or an add.")]
     in_description = [v for v in verdicts if v in described]
-    assert len(in_description) == 1 and in_description[0] in said, (described, said)
+    assert len(in_description) == 1 and in_description[0] in said, (
+        f"02 ({language}): the timing cell's figure description ({described!r}) and printed line ({said!r}) must "
+        f"each say one verdict of tanh_dearer, the same: write both from tanh_dearer in that cell")
     typed = [v for v in verdicts if v.rstrip(".。") in markdown(nb)]
     assert not typed, f"02 ({language}): the prose types a verdict of the clock: {typed}"
 
@@ -409,7 +413,9 @@ IN_PASSING = {"cross-attention": ("10", "05 names it once, in a table of call fo
 
 def test_the_own_terms_table_is_read():
     rows = own_terms()
-    assert ("causal mask", "因果掩码", "05") in rows and ("dropout", "暂退法", "12") in rows
+    assert ("causal mask", "因果掩码", "05") in rows and ("dropout", "暂退法", "12") in rows, (
+        f"notebooks/00_start_here.ipynb: the table under '### The course's own terms' is read as rows "
+        f"| English | 中文 | notebook number |; read {rows[:3]}...: keep that layout")
 
 
 @pytest.mark.parametrize("english, chinese, first", own_terms(), ids=lambda v: v if isinstance(v, str) else "")
