@@ -125,6 +125,24 @@ def test_a_claim_not_printed_or_in_an_ignored_cell_is_found():
     assert "the line now printed is 'ratio: 9.8x'" in found[0] and "nbval-ignore-output" in found[1]
 
 
+def test_tools_claims_marks_a_printed_line_and_drops_a_stale_claim(tmp_path, capsys):
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("print(...)", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="ratio: 9.9x\nequal: True\n")])
+    cell.metadata["claims"] = ["ratio: 9.8x"]
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    assert "* 0:1" not in claims.show(notebook(path)) and "no longer printed: 'ratio: 9.8x'" in claims.show(notebook(path))
+    claims.main([str(path), "--mark", "0:1", "0:0"])
+    assert notebook(path)["cells"][0]["metadata"]["claims"] == ["ratio: 9.9x", "equal: True"]
+    claims.main([str(path), "--unmark", "0:0"])
+    assert notebook(path)["cells"][0]["metadata"]["claims"] == ["equal: True"]
+    with pytest.raises(SystemExit):
+        claims.main([str(path), "--mark", "0:2"])
+    assert "cell 0 prints no line 2" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("path", LESSONS_BOTH, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_every_lesson_marks_its_claims(path):
     count = sum(len(claims.claims(c)) for _, c in claims.marked(notebook(path)))
