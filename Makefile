@@ -2,6 +2,7 @@
 #   make lab    set everything up, then open the course in JupyterLab
 #   make test   set everything up, then run every test (package, strict nbval, browser)
 #   make quick      the package's tests and strict nbval of the lessons, while editing
+#   make check NB=02_qkv   everything about one notebook, both languages (about 3 minutes)
 #   make portable   strict nbval under torch's portable kernels and 2 threads (CI runs it too)
 # The other forms of the course (docs/teaching.md, "Read it without running"):
 #   make site                  the website, offline: English in build/site/, Chinese in build/site/zh/
@@ -60,7 +61,7 @@ TEACHER     := .venv-teacher
 TEACHER_BIN := $(TEACHER)/bin
 TEACHER_STAMP := $(TEACHER)/.installed
 
-.PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides deck vendor lesson
+.PHONY: setup lab lab-zh test quick check portable bench assignments grade teacher check-python clean site handouts app slides deck vendor lesson
 NB ?= 00_start_here
 # JupyterHub's proxy for tests/delivery/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by deploy/hub/package-lock.json).
@@ -145,6 +146,13 @@ test: setup teacher $(HUB_PROXY) $(VENDOR) $(DECK)
 # solutions), without the browser, the network, the hub, nbgrader or the site.
 quick: setup
 	$(PYTEST) --nbval -m "not browser and not network and not slow" tests notebooks/*.ipynb
+
+# One notebook, both languages, in about 3 minutes (CONTRIBUTING.md, "Checking one notebook"):
+# strict nbval of the lesson, its twin and both solutions; the notebook tests, this lesson's of
+# those parametrised by notebook; the tools' checks; its website pages (from the cached explorer
+# states) and its explorers in JupyterLab. Without make: python -m tools.check 02_qkv
+check: setup
+	$(BIN)/python -m tools.check $(NB)
 
 # Strict nbval of every notebook under the settings make test does not use (CONTRIBUTING.md,
 # "Tests"): torch's portable kernels (ATEN_CPU_CAPABILITY=default: no SIMD) and 2 OpenMP

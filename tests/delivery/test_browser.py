@@ -38,6 +38,7 @@ instead.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -71,10 +72,12 @@ def gallery_notebook(language: str):
 
 
 def explorer_names() -> list[str]:
-    """The names of the course's explorers, in the order of the lessons: "sentence (01)", ..."""
+    """The names of the course's explorers, in the order of the lessons: "sentence (01)", ...;
+    only lesson NN's where the environment sets ATTN_LESSON=NN (python -m tools.check does)."""
     from attn.widgets import EXPLORERS
 
-    return list(EXPLORERS)
+    lesson = os.environ.get("ATTN_LESSON")
+    return [name for name in EXPLORERS if lesson is None or name.endswith(f"({lesson})")]
 
 
 # The readout (the explorer's last HTML child) marked before the moves; after them, still it?

@@ -40,27 +40,96 @@ def code_cells(path):
 
 def test_the_course_has_its_notebooks():
     """NN_topic.ipynb numbered 00, 01, ... with no gap; a solutions notebook per lesson, no other."""
-    assert TOP and all(re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name) for p in TOP), [p.name for p in TOP]
-    assert [int(p.name[:2]) for p in TOP] == list(range(len(TOP)))
+    badly_named = [p.name for p in TOP if not re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name)]
+    assert TOP and not badly_named, (f"notebooks/: name each notebook NN_topic.ipynb (two digits, then lower-case "
+                                     f"words joined by _): rename {badly_named}")
+    numbers = [int(p.name[:2]) for p in TOP]
+    assert numbers == list(range(len(TOP))), (f"notebooks/: the lessons are numbered {numbers}; number them "
+                                              f"00, 01, ... {len(TOP) - 1:02d} with no gap and no number twice")
     solutions = {p.name for p in (NB_DIR / "solutions").glob("*.ipynb")}
-    assert solutions == {p.name.replace(".ipynb", "_solutions.ipynb") for p in LESSONS}
+    wanted = {solutions_of(p).name for p in LESSONS}
+    assert solutions <= wanted, (f"notebooks/solutions/: {sorted(solutions - wanted)} solve no lesson: rename each "
+                                 f"NN_topic_solutions.ipynb after its lesson, or remove it")
+
+
+def solutions_of(lesson: Path) -> Path:
+    """notebooks/02_qkv.ipynb -> notebooks/solutions/02_qkv_solutions.ipynb (zh/ -> zh/solutions/)."""
+    return lesson.parent / "solutions" / lesson.name.replace(".ipynb", "_solutions.ipynb")
+
+
+# --- what every lesson has ------------------------------------------------------------------------
+#
+# One rule per assertion, in both languages: the first code cell imports attn and the first code
+# cells seed the random generators; an explorer; exercises checked through attn.exercises, under
+# an Exercises heading; a Summary heading; a solutions notebook beside it.
+
+LESSONS_BOTH = LESSONS + sorted(p for p in (NB_DIR / "zh").glob("*.ipynb") if not p.name.startswith("00_"))
+HEADING = {"Summary": r"Summary|小结", "Exercises": r"Exercises|练习"}
+#: Lessons whose exercises sit in their sections, each after the step it asks for, under no
+#: Exercises heading of their own: lesson -> why.
+EXERCISES_IN_THE_SECTIONS = {
+    "05_pytorch_implementation": "the build is the exercise: each section's checker (nb05.check_...) follows its step",
+}
+
+
+def has_heading(path: Path, words: str) -> bool:
+    return any(re.search(rf"^#+ .*\b(?:{words})", source(c), re.M) for c in cells(path) if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("path", LESSONS_BOTH, ids=lambda p: str(p.relative_to(NB_DIR)))
+def test_a_lesson_has_what_every_lesson_has(path):
+    name, code = path.relative_to(NB_DIR.parent), [source(c) for c in code_cells(path)]
+    assert code and re.search(r"^(?:import attn|from attn[ .])", code[0], re.M), (
+        f"{name}: its first code cell imports the course's package: write `import attn` (and the lesson's "
+        f"other imports) there")
+    assert "manual_seed" in "\n".join(code[:3]), (
+        f"{name}: seed the random generators in the first code cells: write `torch.manual_seed(0)` (and "
+        f"`np.random.seed(0)` if it uses NumPy) in the imports cell")
+    assert any(WIDGET_MIME in out.get("data", {}) for c in code_cells(path) for out in c.get("outputs", [])), (
+        f"{name}: no cell shows an explorer: end a cell with the lesson's explorer from attn.widgets "
+        f"(`from attn.widgets.masks import mask_explorer` ... `mask_explorer()`), tag it {IGNORE_TAG}, re-execute")
+    assert re.search(r"^\s*(?:from attn\.exercises\b|import attn\.exercises\b)", "\n".join(code), re.M), (
+        f"{name}: its exercises are checked through attn.exercises: write `from attn.exercises import nbNN` in "
+        f"the imports cell and end each exercise's cell with its checker (`nbNN.check_...(answer)`); the "
+        f"checkers live in src/attn/exercises/nbNN.py")
+    assert has_heading(path, HEADING["Summary"]), (
+        f"{name}: no Summary heading: end the lesson with a markdown cell `## Summary` (`## 小结` in Chinese) "
+        f"that says what the lesson showed")
+    if path.stem in EXERCISES_IN_THE_SECTIONS:
+        assert not has_heading(path, HEADING["Exercises"]), (
+            f"{name} has an Exercises heading now: remove {path.stem} from EXERCISES_IN_THE_SECTIONS in tests/notebooks/test_notebooks.py")
+    else:
+        assert has_heading(path, HEADING["Exercises"]), (
+            f"{name}: no Exercises heading: put the exercises under a markdown cell `## Exercises` (`## 练习` "
+            f"in Chinese), each `**Exercise N — ...**` followed by a code cell that calls its checker")
+    solutions = solutions_of(path)
+    assert solutions.exists(), (
+        f"{name}: no solutions notebook: write {solutions.relative_to(NB_DIR.parent)}, the lesson's exercises "
+        f"with worked answers (a copy of the lesson's exercises, the answers filled in; no explorer), and "
+        f"execute it (python -m tools.execute {path.stem})")
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
 def test_saved_in_restart_and_run_all_order(path):
     counts = [c.get("execution_count") for c in code_cells(path)]
-    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: execution counts {counts}"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.relative_to(NB_DIR.parent)}: execution counts {counts}, not 1, 2, 3, ...: run it top to bottom in a "
+        f"fresh kernel: python -m tools.execute {path.relative_to(NB_DIR.parent)}")
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
 def test_no_error_output_and_under_1_mb(path):
-    assert path.stat().st_size < 1_000_000, f"{path.name}: {path.stat().st_size} bytes"
+    assert path.stat().st_size < 1_000_000, (f"{path.relative_to(NB_DIR.parent)}: {path.stat().st_size:,} bytes, at most "
+                                             f"1 MB: print less, or draw fewer or smaller pictures")
     for c in code_cells(path):
         for out in c.get("outputs", []):
-            assert out["output_type"] != "error", f"{path.name}: error output {out.get('ename')}"
+            assert out["output_type"] != "error", (
+                f"{path.relative_to(NB_DIR.parent)}: a cell stored the error {out.get('ename')}: {out.get('evalue')}: "
+                f"fix the cell, then re-execute: python -m tools.execute {path.relative_to(NB_DIR.parent)}")
             if out["output_type"] == "stream":
                 assert out["name"] != "stderr" or "Warning" not in "".join(out["text"]), \
-                    f"{path.name}: a warning in a stored output"
+                    (f"{path.relative_to(NB_DIR.parent)}: a warning in a stored output: "
+                     f"{''.join(out['text'])[:200]!r}: remove its cause, then re-execute")
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
@@ -94,6 +163,33 @@ def test_stored_in_stable_form(path):
     assert text == stable_form(nbformat.reads(text, as_version=4), path), \
         f"{path.relative_to(NB_DIR.parent)} is not in stable form: re-execute it with " \
         f"python -m tools.execute {path.relative_to(NB_DIR.parent)}"
+
+
+#: An object's repr with its address, <torch._C.Generator object at 0x7f3a...>: the value of a bare
+#: call such as torch.manual_seed(0), different on every run.
+ADDRESS = re.compile(r"<[^<>\n]* at 0x[0-9a-fA-F]+>")
+
+
+def addresses(cell) -> list[str]:
+    """The object reprs with an address that a code cell's outputs show."""
+    texts = ["".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+             for out in cell.get("outputs", [])]
+    return [m.group() for text in texts for m in ADDRESS.finditer(text)]
+
+
+def test_an_address_is_found():
+    cell = {"outputs": [{"output_type": "execute_result", "data": {"text/plain": "<torch._C.Generator at 0x7f3a2c>"}},
+                        {"output_type": "stream", "text": "<Figure size 640x480 with 1 Axes>\n"}]}
+    assert addresses(cell) == ["<torch._C.Generator at 0x7f3a2c>"]
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: str(p.relative_to(NB_DIR)))
+def test_no_output_shows_an_objects_address(path):
+    found = [f"cell {i}: {shown}" for i, c in enumerate(cells(path)) for shown in addresses(c)]
+    assert not found, (f"{path.relative_to(NB_DIR.parent)}: {found}: the value of a bare call, such as "
+                       f"torch.manual_seed(0), shown with its address (another on every run): end that line with "
+                       f"`;` or assign it (`_ = torch.manual_seed(0)`), then re-execute (python -m tools.execute "
+                       f"{path.relative_to(NB_DIR.parent)})")
 
 
 # --- portability: what a checked output may not print -------------------------------------------

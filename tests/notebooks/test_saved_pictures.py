@@ -38,7 +38,9 @@ LESSONS_WITH_EXPLORERS = [p for p in ALL if explorer_outputs(json.loads(p.read_t
 
 def test_the_course_has_explorers_in_every_lesson():
     names = {p.name for p in LESSONS_WITH_EXPLORERS}
-    assert {f"0{i}_" for i in range(1, 9)} <= {n[:3] for n in names}, sorted(names)
+    missing = sorted({f"0{i}_" for i in range(1, 9)} - {n[:3] for n in names})
+    assert not missing, (f"no saved explorer in the lessons {missing}: each lesson shows its explorer (a cell ending "
+                         f"with it, tagged nbval-ignore-output); re-execute the lesson (python -m tools.execute NN_topic)")
 
 
 @pytest.mark.parametrize("path", LESSONS_WITH_EXPLORERS, ids=lambda p: p.name)
@@ -49,12 +51,17 @@ def test_every_saved_explorer_holds_the_png_of_its_view(path):
         assert "image/png" in data, f"{path.name}: an explorer output without image/png: {sorted(data)}"
         png = base64.b64decode("".join(data["image/png"]))
         # the same picture as the live view it was displayed with (the widget state's buffer)
-        np.testing.assert_array_equal(_pixels(png), _pixels(state_png))
+        assert np.array_equal(_pixels(png), _pixels(state_png)), (
+            f"{path.name}: an explorer's saved PNG is not the picture of its saved view: re-execute it "
+            f"(python -m tools.execute {path.relative_to(NB_DIR.parent)})")
         assert _pixels(png).std() > 0, f"{path.name}: the explorer's PNG is blank"
         text = "".join(data["text/plain"])
         prefix = "图：" if "zh" in path.relative_to(NB_DIR).parts else "Picture: "  # tr("Picture: {title}")
-        assert text.startswith(prefix) and "Explorer(" not in text, text[:200]
-    assert path.stat().st_size < 1_000_000
+        assert text.startswith(prefix) and "Explorer(" not in text, (
+            f"{path.name}: an explorer's text is {text[:200]!r}, not its description starting {prefix!r}: build it "
+            f"with attn.widgets (its _repr_mimebundle_ writes it) and re-execute")
+    assert path.stat().st_size < 1_000_000, (f"{path.name}: {path.stat().st_size:,} bytes, at most 1 MB: show fewer "
+                                             f"explorers or smaller pictures")
 
 
 @pytest.mark.parametrize("path", LESSONS_WITH_EXPLORERS, ids=lambda p: p.name)
@@ -69,7 +76,8 @@ def test_html_without_widget_state_shows_every_explorer_picture(path):
     html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
     for png in pngs:
         assert f'src="data:image/png;base64,{png}"' in html, f"{path.name}: an explorer's picture is missing"
-    assert "Explorer(children=" not in html
+    assert "Explorer(children=" not in html, (f"{path.name}: without its widget state the page shows an explorer's "
+                                              f"repr: every explorer must come from attn.widgets (its _repr_mimebundle_)")
 
 
 def test_bundle_holds_widget_view_png_and_text_and_the_png_is_the_view():

@@ -28,12 +28,17 @@ def _name(path: Path) -> str:
 
 @pytest.mark.parametrize("english", ENGLISH, ids=_name)
 def test_the_chinese_twin_runs_the_same_code(english):
-    assert twins.drift(english) == []
+    found = twins.drift(english)
+    assert found == [], ("\n".join(found) + f"\nGive {_name(twins.twin(english))} the English code cells and tags: "
+                         f"python -m tools.twins --carry copies them (then translate their comments and docstrings "
+                         f"again), and re-execute: python -m tools.execute {english.stem.removesuffix('_solutions')}")
 
 
 def test_every_chinese_notebook_has_an_english_one():
     orphans = [p for p in CHINESE if (twins.NOTEBOOKS / p.relative_to(twins.ZH)) not in ENGLISH]
-    assert orphans == [], orphans
+    assert orphans == [], (f"{[str(p.relative_to(twins.ROOT)) for p in orphans]}: no English notebook of that name: "
+                           f"name each Chinese notebook after its English original (notebooks/zh/X.ipynb for "
+                           f"notebooks/X.ipynb), or remove it")
 
 
 def test_drift_is_found(tmp_path, monkeypatch):
@@ -135,10 +140,11 @@ def prose(path: Path) -> str:
 
 def test_the_glossary_is_read():
     rows = glossary()
-    assert len(rows) > 100
-    assert (["multi-head attention"], "多头注意力") in rows
-    assert (["causal mask"], "因果掩码") in rows
-    assert (["dropout"], "暂退法") in rows
+    layout = ("notebooks/00_start_here.ipynb: the glossary's tables are read as | English | 中文 | ... | with a "
+              "column 'used by' or 'first used in'; keep that layout")
+    assert len(rows) > 100, f"{layout}: read {len(rows)} rows"
+    for term in ((["multi-head attention"], "多头注意力"), (["causal mask"], "因果掩码"), (["dropout"], "暂退法")):
+        assert term in rows, f"{layout}: the row of {term[0][0]} ({term[1]}) was not read"
 
 
 @pytest.mark.parametrize("english", ENGLISH, ids=_name)
@@ -173,7 +179,7 @@ NAMES = {
     "PyTorch", "NumPy", "JupyterLab", "Jupyter", "Transformer", "FlashAttention", "RoPE",
     "MiniLM", "BERT", "GPT", "RNN", "LSTM", "SDPA", "Adam", "GELU", "ReLU", "LayerNorm",
     "softmax", "CLS", "SEP", "PAD", "KV", "CPU", "GPU", "torch", "ipywidgets", "attn",
-    "nan", "inf", "min", "max", "autograd", "gradcheck", "WordPiece",
+    "min", "max", "autograd", "gradcheck", "WordPiece",
     "MiB", "KiB", "GiB", "FLOPs", "MACs", "tanh", "exp", "log", "sin", "cos", "sqrt",
     *keyword.kwlist,
 }
@@ -191,6 +197,12 @@ GLOSS = re.compile(r"（[^（）]*）")
 BAD_INPUT = re.compile(r"\b\w+: expected [^（）\n]*?, got [^（），。\n]*")
 # A class's repr, KVCache(positions=10, key shape=(1, 4, 10, 8)): code.
 REPR = re.compile(r"\b[A-Z]\w*\((?:[^()\n]|\([^()\n]*\))*\)")
+# A number that is none: nan and inf as Python, NumPy, torch and pandas print them (NaN, -Inf),
+# in any case.
+NOT_A_NUMBER = {"nan", "inf", "infinity"}
+# An object's repr with its address, <torch._C.Generator object at 0x7f...>: no prose (a bare
+# torch.manual_seed(0) shows it; tests/notebooks/test_notebooks.py asks for it to go).
+ADDRESS = re.compile(r"<[^<>\n]* at 0x[0-9a-fA-F]+>")
 # A Latin word standing alone: not joined to code by a dot, a bracket, a quote, an underscore...
 LATIN_WORD = re.compile(r"(?<![A-Za-z0-9_.'\"`\[\]=\\^/+-])[A-Za-z]{2,}(?![A-Za-z0-9_.'\"`\[\](=\\^/-])")
 # An argument of a call, f(x): code. A word in brackets after a space, 小明 (Xiaoming): English.
@@ -213,13 +225,15 @@ def arguments(path: Path) -> set[str]:
 
 def english_words(text: str, allowed: set[str]) -> list[str]:
     """The Latin words of ``text`` that a Chinese learner reads as English: standing alone, not
-    ``allowed``, not a class name or an acronym (a capital inside), not a name printed with
+    ``allowed``, not nan or inf, not a class name or an acronym (a capital inside), not a name printed with
     its value (``weights: (5, 5)``, ``n = 8``) or as an operand (``weights @ V``)."""
-    text = REPR.sub(" ", TORCH_MESSAGES.sub(" ", BAD_INPUT.sub(" ", GLOSS.sub(" ", twins.ERROR_LINE.sub(" ", text)))))
+    for code in (twins.ERROR_LINE, GLOSS, BAD_INPUT, TORCH_MESSAGES, ADDRESS, REPR):
+        text = code.sub(" ", text)
     found = []
     for match in LATIN_WORD.finditer(text):
         word = match.group()
-        if (word in allowed or re.search(r".[A-Z]", word) or CALL_ARGUMENT.search(text[:match.start()])
+        if (word in allowed or word.lower() in NOT_A_NUMBER or re.search(r".[A-Z]", word)
+                or CALL_ARGUMENT.search(text[:match.start()])
                 or re.match(r"\)? *[:=@]", text[match.end():])):  # weights: (5, 5); a module's (tok): Embedding
             continue
         found.append(word)
@@ -241,6 +255,8 @@ def test_english_words_are_found():
                          set()) == []
     assert english_words("报错：\nValueError: query: expected 3 dims\n结束", set()) == []
     assert english_words("会停下：d_model: expected a multiple of num_heads=5, got 12（还试过）", set()) == []
+    assert english_words("查询 0：NaN, NaN；Nan；inf, -inf, Inf, -Inf, Infinity", set()) == []
+    assert english_words("<torch._C.Generator object at 0x7f3a2c1d0b10>", set()) == []
 
 
 def test_the_arguments_of_the_code_are_read(tmp_path):
