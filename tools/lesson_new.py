@@ -67,6 +67,7 @@ WORDS = {
                          "one key in row 0, two in row 1, and so on, 10 in all.",
         "solution": 'answer = causal_mask(4)  # (4, 4): the lower triangle\ngeneral.check_mask(answer, kind="causal", length=4)',
         "next": "Next: [{n} {title}]({stem}.ipynb).",
+        "the last": "**This is the last notebook.** ",
         "back": "Back to the map",
     },
     "zh": {
@@ -92,6 +93,7 @@ WORDS = {
                          "第 1 行两个，依此类推，一共 10 个。",
         "solution": 'answer = causal_mask(4)  # (4, 4)：下三角\ngeneral.check_mask(answer, kind="causal", length=4)',
         "next": "下一课：[{n} {title}]({stem}.ipynb)。",
+        "the last": "**这是最后一个笔记本。**",
         "back": "回到课程地图",
     },
 }
@@ -138,10 +140,11 @@ def _write(path: Path, nb: nbformat.NotebookNode) -> None:
 
 
 def link_from_previous(previous: str, stem: str, titles: dict[str, str], root: Path) -> list[str]:
-    """Append the ``Next:`` link to the previous lesson's last cell, in both languages.
+    """Append the ``Next:`` link to the previous lesson's last cell, in both languages, and take
+    out its sentence that it is the last notebook.
 
     Returns:
-        the files whose last cell still says it is the last notebook (to edit by hand).
+        the files whose last cell still says it is the last notebook in other words (to edit by hand).
     """
     still_last = []
     for language in ("en", "zh"):
@@ -149,8 +152,8 @@ def link_from_previous(previous: str, stem: str, titles: dict[str, str], root: P
         nb = nbformat.read(path, as_version=4)
         cell = nb.cells[-1]
         link = WORDS[language]["next"].format(n=stem[:2], title=titles[language], stem=stem)
-        cell.source = cell.source.rstrip() + "\n\n" + link
-        if WORDS[language]["back"] in cell.source and previous != "00_start_here":
+        cell.source = cell.source.replace(WORDS[language]["the last"], "").rstrip() + "\n\n" + link
+        if WORDS[language]["the last"].strip() in cell.source and previous != "00_start_here":
             still_last.append(rel(path, root))
         _write(path, nb)
     return still_last
@@ -186,13 +189,20 @@ def new_lesson(name: str, title: str, title_zh: str, *, execute: bool = True, ro
         code = _run(root, *tool)
         if code:
             return code
+    if execute:  # the template's claim: the mask its section prints (cell 3, line 0), in both languages
+        for path in (notebook_path(stem, "en", root), notebook_path(stem, "zh", root)):
+            code = _run(root, "tools.claims", str(path), "--mark", "3:0")
+            if code:
+                return code
     print(f"""
 What is left, by hand (CONTRIBUTING.md, "Adding or changing a lesson"):
   1. notebooks/{stem}.ipynb: your lesson, in place of the template's causal mask; its one-line
      summary in the notebook's metadata, "attn": {{"summary": ...}} (Edit → Notebook metadata).
   2. notebooks/zh/{stem}.ipynb: the same code, Chinese prose (00's glossary), its Chinese summary.
   3. notebooks/solutions/{stem}_solutions.ipynb and notebooks/zh/solutions/{stem}_solutions.ipynb.
-  4. a checker: attn.exercises.general, or your own.{''.join(f'''
+  4. a checker: attn.exercises.general, or your own.
+  5. its claims, the printed lines its prose relies on: python -m tools.claims {stem} (lists them),
+     then --mark CELL:LINE, in both languages (CONTRIBUTING.md, "A lesson's claims").{''.join(f'''
   *  {path}: its last cell still says it is the last notebook: edit that sentence.''' for path in still_last)}
 Then:
   python -m tools.execute {stem}          # the four files' outputs

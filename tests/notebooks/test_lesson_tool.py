@@ -127,6 +127,7 @@ def test_new_writes_a_lesson_that_keeps_the_rules_and_registers_it(course):
     for path, next_word in ((en, "Next: "), (zh, "下一课：")):
         previous = _cells(path.parent / "12_transformer_block.ipynb")[-1]
         assert f"{next_word}[13 " in "".join(previous["source"]) and "(13_my_topic.ipynb)" in "".join(previous["source"])
+        assert not re.search("This is the last notebook|这是最后一个笔记本", "".join(previous["source"]))
         cells = _cells(path)
         first, code = "".join(cells[0]["source"]), [c for c in cells if c["cell_type"] == "code"]
         assert "set_language(" in "".join(code[0]["source"]) and "manual_seed" in "".join(code[0]["source"])
