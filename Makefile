@@ -7,7 +7,7 @@
 # The other forms of the course (docs/teaching.md, "Read it without running"):
 #   make site                  the website, offline: English in build/site/, Chinese in build/site/zh/
 #   make handouts              one PDF per notebook and language into build/handouts/ (zh/: Chinese)
-#   make app NB=06_visualization   one notebook in Voila's app mode (code hidden)
+#   make app NB=06_visualization   one lesson's explorers in Voila's app mode (code hidden)
 #   make deck NB=02_qkv        one notebook as a slide deck, code hidden, explorers live (Voila)
 #   make slides                write the slide metadata of every notebook (tools/slides.py)
 #   make lesson NAME=13_my_topic TITLE="My topic" TITLE_ZH="我的主题"   a new lesson (CONTRIBUTING.md)
@@ -181,8 +181,10 @@ site: setup $(VENDOR)
 handouts: site
 	$(BIN)/python -m tools.handouts
 
+# App mode serves the lesson's explorers only (tools/app.py writes the page from the lesson into
+# build/app/; 00, without an explorer, is served whole). NB=zh/02_qkv: the Chinese edition.
 app: setup
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/voila notebooks/$(NB).ipynb
+	page=$$($(BIN)/python -m tools.app $(NB)) && PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/voila "$$page"
 
 slides: setup
 	$(BIN)/python -m tools.slides

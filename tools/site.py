@@ -626,7 +626,13 @@ def wait_rendered(page: object, timeout: float = 30) -> None:
             views: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
             waiting: document.querySelectorAll('figure.attn-live:not([data-live])').length,
             loading: [...document.images].filter((i) => !i.complete).map((i) => i.src.slice(0, 80))})""")
+        todo = (" A saved widget view is drawn on the site only as a live explorer (the explorer cell of a "
+                "lesson, tools/explorer_cells.py says what one is) or as a figure of attn.drawing.figures."
+                "show_figure: a solutions notebook must show no explorer (remove the explorer cell from it and "
+                "re-execute it with python -m tools.execute); a lesson's explorer the site cannot build stops "
+                "the build with a message naming its cell (tools/live_states.py)." if state["views"] else "")
         raise RuntimeError(f"{page.url}: not rendered after {timeout} s: {state['views']} saved widget views "
                            f"(no widget manager draws them), {state['waiting']} explorers without their "
-                           f"controls; document {state['ready']}; images still loading: {state['loading']}") from None
+                           f"controls; document {state['ready']}; images still loading: {state['loading']}."
+                           f"{todo}") from None
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise.then(() => true) : true")

@@ -172,11 +172,15 @@ def prose(path: Path) -> list[tuple[int, str]]:
     return [(k, c.source) for k, c in enumerate(cells) if c.cell_type == "markdown"]
 
 
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def outputs(path: Path) -> list[tuple[int, str]]:
     """(cell index, text) of every stored output a learner reads: a stream (a cell's consecutive
     streams of one name joined, as the notebook shows them), a text/plain or text/html result
     (its tags removed), and a figure's text alternative (``show_figure``'s ``alt``). A figure's
-    text/plain (``<Figure size ...>``) is not shown, so it is left out."""
+    text/plain (``<Figure size ...>``) is not shown, so it is left out; nor is an explorer's (its
+    picture's text alternative, ``Explorer.alt_text``: the readout, read in the live explorer)."""
     found = []
     for k, cell in enumerate(nbformat.read(path, as_version=4).cells):
         stream = None
@@ -193,7 +197,7 @@ def outputs(path: Path) -> list[tuple[int, str]]:
             alt = output.get("metadata", {}).get("image/png", {}).get("alt")
             if alt:
                 found.append((k, alt))
-            if data.get("text/plain") and "image/png" not in data:
+            if data.get("text/plain") and "image/png" not in data and _WIDGET_VIEW not in data:
                 found.append((k, data["text/plain"]))
             if data.get("text/html"):
                 found.append((k, html.unescape(re.sub(r"<[^>]+>", " ", data["text/html"]))))

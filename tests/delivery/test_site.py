@@ -38,6 +38,7 @@ from _browser import SERIOUS, axe_violations, watched_page
 from _pictures import explorer_outputs, static_figures
 from _support import unavailable
 from attn.language import language, tr
+from attn.widgets._base import RUN_TO_MOVE
 from tools import handouts, site
 from tools.lab import VIEWPORT
 
@@ -221,6 +222,8 @@ def test_page_shows_pictures_math_and_no_widget_repr(visited, name):
     assert facts["math"]["typeset"] == facts["math"]["all"], f"{name}: math typeset: {facts['math']}"
     for repr_text in ("Explorer(children=", "VBox(children=", "Loading widget", "Error displaying widget"):
         assert repr_text not in prose, f"{name}: {repr_text!r} on the page"
+    with language(site.edition_of(name).code):  # the saved picture's line: the site's explorers are live
+        assert tr(RUN_TO_MOVE) not in prose, f"{name}: {tr(RUN_TO_MOVE)!r} under a live explorer"
 
 
 @pytest.mark.parametrize("name", PAGES)
