@@ -25,7 +25,7 @@ import gettext
 import re
 import string
 from collections.abc import Iterator
-from functools import cache, lru_cache
+from functools import lru_cache
 from importlib import resources
 
 #: The languages of the course: code -> the language's own name.
@@ -138,7 +138,7 @@ def _formats(template: str, fields: dict[str, object]) -> bool:
     return True
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096, typed=True)
 def message_fields(text: str) -> frozenset[str]:
     """The names of the named ``str.format`` fields of ``text``: ``{ratio:.2f}`` and ``{d_k}``
     are fields; ``{{`` is a literal brace, and braces around what is not a name (``h_{t-1}``,
@@ -197,7 +197,7 @@ def catalogue_path(code: str) -> str:
     return str(resources.files("attn") / "locale" / code / "LC_MESSAGES" / f"{DOMAIN}.mo")
 
 
-@cache
+@lru_cache(maxsize=None, typed=True)
 def _catalogue(code: str) -> gettext.NullTranslations:
     """The translations of ``code``; English is the source text, so it has none."""
     if code == "en":

@@ -72,7 +72,7 @@ def power_of_ten_label(value: float, _pos: object = None) -> str:
     return "10" + str(round(exponent)).translate(_SUPERSCRIPT)
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1, typed=True)
 def _font_path() -> str:
     return str(resources.files("attn.drawing") / "fonts" / "NotoSansCJKsc-course-subset.otf")
 

@@ -186,7 +186,7 @@ def check_reversed_output(answer: Any) -> Feedback:
                              "of the word now at position i: reversing the input only reversed the output."))
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1, typed=True)
 def _decay_distance() -> int | None:
     p = gradient_profile()
     for dist, g in zip(p.distance, p.rnn):

@@ -166,7 +166,7 @@ def check_score_variance(answer: Any) -> Feedback:
                               "taking the variance."))
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=4, typed=True)
 def _half_gradient_d_k(n_keys: int) -> int | None:
     for d in D_K_GRID:
         s = scaling_stats(d, n_keys=n_keys)

@@ -85,7 +85,7 @@ def check_block_mask(answer: Any) -> Feedback:
                               "number; broadcasting a column of numbers against a row gives all pairs."))
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1, typed=True)
 def _exercise_weights() -> torch.Tensor:
     model = load_trained("cls")
     with torch.no_grad():
@@ -118,7 +118,7 @@ def check_vertical_score(answer: Any) -> Feedback:
                               "over examples and query rows, one number per head."))
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1, typed=True)
 def _mystery() -> tuple[torch.Tensor, tuple[str, ...]]:
     maps = []
     for task in MYSTERY_TASKS:

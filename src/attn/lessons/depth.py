@@ -78,7 +78,7 @@ class StackProfile:
         return float(self.gradient[0] / self.gradient[-1])
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=2, typed=True)
 def _all_blocks(seed: int) -> tuple[TransformerBlock, ...]:
     """MAX_DEPTH blocks made one after the other from ``seed`` (float64, eval mode)."""
     with torch.random.fork_rng(devices=[]):  # the learner's RNG is left as it was
@@ -151,7 +151,7 @@ def stack_profile(depth: int, *, norm_first: bool, residual: bool = True, seed: 
     return _stack_profile(depth, norm_first, residual, seed)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256, typed=True)
 def _stack_profile(depth: int, norm_first: bool, residual: bool, seed: int) -> StackProfile:
     """``stack_profile`` for checked arguments."""
     blocks = stack_blocks(depth, seed=seed)

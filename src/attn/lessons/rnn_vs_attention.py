@@ -214,7 +214,7 @@ class GradientProfile:
     attention: tuple[float, ...]
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=16, typed=True)
 def gradient_profile(n: int = 32, d: int = 16, *, seed: int = 0) -> GradientProfile:
     """Measure ``input_gradient_norms`` for both seeded layers on one seeded random input.
 

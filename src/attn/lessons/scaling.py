@@ -68,7 +68,7 @@ def softmax_jacobian_norm(weights: Tensor) -> Tensor:
     return torch.linalg.matrix_norm(jac)  # Frobenius norm of each (n, n)
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=2, typed=True)
 def _score_table(d_max: int, n_keys: int, n_rows: int, seed: int) -> Tensor:
     """Unscaled scores for every d_k in 1..d_max at once: (D, N, n), entry [d-1] uses d dims.
 
@@ -96,7 +96,7 @@ def sample_scores(d_k: int, *, n_keys: int = 16, n_rows: int = 1000, seed: int =
     return _score_table(max(512, d_k), n_keys, n_rows, seed)[d_k - 1].double()  # (N, n)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=1024, typed=True)
 def _stats(d_k: int, n_keys: int, n_rows: int, seed: int) -> ScalingStats:
     raw = sample_scores(d_k, n_keys=n_keys, n_rows=n_rows, seed=seed)  # (N, n)
     scaled = raw / math.sqrt(d_k)

@@ -162,7 +162,7 @@ def _with_points(text: str, size: float, path: str, dpi: float) -> tuple[np.ndar
     return alpha, below - 1
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096, typed=True)
 def _render(text: str, size: float, rgb: tuple[float, float, float], path: str, rotation: int,
             dpi: float) -> tuple[np.ndarray, int]:
     """(bitmap (h, w, 4), descent: pixels from the bitmap's bottom up to the baseline)."""

@@ -48,7 +48,7 @@ D_K_CHOICES = (2, 8, 32, 128, 512)
 SHOWN_COLUMNS = 8
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=32, typed=True)
 def _pass(d_k: int, scaled: bool) -> dict[str, np.ndarray]:
     """Every tensor of the forward and backward pass, as read-only (N, ·) arrays."""
     g = torch.Generator().manual_seed(11)

@@ -40,7 +40,7 @@ _E, _H, _N = 16, 2, 1
 _COST_COLORS = {"with cache": "tab:green", "without cache": "tab:red"}
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1, typed=True)
 def _run() -> tuple[np.ndarray, np.ndarray]:
     """Keys (T, E) of the cache after the last step, and head 1's weights (T, T), computed step
     by step with the cache (the full pass gives the same numbers: tests/attn/test_decoding.py)."""

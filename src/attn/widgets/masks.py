@@ -67,7 +67,7 @@ class MaskedMap:
     fills_agree: float
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=4, typed=True)
 def _score_table(seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.randn(MAX_LEN, MAX_LEN, generator=g, dtype=torch.float64)  # (12, 12)
@@ -110,7 +110,7 @@ def _weights(scores: torch.Tensor, mask: torch.Tensor, fill: str) -> torch.Tenso
     return softmax_with_fill(scores, mask, float(fill))
 
 
-@lru_cache(maxsize=128)
+@lru_cache(maxsize=128, typed=True)
 def masked_map(kind: str = "causal", length: int = 6, fill: str = "package", *,
                seed: int = 0) -> MaskedMap:
     """Softmax of seeded scores (L, L) under a mask and a fill choice.

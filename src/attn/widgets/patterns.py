@@ -169,7 +169,7 @@ def pattern_heads(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8
     return _pattern_heads(pattern, n_heads, n_tokens, d_k, strength, scaled, mask, get_language())
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256, typed=True)
 def _pattern_heads(pattern: str, n_heads: int, n_tokens: int, d_k: int, strength: float,
                    scaled: bool, mask: str, language: str) -> PatternHeads:
     """``pattern_heads``, cached per language (the titles and notes are words)."""

@@ -37,7 +37,7 @@ MAX_SHIFT = 60
 _D = 16
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1, typed=True)
 def _setup() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(9)
     x = torch.randn(len(SENTENCE), _D, dtype=torch.float64, generator=g)  # (6, d) the words
@@ -46,7 +46,7 @@ def _setup() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return x, w_q, w_k
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=512, typed=True)
 def _weights(encoding: str, shift: int, order: str) -> np.ndarray:
     """(6, 6) weights, rows and columns by word (SENTENCE order), whatever order they stand in."""
     x, w_q, w_k = _setup()

@@ -58,7 +58,7 @@ STATS_QUERIES, HIST_QUERIES, MAP_QUERIES, VIEW_KEYS = 1000, 64, 8, 16
 BINS = np.arange(-64.0, 64.1, 2.0)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=32, typed=True)
 def scaling_view(d_k: int, *, seed: int = 0) -> ScalingView:
     """Scores q·k of 64 seeded queries with 16 keys each at this d_k, unscaled and divided by
     sqrt(d_k): their histogram, and the softmax rows and Jacobian norms of the first 8.

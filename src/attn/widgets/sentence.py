@@ -90,13 +90,13 @@ def sentence_row(word: str = _CHAPTER_WORD, *, score_scale: float = 1.0) -> Sent
     return _row(i, check_number("score_scale", score_scale, non_negative=True))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=64, typed=True)
 def _toy(score_scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     out, w = toy_attention(score_scale=score_scale)  # (6, F) new vectors, (6, 6) weights
     return toy_scores(score_scale=score_scale), w, out
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256, typed=True)
 def _row(i: int, score_scale: float) -> SentenceRow:
     """The row of word i (immutable, so cached: moving back to a setting costs nothing)."""
     scores, w, out = _toy(score_scale)

@@ -126,7 +126,7 @@ def _two_source_qk(n: int, d_model: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.cat([q_prev, q_subj], -1), torch.cat([k_prev, k_subj], -1)  # (n, E/2) x 2 -> (n, E)
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=32, typed=True)
 def _inputs(d_model: int, inputs: str, seed: int) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
     """Seeded embeddings (1, n, E) and the four (E, E) projection weights (nn.Linear layout).
 
@@ -195,7 +195,7 @@ def _sources(n: int) -> np.ndarray:
     return cells
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256, typed=True)
 def _error(d_model: int, num_heads: int, inputs: str, seed: int) -> float:
     """``error_left`` of the layer's output on words 1..n-1 against ``two_source_target``."""
     x, _ = _inputs(d_model, inputs, seed)
@@ -205,7 +205,7 @@ def _error(d_model: int, num_heads: int, inputs: str, seed: int) -> float:
     return error_left(out[:, 1:], two_source_target(x))
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=64, typed=True)
 def _cached_state(d_model: int, num_heads: int, inputs: str, seed: int) -> HeadsState:
     x, _ = _inputs(d_model, inputs, seed)
     mha = _module(d_model, num_heads, inputs, seed)

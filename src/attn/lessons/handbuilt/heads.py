@@ -51,7 +51,7 @@ __all__ = [
     "head_qk",
 ]
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=32, typed=True)
 def _directions(d_k: int) -> Tensor:
     m = torch.arange(d_k, dtype=torch.float64)
     basis = torch.cos(math.pi * (m[None, :] + 0.5) * m[:, None] / d_k)  # (d_k, d_k): row r, coord m
@@ -183,7 +183,7 @@ def block_qk(segments: Sequence[int], d_k: int, *, strength: float = 1.0) -> tup
     return q, q.clone()
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=16, typed=True)
 def _random_table(seed: int, n: int, d: int) -> Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.randn(2, n, d, generator=g, dtype=torch.float64)  # (2, n, d): q rows, k rows

@@ -176,7 +176,7 @@ class MiniLM(nn.Module):
         return self
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=1, typed=True)
 def load_minilm() -> tuple[MiniLM, WordPiece]:
     """all-MiniLM-L6-v2 from the installed package (read once, then cached), in eval mode."""
     folder = model_dir()
@@ -234,7 +234,7 @@ class Maps:
     weights: Tensor
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=16, typed=True)
 def _maps(words: tuple[str, ...]) -> Maps:
     model, _ = load_minilm()
     enc = encode(words)
