@@ -1,7 +1,8 @@
 """``python -m benchmarks`` (``make bench``): run every benchmark, print tables, write JSON.
 
     python -m benchmarks                    # all parts, full sizes (several minutes)
-    python -m benchmarks --only scale       # one part: latency, browser, course, scale, decoding, kv_heads, hub, site or app
+    python -m benchmarks --only scale       # one part: latency, browser, course, scale, decoding,
+                                            # kv_heads, language_model, hub, site or app
     python -m benchmarks --quick            # tiny sizes, no browser, no hub, no site, no app: checks that the code runs
     python -m benchmarks --threads 1        # latency and scale with one torch thread
 
@@ -15,10 +16,10 @@ import argparse
 import time
 from pathlib import Path
 
-from . import course, decoding, kv_heads, latency, scale
+from . import course, decoding, kv_heads, language_model, latency, scale
 from ._common import RESULTS, machine, say
 
-PARTS = ("latency", "browser", "course", "scale", "decoding", "kv_heads", "hub", "site", "app")
+PARTS = ("latency", "browser", "course", "scale", "decoding", "kv_heads", "language_model", "hub", "site", "app")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         decoding.run(quick=args.quick, results=args.results, threads=args.threads)
     if "kv_heads" in parts:
         kv_heads.run(quick=args.quick, results=args.results, threads=args.threads)
+    if "language_model" in parts:
+        language_model.run(quick=args.quick, results=args.results, threads=args.threads)
     if "hub" in parts:
         from . import hub
 

@@ -144,6 +144,17 @@ def kv_heads_section(d: dict[str, Any]) -> str:
     return head + "\n\n" + d["table"] + "\n\n" + "\n".join(f"- {line}" for line in d["summary"])
 
 
+def language_model_section(d: dict[str, Any]) -> str:
+    head = ("**Language model** (notebook 13): one generation step of the shipped character-level model "
+            "of each text (4 blocks, E=128, H=4, float32, one thread) after T characters, with a KV cache and "
+            "running every character again, the fastest of "
+            f"{d['config']['repeats']} runs; the blocks' multiply-adds counted by `attn.decoding.step_cost`; "
+            "then the notebook's training run on each text "
+            f"(`benchmarks/language_model.py`, {_machine(d['machine'])}).")
+    return (head + "\n\n" + d["table"] + "\n\n" + d["training_table"] + "\n\n"
+            + "\n".join(f"- {line}" for line in d["summary"]))
+
+
 def site_section(d: dict[str, Any]) -> str:
     t = d["targets"]
     head = (f"**The website's explorers without a kernel** (`benchmarks/site.py`, {_machine(d['machine'])}): "
@@ -163,7 +174,7 @@ def site_section(d: dict[str, Any]) -> str:
 
 SECTIONS = (("latency", latency_section), ("browser", browser_section),
             ("course", course_section), ("scale", scale_section), ("decoding", decoding_section),
-            ("kv_heads", kv_heads_section), ("site", site_section))
+            ("kv_heads", kv_heads_section), ("language_model", language_model_section), ("site", site_section))
 
 
 def render(results: Path = RESULTS) -> str:

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from ._checks import (check_bool, check_bool_mask, check_choice, check_entries, check_float,
                       check_like_parameters, check_mask_reading, check_positive_int, check_rank,
                       shape_str)
+from .kv_cache import KVCache
 from .modules import MultiHeadAttention, check_dropout
 
 __all__ = ["TransformerBlock"]
@@ -85,19 +86,21 @@ class TransformerBlock(nn.Module):
 
     # --- the two sub-layers -----------------------------------------------------------------
 
-    def attention_sublayer(self, x: Tensor, mask: Tensor | None, causal: bool) -> Tensor:
+    def attention_sublayer(self, x: Tensor, mask: Tensor | None, causal: bool, *,
+                           cache: KVCache | None = None) -> Tensor:
         """Multi-head self-attention (dropout on its weights inside), then dropout.
 
         Its inputs are not checked again: ``forward`` checked x and the mask (``check_inputs``),
         so the attention layer's unchecked step (``MultiHeadAttention.compute``) runs.
 
         Args:
-            x: (B, L, E); mask, causal: as in ``forward``.
+            x: (B, L, E); mask, causal, cache: as in ``forward``.
 
         Returns:
             (B, L, E)
         """
-        out, _ = self.self_attn.compute(x, x, x, mask, need_weights=False, causal=causal)  # (B, L, E)
+        out, _ = self.self_attn.compute(x, x, x, mask, need_weights=False, causal=causal,
+                                        cache=cache)  # (B, L, E)
         return self.dropout1(out)
 
     def feed_forward(self, x: Tensor) -> Tensor:
@@ -114,7 +117,8 @@ class TransformerBlock(nn.Module):
 
     # --- the forward pass ---------------------------------------------------------------------
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, *, causal: bool = False) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None, *, causal: bool = False,
+                cache: KVCache | None = None) -> Tensor:
         """One block: the same shape in as out.
 
         Args:
@@ -122,31 +126,39 @@ class TransformerBlock(nn.Module):
             mask: None, or bool broadcastable to (B, H, L, L); **True = may attend**: (L, L)
                 for all sequences (``mask[None]``, (1, L, L), when B = L > 1: a 2-D mask could
                 then be (B, L) too, ValueError), or ``attn.padding_mask(lengths, L)`` (B, 1, 1, L).
+                With a cache of T positions: broadcastable to (B, H, L, T + L).
             causal: True also blocks the future (``attn.causal_mask(L)``, combined with
                 ``mask``).
+            cache: an ``attn.KVCache`` for this block's attention layer, for generating: x holds
+                the L new positions, which attend to the T cached ones and causally among
+                themselves (whatever ``causal`` says), as ``attn.MultiHeadAttention`` does
+                with a cache. The feed-forward and the norms act on each position alone, so
+                they need nothing cached.
 
         Returns:
             (B, L, E)
         """
-        self.check_inputs(x, mask, causal)
+        self.check_inputs(x, mask, causal, cache)
         if self.norm_first:  # pre-LN: each sub-layer reads a normalised copy of x
-            x = x + self.attention_sublayer(self.norm1(x), mask, causal)  # (B, L, E)
+            x = x + self.attention_sublayer(self.norm1(x), mask, causal, cache=cache)  # (B, L, E)
             x = x + self.feed_forward(self.norm2(x))  # (B, L, E)
         else:  # post-LN: normalise after each residual add
-            x = self.norm1(x + self.attention_sublayer(x, mask, causal))  # (B, L, E)
+            x = self.norm1(x + self.attention_sublayer(x, mask, causal, cache=cache))  # (B, L, E)
             x = self.norm2(x + self.feed_forward(x))  # (B, L, E)
         return x
 
-    def check_inputs(self, x: object, mask: object, causal: object) -> None:
+    def check_inputs(self, x: object, mask: object, causal: object, cache: object = None) -> None:
         """The arguments of ``forward``, checked before any computation, once: the attention
         sub-layer does not check them again. What ``attn.MultiHeadAttention.forward`` would
-        refuse in x or the mask is refused here, named as the block's arguments.
+        refuse in x, the mask or the cache is refused here, named as the block's arguments.
 
         Raises:
             TypeError / ValueError naming the argument: x not a float tensor (B, L, E) of the
             parameters' dtype and device; a mask that is not bool, does not broadcast to
-            (B, H, L, L) or lies on another device, or is 2-D when B = L > 1; a causal that is
-            not a bool.
+            (B, H, L, S) (S = L, or T + L after T cached positions) or lies on another device,
+            or is 2-D when B = L > 1; a causal that is not a bool; a cache that is not an
+            ``attn.KVCache``, holds keys the new ones cannot follow, or was filled by another
+            layer.
         """
         check_float("x", x)
         check_rank("x", x, 3, "(B, L, d_model)")
@@ -154,9 +166,18 @@ class TransformerBlock(nn.Module):
             raise ValueError(f"x: expected last dim d_model={self.d_model}, got shape {shape_str(x)}")
         check_like_parameters("x", x, self.norm1.weight)  # (every block has norm1)
         check_bool("causal", causal)
+        B, L, _ = x.shape
+        past = 0  # T positions already cached
+        if cache is not None:
+            if not isinstance(cache, KVCache):
+                raise TypeError(f"cache: expected an attn.KVCache or None, got {type(cache).__name__}")
+            attention = self.self_attn
+            cache.check_fits("cache", B, attention.num_kv_heads, attention.head_dim, dtype=x.dtype,
+                             device=x.device, module=attention)
+            past = cache.kept
         if mask is not None:
-            B, L, _ = x.shape
-            check_bool_mask("mask", mask, (B, self.num_heads, L, L), "(B, H, L, L)", device=x.device)
+            legend = "(B, H, L, L)" if cache is None else "(B, H, L, S)"  # S = T cached + L new
+            check_bool_mask("mask", mask, (B, self.num_heads, L, past + L), legend, device=x.device)
             check_mask_reading("mask", mask, (B,), L)
 
     def extra_repr(self) -> str:

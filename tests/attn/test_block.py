@@ -378,3 +378,27 @@ def test_a_2d_mask_is_refused_when_the_batch_is_as_long_as_the_sequence():
     one_for_all = block(x, causal_mask(L)[None])  # (1, L, L)
     torch.testing.assert_close(one_for_all, block(x, causal=True), atol=TOL, rtol=0)
     assert block(x, padding_mask([5, 4, 3, 2, 1], L)).shape == (L, L, E)  # (B, 1, 1, L)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_a_kv_cache_continues_the_causal_pass_position_by_position(norm_first):
+    """With an attn.KVCache the block runs the new positions only and gives what the causal
+    pass over the whole sequence gives at those positions (issue 34: generation)."""
+    from attn import KVCache
+    torch.manual_seed(0)
+    block = TransformerBlock(E, H, F, norm_first=norm_first).double().eval()
+    x = rand(2, 6, E, seed=1)
+    full = block(x, causal=True)  # (2, 6, E)
+    cache = KVCache()
+    steps = [block(x[:, :3], cache=cache)] + [block(x[:, t:t + 1], cache=cache) for t in range(3, 6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-12, rtol=0)
+    assert len(cache) == 6
+    with pytest.raises(TypeError, match="cache: expected an attn.KVCache or None, got list"):
+        block(x, cache=[])
+    with pytest.raises(ValueError, match=r"cache: expected B=2, H=2, D=4 like the cached keys"):
+        block(x[:1, :1], cache=cache)
+    with pytest.raises(ValueError, match=r"mask: expected .*\(B, H, L, S\)"):
+        block(x[:, :1], torch.ones(1, 6, dtype=torch.bool), cache=cache)  # S = 6 cached + 1 new
+    other = TransformerBlock(E, H, F).double()
+    with pytest.raises(ValueError, match="cache: expected the cache of the module that filled it"):
+        other(x[:, :1], cache=cache)

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from _support import REPO
-from benchmarks import _common, course, hub, kv_heads, latency, scale
+from benchmarks import _common, course, hub, kv_heads, language_model, latency, scale
 
 
 def test_table_and_percentiles():
@@ -139,6 +139,24 @@ def test_kv_heads_quick_measures_every_configuration_and_its_cache_bytes(tmp_pat
 
     section = report.kv_heads_section(payload)
     assert section.startswith("**KV heads and a window**") and payload["table"] in section
+
+
+def test_language_model_quick_times_generation_with_and_without_the_cache(tmp_path):
+    payload = language_model.run(quick=True, results=tmp_path)
+    rows = payload["rows"]
+    assert [(r["language"], r["T"]) for r in rows] == [(lang, T) for lang in ("en", "zh") for T in (4, 16)]
+    for r in rows:
+        assert r["with_cache_ms"] > 0 and r["without_cache_ms"] > 0
+        assert r["chars_per_s_with"] == pytest.approx(1e3 / r["with_cache_ms"])
+        assert r["counted_ratio"] > 1  # without a cache a step recomputes every earlier position
+    assert [t["language"] for t in payload["training"]] == ["en", "zh"]
+    assert all(t["steps"] == 3 and t["seconds"] > 0 for t in payload["training"])
+    assert len(payload["summary"]) == 4 and "the notebook's training run (3 steps)" in payload["summary"][2]
+    assert not (tmp_path / "language_model.json").exists()  # a quick run writes no results
+    from benchmarks import report
+
+    section = report.language_model_section(payload)
+    assert section.startswith("**Language model**") and payload["table"] in section
 
 
 def test_course_times_a_notebook(tmp_path):

@@ -9,4 +9,5 @@ mechanism and its ground, never the drawing, the widgets or the exercises above 
 ``cost/``: what attention costs, counted and measured.
 ``handbuilt/``: heads whose every number is chosen by hand.
 ``trained/``: attention that was really trained, and the small models of blocks.
+``language_model/``: a character-level language model of blocks, trained on real text.
 """
