@@ -58,7 +58,7 @@ def load_text(language: str | None = None) -> str:
     return _text(_language(language))
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=None, typed=True)
 def _text(language: str) -> str:
     return text_files(language)["text"].read_text(encoding="utf-8")
 
@@ -113,7 +113,7 @@ class Vocabulary:
         return "".join(self.chars[i] for i in ids)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=None, typed=True)
 def _index(chars: str) -> dict[str, int]:
     return {c: i for i, c in enumerate(chars)}
 
@@ -135,7 +135,7 @@ class Corpus:
     held_out: Tensor
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=None, typed=True)
 def _corpus(language: str) -> Corpus:
     text = _text(language)
     vocab = Vocabulary.from_text(text)
