@@ -31,9 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..._checks import check_entries, check_int, check_number, check_positive_int, check_token_ids
+from ..._checks import check_bool, check_entries, check_int, check_number, check_positive_int, check_token_ids
 from ...block import TransformerBlock
 from ..learner_layer import call_arguments, call_style, find_projections, split_output
+from ...masks import causal_mask
 from ...modules import MultiHeadAttention
 from ...threads import torch_threads
 from .adam import Adam
@@ -353,13 +354,15 @@ def _project(proj: nn.Module | Tensor, x: Tensor) -> Tensor:
     return x @ proj if isinstance(proj, Tensor) else proj(x)
 
 
-def _weights(attention: nn.Module, x: Tensor, num_heads: int) -> Tensor:
-    """The attention weights (B, H, L, L) of ``attention`` on its input x (B, L, E), no mask."""
+def _weights(attention: nn.Module, x: Tensor, num_heads: int, causal: bool = False) -> Tensor:
+    """The attention weights (B, H, L, L) of ``attention`` on its input x (B, L, E), with no
+    mask or (``causal``) the causal mask, ``attn.causal_mask(L)``."""
     if isinstance(attention, MultiHeadAttention):
-        return attention(x, need_weights=True)[1]
+        return attention(x, need_weights=True, causal=causal)[1]
+    mask = causal_mask(x.shape[1], device=x.device) if causal else None  # (L, L), True = may attend
     takes_qkv, mask_place = call_style(attention)
-    args, kwargs = call_arguments(takes_qkv, mask_place, x, x, None)
-    result = split_output(attention(*args, **kwargs))
+    call = call_arguments(takes_qkv, mask_place, x, x, mask)  # None: its forward takes no mask
+    result = split_output(attention(*call[0], **call[1])) if call is not None else None
     if result is not None and result[1] is not None and result[1].dim() == 4:
         return result[1]
     found = _projections(attention)  # a layer that returns its output only: softmax(Q Kᵀ / √D)
@@ -370,12 +373,17 @@ def _weights(attention: nn.Module, x: Tensor, num_heads: int) -> Tensor:
     B, L, E = q.shape
     D = E // num_heads
     q, k = (t.reshape(B, L, num_heads, D).transpose(1, 2) for t in (q, k))  # (B, L, E) -> (B, H, L, D)
-    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(D), dim=-1)  # (B, H, L, L)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, L, L)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)  # (B, H, L, L)
 
 
 @torch.no_grad()
-def attention_maps(model: BlockModel, tokens: Tensor, *, num_heads: int = HEADS) -> Tensor:
-    """Every block's attention weights on ``tokens`` (B, L): (N, B, H, L, L).
+def attention_maps(model: BlockModel, tokens: Tensor, *, num_heads: int = HEADS, causal: bool = False) -> Tensor:
+    """Every block's attention weights on ``tokens`` (B, L): (N, B, H, L, L); ``causal``: under
+    the causal mask, as a decoder's blocks attend (``attn.lessons.language_model``'s model),
+    each row's weights on the keys up to the query and 0 after it.
 
     Each block's attention layer (``find_attention``) is watched while the model runs, so that
     it is read on the input it really gets (in a pre-LN block, the normalised stream); then it
@@ -386,6 +394,7 @@ def attention_maps(model: BlockModel, tokens: Tensor, *, num_heads: int = HEADS)
     Raises:
         ValueError: a block whose attention layer cannot be found.
     """
+    check_bool("causal", causal)
     layers = []
     for i, block in enumerate(model.blocks):
         layer = find_attention(block)
@@ -409,4 +418,4 @@ def attention_maps(model: BlockModel, tokens: Tensor, *, num_heads: int = HEADS)
         for h in handles:
             h.remove()
     with torch_threads(1):
-        return torch.stack([_weights(layer, x, num_heads) for layer, x in zip(layers, inputs)])
+        return torch.stack([_weights(layer, x, num_heads, causal) for layer, x in zip(layers, inputs)])
