@@ -68,8 +68,8 @@ def check_untrained_loss(answer: Any) -> Feedback:
     V = len(load_corpus().vocab)
     right = math.log(V)
     if abs(value - right) <= 0.02 * right:
-        return Feedback(True, tr("An untrained model spreads its guess about evenly over the {V} characters, "
-                                 "so every character costs about log V nats; training is measured against "
+        return Feedback(True, tr("An untrained model spreads its guess about evenly over the {V:,} characters, "
+                                 "so every character costs about `log V` nats; training is measured against "
                                  "this mark.", V=V))
     slips = [
         (math.log2(V), mark("That is the loss in bits (log base 2); the course's losses are in nats, the "
@@ -174,7 +174,7 @@ def _slips(probs: Tensor, k: int) -> dict[str, Tensor]:
         mark("keeps k - 1 characters: the k-th likeliest must be kept too"): top_k_reference(probs, max(k - 1, 1)),
         mark("does not renormalise: what is kept must sum to 1 again, divide by its sum"):
             torch.where(probs >= probs.topk(k).values[-1], probs, torch.zeros_like(probs)),
-        mark("keeps the k least likely characters: sort in descending order (or take topk), the likeliest first"):
+        mark("keeps the k least likely characters: sort in descending order (or take `topk`), the likeliest first"):
             smallest / smallest.sum(),
     }
 
@@ -217,9 +217,9 @@ def check_top_k(fn: Callable[[Tensor, int], Tensor]) -> Feedback:
         except Exception as err:  # the learner's code raised: say what, not where
             raise Refused(tr("Your function raised {error}: {message}", error=type(err).__name__, message=err))
         if not torch.equal(given, probs):
-            return TOP_K_HINTS.wrong("in place", tr("Your function changed probs in place; build a new tensor "
+            return TOP_K_HINTS.wrong("in place", tr("Your function changed `probs` in place; build a new tensor "
                                                     "(the sampler still needs the full distribution)."),
-                                     where=tr("an assignment into probs, such as probs[...] = 0"))
+                                     where=tr("an assignment into `probs`, such as `probs[...] = 0`"))
         if not isinstance(got, Tensor):
             raise Refused(tr("Return a torch.Tensor, got {kind}.", kind=type(got).__name__))
         if got.shape != probs.shape:

@@ -1,6 +1,6 @@
 """No exercise can be passed by copying what its notebook prints (issue 32 §2, review §3).
 
-For every exercise of notebooks 01-12 whose answer is numbers (one number, a vector, a matrix, a
+For every exercise of notebooks 01-13 whose answer is numbers (one number, a vector, a matrix, a
 dict of numbers or of shapes, or a function that is one formula), the answers a learner could copy
 are read from the committed notebook itself (its stored outputs and its prose), so that this test
 keeps up with the notebooks as they change:
@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator
 import pytest
 import torch
 
-from attn.exercises import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb10, nb11, nb12
+from attn.exercises import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb10, nb11, nb12, nb13
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = ROOT / "notebooks"
@@ -285,6 +285,7 @@ EXERCISES = [
              {"n": nb11.SAVED_L, "L": nb11.SAVED_L, "N": nb11.SAVED_L}),
     Exercise("12_transformer_block", 2, nb12.check_block_parameters, "number",
              {"d_model": E12, "d": E12, "d_ff": F12, "h": H12}),
+    Exercise("13_language_model", 1, nb13.check_untrained_loss, "number"),
 ]
 
 #: Checkers the English notebooks call whose answer is not numbers, or is a prediction that the next
@@ -303,6 +304,8 @@ SET_ASIDE = {
     "check_sinusoidal": "a function", "check_rope": "a function", "check_cached_step": "a function",
     "check_softmax_backward": "a function", "check_score_backward": "a function",
     "check_transformer_block": "a class", "check_layer_norm": "a function; its formula is the lesson",
+    "check_feed_forward_residual": "a prediction, one of three words, that the checker then runs",
+    "check_top_k": "a function",
 }
 
 
@@ -383,6 +386,7 @@ def reset_hints() -> None:
         hints.reset()
     nb05.reset_hints()
     nb12.reset_hints()
+    nb13.reset_hints()
 
 
 @pytest.fixture(autouse=True)
