@@ -279,3 +279,50 @@ def test_the_shipped_weights_load_and_predict_held_out_text_far_better_than_unif
     assert loss < uniform - 2.0  # nats per character: en 4.14 -> below 2.14; zh 8.32 -> below 6.32
     assert abs(loss - record["held_out_loss_float16_weights"]) < 0.5  # 16 windows of the 64 recorded
     assert future_leaks(model) == []
+
+
+# ---- what the heads attend to ------------------------------------------------------------------
+
+def test_text_patterns_mark_the_cells_a_reader_names():
+    from attn.lessons.language_model.heads import text_patterns
+    text = "ab,\ncd."  # two lines: "ab," and "cd."
+    p = text_patterns(text)
+    assert p["previous"][5].nonzero().flatten().tolist() == [4]
+    assert p["itself"][5].nonzero().flatten().tolist() == [5]
+    assert p["line start"][6].nonzero().flatten().tolist() == [4] and p["line start"][1].tolist()[0]
+    assert p["same line"][6].nonzero().flatten().tolist() == [4, 5, 6]
+    assert p["previous line"][5].nonzero().flatten().tolist() == [1]  # "d" sits under "b"
+    assert not p["previous line"][:4].any()  # the first line has none before it
+    assert p["punctuation"][6].nonzero().flatten().tolist() == [2, 6]
+    assert not any(m.triu(1).any() for m in p.values())  # no pattern looks ahead
+    with pytest.raises(TypeError, match="text"):
+        text_patterns("")
+
+
+def test_an_even_head_scores_its_baseline_and_a_previous_character_head_is_named():
+    from attn.lessons.language_model.heads import name_heads, text_patterns, uniform_score
+    text = "to be, or not to be:\nthat is the question."
+    L = len(text)
+    even = torch.tril(torch.ones(L, L)) / torch.arange(1, L + 1)[:, None]
+    previous = torch.zeros(L, L)
+    previous[0, 0] = 1
+    previous[torch.arange(1, L), torch.arange(L - 1)] = 1
+    maps = torch.stack([even, previous])[None]  # (1, 2, L, L)
+    names = name_heads(maps, text)
+    assert names[0].pattern is None and names[1].pattern == "previous"
+    assert names[1].score == pytest.approx(1.0)
+    assert names[1].baseline == pytest.approx(uniform_score(text_patterns(text)["previous"]))
+    with pytest.raises(ValueError, match="maps"):
+        name_heads(maps[..., :-1, :-1], text)
+
+
+def test_the_shipped_models_heads_are_measured_on_causal_maps():
+    from attn.lessons.language_model.heads import causal_maps, name_heads
+    with language("en"):
+        model, corpus = load_shipped("en"), load_corpus("en")
+        text = corpus.vocab.decode(corpus.held_out[:100])
+        maps = causal_maps(model, corpus.vocab, text)  # (N, H, L, L)
+    assert maps.shape == (4, 4, 100, 100) and maps.triu(1).abs().max() == 0
+    assert any(h.pattern == "previous" for h in name_heads(maps, text))
+    with pytest.raises(ValueError, match="context=128"):
+        causal_maps(model, corpus.vocab, text * 2)

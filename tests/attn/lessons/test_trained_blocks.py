@@ -160,6 +160,31 @@ def test_attention_maps_are_the_layers_weights_on_what_it_reads(block):
     torch.testing.assert_close(maps[0], expected.detach())
 
 
+@pytest.mark.parametrize("block", [attn.TransformerBlock, Block, block_with(attention=ArticleMHA)],
+                         ids=["package", "chapter-layer", "article-layer-output-only"])
+def test_causal_attention_maps_are_the_layers_weights_under_the_causal_mask(block):
+    """causal=True: the weights the layer gives under attn.causal_mask, each row over keys 0..i
+    only, summing to 1; the maps without it differ (they spread over later keys too)."""
+    m = build_block_model(block, 8, 8, seed=1).eval()
+    tokens = task_held_out("reverse", 4).tokens
+    maps = attention_maps(m, tokens, causal=True)  # (N, B, H, L, L)
+    assert maps.triu(1).abs().max() == 0
+    torch.testing.assert_close(maps.sum(-1), torch.ones(maps.shape[:-1]))
+    h = m.blocks[0].norm1(m.tok(tokens) + m.pos(torch.arange(10)))
+    layer = find_attention(m.blocks[0])
+    if isinstance(layer, attn.MultiHeadAttention):
+        expected = layer(h, mask=attn.causal_mask(10))[1]
+    else:
+        names = ("W_q", "W_k") if hasattr(layer, "W_q") else ("q_linear", "k_linear")
+        q, k = (getattr(layer, n)(h).view(4, 10, 2, 16).transpose(1, 2) for n in names)
+        scores = (q @ k.transpose(-2, -1) / 4).masked_fill(~attn.causal_mask(10), float("-inf"))
+        expected = torch.softmax(scores, dim=-1)
+    torch.testing.assert_close(maps[0], expected.detach())
+    assert not torch.allclose(maps, attention_maps(m, tokens))
+    with pytest.raises(TypeError, match="causal"):
+        attention_maps(m, tokens, causal="yes")
+
+
 def test_find_attention_reads_names_only():
     assert isinstance(find_attention(attn.TransformerBlock(8, 2, 8)), attn.MultiHeadAttention)
     assert isinstance(find_attention(Block(8, 2, 8)), torch.nn.Module)

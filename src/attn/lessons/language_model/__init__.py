@@ -9,4 +9,7 @@ model that sees the future (``looks_like_a_leak``, ``future_leaks``).
 ``generation``: greedy, temperature, top-k and top-p sampling, with and without a KV cache,
 and the time of a step each way.
 ``shipped``: the weights trained longer by ``python -m tools.train_language_model``.
+``heads``: every head's causal map on a line of text, scored against the patterns of the text
+(the character before, the line's start, the same place in the line before, ...) and read
+against an even head's score.
 """
