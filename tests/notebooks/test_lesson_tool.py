@@ -104,13 +104,13 @@ def test_an_address_that_is_not_github_is_refused(course):
 
 @pytest.mark.parametrize("name,error", [
     ("12_transformer_block", "exists already"),
-    ("15_too_far", "the next is 14_"),
+    ("14_too_far", "the next is 13_"),
     ("13-My-Topic", "expected NN_name"),
 ])
 def test_new_refuses_a_name_that_exists_or_breaks_the_numbering(course, name, error):
     with pytest.raises(lesson.LessonError, match=error):
         new_lesson(name, "T", "题", execute=False, root=course)
-    assert not (course / "notebooks" / "14_my_topic.ipynb").exists()
+    assert not (course / "notebooks" / "13_my_topic.ipynb").exists()
 
 
 def _cells(path: Path) -> list[dict]:
@@ -118,15 +118,15 @@ def _cells(path: Path) -> list[dict]:
 
 
 def test_new_writes_a_lesson_that_keeps_the_rules_and_registers_it(course):
-    assert new_lesson("14_my_topic", "My topic", "我的主题", execute=False, root=course) == 0
-    en, zh = (lesson.notebook_path("14_my_topic", lang, course) for lang in ("en", "zh"))
-    facts = lesson.read_lesson("14_my_topic", course)
+    assert new_lesson("13_my_topic", "My topic", "我的主题", execute=False, root=course) == 0
+    en, zh = (lesson.notebook_path("13_my_topic", lang, course) for lang in ("en", "zh"))
+    facts = lesson.read_lesson("13_my_topic", course)
     assert facts.title == {"en": "My topic", "zh": "我的主题"} and facts.minutes == 20
     assert lesson.sync(course, check=True) == []
-    assert "| [14](./14_my_topic.ipynb) | My topic |" in (course / "notebooks/00_start_here.ipynb").read_text()
+    assert "| [13](./13_my_topic.ipynb) | My topic |" in (course / "notebooks/00_start_here.ipynb").read_text()
     for path, next_word in ((en, "Next: "), (zh, "下一课：")):
-        previous = _cells(path.parent / "13_language_model.ipynb")[-1]
-        assert f"{next_word}[14 " in "".join(previous["source"]) and "(14_my_topic.ipynb)" in "".join(previous["source"])
+        previous = _cells(path.parent / "12_transformer_block.ipynb")[-1]
+        assert f"{next_word}[13 " in "".join(previous["source"]) and "(13_my_topic.ipynb)" in "".join(previous["source"])
         assert not re.search("This is the last notebook|这是最后一个笔记本", "".join(previous["source"]))
         cells = _cells(path)
         first, code = "".join(cells[0]["source"]), [c for c in cells if c["cell_type"] == "code"]
@@ -137,10 +137,10 @@ def test_new_writes_a_lesson_that_keeps_the_rules_and_registers_it(course):
                     if ln.startswith("## ")]
         assert {"## Summary", "## Exercises"} <= set(headings) or {"## 小结", "## 练习"} <= set(headings), headings
         assert "general.check_mask(answer" in "".join(code[-1]["source"])
-        assert "](solutions/14_my_topic_solutions.ipynb)" in "".join(cells[-1]["source"])
-        solutions = _cells(path.parent / "solutions" / "14_my_topic_solutions.ipynb")
+        assert "](solutions/13_my_topic_solutions.ipynb)" in "".join(cells[-1]["source"])
+        solutions = _cells(path.parent / "solutions" / "13_my_topic_solutions.ipynb")
         assert not any("_explorer" in "".join(c["source"]) for c in solutions), "solutions show no explorer"
-        assert first.count("\n# ") == 0 and first.startswith("# 14 · ")
+        assert first.count("\n# ") == 0 and first.startswith("# 13 · ")
     strip = lambda c: re.sub(r"#.*", "", "".join(c["source"])).replace('"zh"', '"en"')  # noqa: E731
     assert [strip(c) for c in _cells(en) if c["cell_type"] == "code"] == \
            [strip(c) for c in _cells(zh) if c["cell_type"] == "code"], "the twins run the same code"
@@ -150,11 +150,11 @@ def test_new_writes_a_lesson_that_keeps_the_rules_and_registers_it(course):
 def test_a_new_lesson_passes_the_notebook_tests(course):
     """The whole path of CONTRIBUTING's "Adding or changing a lesson": new (with execution),
     then the repository's notebook tests and strict nbval, run on the copy."""
-    assert new_lesson("14_my_topic", "My topic", "我的主题", execute=True, root=course) == 0
-    files = [f"notebooks/{p}14_my_topic.ipynb" for p in ("", "zh/")] + \
-            [f"notebooks/{p}solutions/14_my_topic_solutions.ipynb" for p in ("", "zh/")]
+    assert new_lesson("13_my_topic", "My topic", "我的主题", execute=True, root=course) == 0
+    files = [f"notebooks/{p}13_my_topic.ipynb" for p in ("", "zh/")] + \
+            [f"notebooks/{p}solutions/13_my_topic_solutions.ipynb" for p in ("", "zh/")]
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-                          "tests/notebooks/", "-k", "14_my_topic", "--nbval", *files],
+                          "tests/notebooks/", "-k", "13_my_topic", "--nbval", *files],
                          cwd=course, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]
     passed = int(re.search(r"(\d+) passed", run.stdout).group(1))
