@@ -2,13 +2,15 @@
 #   make lab    set everything up, then open the course in JupyterLab
 #   make test   set everything up, then run every test (package, strict nbval, browser)
 #   make quick      the package's tests and strict nbval of the lessons, while editing
+#   make check NB=02_qkv   everything about one notebook, both languages (about 3 minutes)
 #   make portable   strict nbval under torch's portable kernels and 2 threads (CI runs it too)
 # The other forms of the course (docs/teaching.md, "Read it without running"):
 #   make site                  the website, offline: English in build/site/, Chinese in build/site/zh/
 #   make handouts              one PDF per notebook and language into build/handouts/ (zh/: Chinese)
-#   make app NB=06_visualization   one notebook in Voila's app mode (code hidden)
+#   make app NB=06_visualization   one lesson's explorers in Voila's app mode (code hidden)
 #   make deck NB=02_qkv        one notebook as a slide deck, code hidden, explorers live (Voila)
 #   make slides                write the slide metadata of every notebook (tools/slides.py)
+#   make lesson NAME=13_my_topic TITLE="My topic" TITLE_ZH="我的主题"   a new lesson (CONTRIBUTING.md)
 # and, for teachers (docs/teaching.md, "Assignments"):
 #   make assignments   the student versions of the exercises, for nbgrader
 #   make grade         grade what students handed in
@@ -62,7 +64,7 @@ TEACHER     := .venv-teacher
 TEACHER_BIN := $(TEACHER)/bin
 TEACHER_STAMP := $(TEACHER)/.installed
 
-.PHONY: setup lab lab-zh test quick portable bench assignments grade teacher check-python clean site handouts app slides deck vendor
+.PHONY: setup lab lab-zh test quick check portable bench assignments grade teacher check-python clean site handouts app slides deck vendor lesson
 NB ?= 00_start_here
 # JupyterHub's proxy for tests/delivery/test_hub.py and benchmarks/hub.py (Node.js 20+ and npm; the
 # version is pinned by deploy/hub/package-lock.json).
@@ -184,6 +186,13 @@ test: setup teacher $(HUB_PROXY) $(VENDOR) $(DECK)
 quick: setup
 	$(PYTEST) --nbval -m "not browser and not network and not slow" tests notebooks/*.ipynb
 
+# One notebook, both languages, in about 3 minutes (CONTRIBUTING.md, "Checking one notebook"):
+# strict nbval of the lesson, its twin and both solutions; the notebook tests, this lesson's of
+# those parametrised by notebook; the tools' checks; its website pages (from the cached explorer
+# states) and its explorers in JupyterLab. Without make: python -m tools.check 02_qkv
+check: setup
+	$(BIN)/python -m tools.check $(NB)
+
 # Strict nbval of every notebook under the settings make test does not use (CONTRIBUTING.md,
 # "Tests"): torch's portable kernels (ATEN_CPU_CAPABILITY=default: no SIMD) and 2 OpenMP
 # threads, apart and together. The stored outputs must hold on any CPU; CI runs this after
@@ -211,8 +220,10 @@ site: setup $(VENDOR)
 handouts: site
 	$(BIN)/python -m tools.handouts
 
+# App mode serves the lesson's explorers only (tools/app.py writes the page from the lesson into
+# build/app/; 00, without an explorer, is served whole). NB=zh/02_qkv: the Chinese edition.
 app: setup
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/voila notebooks/$(NB).ipynb
+	page=$$($(BIN)/python -m tools.app $(NB)) && PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/voila "$$page"
 
 slides: setup
 	$(BIN)/python -m tools.slides
@@ -261,3 +272,8 @@ grade: teacher
 
 clean:
 	rm -rf $(VENV) $(TEACHER) deploy/hub/node_modules site/node_modules deploy/app-template/node_modules build
+
+# A new lesson, its Chinese twin and both solutions, from the template, registered (tools/lesson.py).
+lesson: $(STAMP)
+	@test -n "$(NAME)" -a -n "$(TITLE)" -a -n "$(TITLE_ZH)" || { echo 'usage: make lesson NAME=13_my_topic TITLE="My topic" TITLE_ZH="我的主题"' >&2; exit 2; }
+	$(BIN)/python -m tools.lesson new "$(NAME)" --title "$(TITLE)" --title-zh "$(TITLE_ZH)"

@@ -1,8 +1,8 @@
 """``python -m benchmarks`` (``make bench``): run every benchmark, print tables, write JSON.
 
     python -m benchmarks                    # all parts, full sizes (several minutes)
-    python -m benchmarks --only scale       # one part: latency, browser, course, scale, decoding, hub or site
-    python -m benchmarks --quick            # tiny sizes, no browser, no hub, no site: checks that the code runs
+    python -m benchmarks --only scale       # one part: latency, browser, course, scale, decoding, kv_heads, hub, site or app
+    python -m benchmarks --quick            # tiny sizes, no browser, no hub, no site, no app: checks that the code runs
     python -m benchmarks --threads 1        # latency and scale with one torch thread
 
 Results: benchmarks/results/<part>.json (machine description included).
@@ -15,10 +15,10 @@ import argparse
 import time
 from pathlib import Path
 
-from . import course, decoding, latency, scale
+from . import course, decoding, kv_heads, latency, scale
 from ._common import RESULTS, machine, say
 
-PARTS = ("latency", "browser", "course", "scale", "decoding", "hub", "site")
+PARTS = ("latency", "browser", "course", "scale", "decoding", "kv_heads", "hub", "site", "app")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="torch threads for latency and scale (default: torch's; results go to "
                         "<part>_threads<N>.json)")
     args = p.parse_args(argv)
-    parts = args.only or [p for p in PARTS if not (args.quick and p in ("browser", "hub", "site"))]
+    parts = args.only or [p for p in PARTS if not (args.quick and p in ("browser", "hub", "site", "app"))]
     info = machine()
     say(f"Machine: {info['cpu']} ({info['cpu_count']} cores), {info.get('memory_gib', '?')} GiB, "
         f"torch {info['torch']} ({info['torch_threads']} threads), CUDA: {info['cuda']}, "
@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         scale.run(quick=args.quick, results=args.results, threads=args.threads)
     if "decoding" in parts:
         decoding.run(quick=args.quick, results=args.results, threads=args.threads)
+    if "kv_heads" in parts:
+        kv_heads.run(quick=args.quick, results=args.results, threads=args.threads)
     if "hub" in parts:
         from . import hub
 
@@ -57,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import site
 
         site.run(quick=args.quick, results=args.results)
+    if "app" in parts:
+        from . import app
+
+        app.run(quick=args.quick, results=args.results)
     say(f"\nDone in {time.perf_counter() - t0:.0f} s; JSON in {args.results}")
     return 0
 

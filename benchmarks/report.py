@@ -131,6 +131,19 @@ def decoding_section(d: dict[str, Any]) -> str:
     return head + "\n\n" + d["table"] + "\n\n- " + d["target"]
 
 
+def kv_heads_section(d: dict[str, Any]) -> str:
+    c = d["config"]
+    steps = d["rows"][0]["steps"] if d["rows"] else "?"
+    head = (f"**KV heads and a window**: one decoding step of `attn.MultiHeadAttention({c['E']}, {c['H']}, "
+            f"num_kv_heads=H_kv)` (B={c['B']}, {c['dtype']}, `need_weights=False`) after T positions, for MHA, "
+            f"GQA and MQA (H_kv = {' / '.join(map(str, c['kv_heads']))}), with a cache that keeps every "
+            f"position and with `attn.KVCache(window={c['window']})`: the keys and values the cache holds, "
+            f"and the step's median and shortest time over {steps} steps, the six configurations of each T "
+            f"taking turns; the cache filled by appending random keys and values "
+            f"(`benchmarks/kv_heads.py`, {_machine(d['machine'])}).")
+    return head + "\n\n" + d["table"] + "\n\n" + "\n".join(f"- {line}" for line in d["summary"])
+
+
 def site_section(d: dict[str, Any]) -> str:
     t = d["targets"]
     head = (f"**The website's explorers without a kernel** (`benchmarks/site.py`, {_machine(d['machine'])}): "
@@ -150,7 +163,7 @@ def site_section(d: dict[str, Any]) -> str:
 
 SECTIONS = (("latency", latency_section), ("browser", browser_section),
             ("course", course_section), ("scale", scale_section), ("decoding", decoding_section),
-            ("site", site_section))
+            ("kv_heads", kv_heads_section), ("site", site_section))
 
 
 def render(results: Path = RESULTS) -> str:

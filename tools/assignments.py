@@ -129,9 +129,15 @@ def checker_call(source: str) -> tuple[str, str, str] | None:
     return name, before, call
 
 
-def checkers_of(number: str) -> list[str]:
-    """The public checkers (``check_*``) of ``attn.exercises.nb<number>``, in order."""
-    module = importlib.import_module(f"attn.exercises.nb{number}")
+def checkers_of(number: str, course_nb: nbformat.NotebookNode | None = None) -> list[str]:
+    """The public checkers (``check_*``) of ``attn.exercises.nb<number>``, in order; for a lesson
+    without a module of its own (one written with ``python -m tools.lesson new``, which calls the
+    checkers of ``attn.exercises.general``), the checkers its exercise cells call, in order."""
+    try:
+        module = importlib.import_module(f"attn.exercises.nb{number}")
+    except ModuleNotFoundError:
+        calls = [checker_call(c.source) for c in (course_nb.cells if course_nb else []) if c.cell_type == "code"]
+        return list(dict.fromkeys(hit[0] for hit in calls if hit))
     names = getattr(module, "__all__", None) or dir(module)
     return [n for n in names if n.startswith("check_") and callable(getattr(module, n))]
 
@@ -217,9 +223,10 @@ def source_notebook(name: str) -> nbformat.NotebookNode:
     solutions_path = SOLUTIONS / f"{name}_solutions.ipynb"
     course_nb = nbformat.read(course_path, as_version=4)
     solutions_nb = nbformat.read(solutions_path, as_version=4)
-    checkers = checkers_of(number)
+    checkers = checkers_of(number, course_nb)
     if not checkers:
-        raise ExerciseRuleError(f"attn.exercises.nb{number} has no check_* function")
+        raise ExerciseRuleError(f"{course_path.name}: no exercise calls a checker (attn.exercises.nb{number} or "
+                                f"attn.exercises.general): end an exercise cell with a check_* call")
     exercises = dict(find_exercises(course_nb, solutions_nb, checkers,
                                     where=str(course_path.relative_to(REPO))))
     cells = []

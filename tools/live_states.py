@@ -1,26 +1,26 @@
 """Every state of the course's explorers, drawn by the explorers themselves, for the website.
 
 The website has no kernel. So that its explorers still answer their controls, ``make site``
-asks each explorer of a notebook, built as that notebook builds it (``recipes()``), for the
-picture, the readout and the text alternative of every setting of its controls, and writes
-them out: the pictures as lossless WebP files named by their pixels (a picture two states or
-two languages share is stored once), the rest as one JSON file per explorer and language (a
-"manifest"). The page's script (site/_static/attn-live.js) only lays them out: it works out
-which state the controls name and shows that state's picture and readout. No attention maths
-is written a second time in JavaScript.
+builds each explorer of a notebook from the notebook's own explorer cell (the function the cell
+calls, with the arguments it writes: tools/explorer_cells.py; ``recipes()``), asks it for the
+picture, the readout and the text alternative of every setting of its controls
+(tools/explorer_states.py numbers them), and writes them out: the pictures as lossless WebP
+files named by their pixels (a picture two states or two languages share is stored once), the
+rest as one JSON file per explorer and language (a "manifest"). The page's script
+(site/_static/attn-live.js) only lays them out: it works out which state the controls name and
+shows that state's picture and readout. No attention maths is written a second time in
+JavaScript.
 
-A state is numbered like a number written in mixed radix: the explorer's offered controls in
-their order, the last one changing fastest (``state_index``). A setting the explorer refuses
-(notebook 04: a head count that does not divide d_model) is ``null`` in the manifest.
+This file holds only what the site adds to the notebooks' calls (below): the values of the
+arguments a notebook computes in its own cells (``PROVIDERS``, ``MEASURED``), and where the site
+offers fewer values than the notebook (``offers()``: 06's explorer has 787,200 settings; 08's
+pretrained one takes any sentence), with the note the page shows beside the controls.
 
-Where the site offers fewer values than the notebook (06's explorer has 787,200 settings; 08's
-pretrained one takes any sentence), the recipe says which (``Recipe.grid``, ``Recipe.fixed``) and
-the manifest carries a note the page shows beside the control.
-
-The work is cached under build/live-cache/, by a hash of its inputs: the files of ``attn``
-that the explorer's module imports (followed through the package), the package's data files,
-this file, the language and the versions of the libraries that draw. An unchanged explorer is
-not drawn again. ``python -m tools.live_states`` draws every explorer and says what it cost.
+The work is cached under build/live-cache/, by a hash of its inputs: the notebook's call, the
+files of ``attn`` that the explorer's module imports (followed through the package), the
+package's data files, this file, the language and the versions of the libraries that draw. An
+unchanged explorer is not drawn again. ``python -m tools.live_states`` draws every explorer and
+says what it cost.
 """
 from __future__ import annotations
 
@@ -40,7 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from tools.explorer_cells import (Computed, ExplorerCell, ExplorerCellError, explorer_cells, explorer_signature,
+                                  imported_module, module_file)
+from tools.explorer_states import offered_controls, one_move_apart, same_value, set_values, state_index
+
 REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
 PACKAGE = REPO / "src" / "attn"
 CACHE = REPO / "build" / "live-cache"
 LANGUAGES = ("en", "zh")
@@ -50,22 +55,21 @@ LANGUAGES = ("en", "zh")
 PICTURE_SUFFIX = ".webp"
 
 
-# --- what the site offers of each explorer -------------------------------------------------
-
-def _training(data: dict | None):
-    from attn.lessons.trained import tasks, tiny
-    from attn.widgets.trained import training_explorer
-
-    return training_explorer({name: tiny.load_run(name) for name in tasks.TASKS}, task="neighbours")
-
-
-def _examples(data: dict | None):
-    from attn.lessons.trained import tasks, tiny
-    from attn.widgets.trained import example_explorer
-
-    shipped = {name: tiny.load_run(name) for name in tasks.TASKS}
-    return example_explorer({name: r.model for name, r in shipped.items()}, task="phrases")
-
+# --- what the site adds to the notebooks' explorers ----------------------------------------
+#
+# Each explorer is built from its notebook's own cell (tools/explorer_cells.py): the function the
+# cell calls, with the arguments it writes. A new lesson whose explorer cell calls a course
+# explorer with literal arguments is on the site with no line here. What this section holds is
+# only what the site adds:
+#
+# - PROVIDERS: the value of an argument the notebook computes in its own cells (07's measured
+#   times, 08's trained runs), keyed "<explorer function>.<parameter>". A provider takes the
+#   explorer's measurements (``MEASURED``; None without) and returns the argument. A provider
+#   for a parameter the call leaves out adds that argument (07's block sizes, measured with the
+#   rest, so that both languages and the tests draw from one measurement).
+# - MEASURED: explorer function -> what is measured once on the machine that builds the site
+#   (JSON-able), kept in the cache and in the site (``_live/measured.json``).
+# - OFFERS: explorer function -> ``Offer``, where the site offers fewer values than the notebook.
 
 def _measure_costs() -> dict:
     """07's measurements, made once on the machine that builds the site (its explorer draws
@@ -81,96 +85,169 @@ def _measure_costs() -> dict:
                        "peak_bytes": {str(b): list(v) for b, v in blocks.peak_bytes.items()}}}
 
 
-def _efficiency(data: dict | None):
-    from attn.widgets.efficiency import BlockMeasurements, efficiency_explorer
+def _blocks(data: dict):
+    from attn.widgets.efficiency import BlockMeasurements
 
     b = data["blocks"]
-    blocks = BlockMeasurements(tuple(b["lengths"]), {int(k): tuple(v) for k, v in b["seconds"].items()},
-                               {int(k): tuple(v) for k, v in b["peak_bytes"].items()})
-    return efficiency_explorer(512, 128, seconds=data["seconds"], peak_bytes=data["peak_bytes"], blocks=blocks)
+    return BlockMeasurements(tuple(b["lengths"]), {int(k): tuple(v) for k, v in b["seconds"].items()},
+                             {int(k): tuple(v) for k, v in b["peak_bytes"].items()})
 
 
-def _call(module: str, name: str, *args, **kwargs) -> Callable[[dict | None], object]:
-    def build(data: dict | None):
-        import importlib
+def _shipped_runs(data: dict | None) -> dict:
+    """08's training runs shipped with the package, task -> run (the run the notebook trains
+    itself is not on the site: its ``Offer`` says so)."""
+    from attn.lessons.trained import tasks, tiny
 
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-    return build
+    return {name: tiny.load_run(name) for name in tasks.TASKS}
+
+
+PROVIDERS: dict[str, Callable[[dict | None], object]] = {
+    "efficiency_explorer.seconds": lambda data: data["seconds"],
+    "efficiency_explorer.peak_bytes": lambda data: data["peak_bytes"],
+    "efficiency_explorer.blocks": _blocks,
+    "training_explorer.runs": _shipped_runs,
+    "example_explorer.models": lambda data: {name: r.model for name, r in _shipped_runs(data).items()},
+}
+
+MEASURED: dict[str, Callable[[], dict]] = {"efficiency_explorer": _measure_costs}
 
 
 @dataclass(frozen=True)
-class Recipe:
-    """One explorer of one notebook, as the site offers it.
+class Offer:
+    """Where the site offers fewer settings of an explorer than its notebook.
 
     Attributes:
-        notebook: the notebook's name without .ipynb (the same in both editions).
-        module: the module of ``attn`` whose explorer it is (the cache follows its imports).
-        build: ``build(data) -> Explorer``, the call the notebook makes, with ``data`` from
-            ``prepare`` (None without one).
         grid: control -> the values the site offers, where it offers fewer than the notebook.
         fixed: the controls the site does not offer (they keep the notebook's value).
         note: what the site leaves out, in a sentence (``mark``ed for the catalogue), shown
             beside the controls with a link to the live notebook.
-        prepare: what the explorer needs measured once, JSON-able (07's times).
     """
 
-    notebook: str
+    grid: Mapping[str, Sequence] = field(default_factory=dict)
+    fixed: tuple[str, ...] = ()
+    note: str = ""
+
+
+def offers() -> dict[str, Offer]:
+    from attn.language import mark
+
+    return {
+        # the heads drop-down offers the divisors of d_model: every count any d_model allows
+        "splitting_explorer": Offer(grid={"num_heads": (1, 2, 3, 4, 6, 8)}),
+        "pattern_explorer": Offer(
+            grid={"n_heads": (1, 2, 4, 8), "d_k": (4, 16, 64), "strength": (0.5, 1.0, 2.0)}, fixed=("n_tokens",),
+            note=mark("This page offers 1,080 of the explorer's 787,200 settings: 1, 2, 4 or 8 "
+                      "heads, d_k 4, 16 or 64, strength 0.5, 1 or 2, and 8 tokens. The live "
+                      "notebook offers every value.")),
+        "efficiency_explorer": Offer(note=mark(
+            "Measured once on the machine that built this page, not on yours: run the live notebook to "
+            "measure your own.")),
+        "training_explorer": Offer(note=mark(
+            "The run the notebook trains itself, \"phrases (trained here)\", is only in the live notebook.")),
+        "pretrained_explorer": Offer(fixed=("text",), note=mark(
+            "This page offers the four example sentences; to type your own, run the live notebook.")),
+    }
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One explorer of one notebook, as the site builds it: the notebook's call (``cell``) with
+    what the site adds (``PROVIDERS``, ``MEASURED``, ``OFFERS``).
+
+    Attributes:
+        cell: the explorer cell (``tools.explorer_cells.ExplorerCell``).
+        module: the module of ``attn`` that defines the explorer (the cache follows its imports).
+        arguments: parameter -> the value the call writes, or the provider's key for one it
+            computes or leaves to the site.
+        grid, fixed, note: the ``Offer`` of its function (empty where the site offers all).
+        prepare: what the explorer needs measured once, JSON-able (07's times), or None.
+    """
+
+    cell: ExplorerCell
     module: str
-    build: Callable[[dict | None], object]
+    arguments: tuple[tuple[str, object], ...]
     grid: Mapping[str, Sequence] = field(default_factory=dict)
     fixed: tuple[str, ...] = ()
     note: str = ""
     prepare: Callable[[], dict] | None = None
 
     @property
+    def notebook(self) -> str:
+        return self.cell.notebook
+
+    @property
     def name(self) -> str:
         return self.module.rsplit(".", 1)[-1]
 
+    def build(self, data: dict | None):
+        """The explorer, as the notebook's cell builds it (``data``: its measurements)."""
+        import importlib
+
+        function = getattr(importlib.import_module(self.module), self.cell.function)
+        return function(**{p: PROVIDERS[v.key](data) if isinstance(v, _Provided) else v
+                           for p, v in self.arguments})
+
+
+@dataclass(frozen=True)
+class _Provided:
+    key: str
+
+
+def recipe_for(cell: ExplorerCell) -> Recipe:
+    """The site's recipe for one explorer cell.
+
+    Raises:
+        ExplorerCellError: the site cannot build it; the message says what to write where.
+    """
+    module, positional, keyword = explorer_signature(cell.module, cell.function)
+    fix = "tools/live_states.py, PROVIDERS"
+    if len(cell.args) > len(positional):
+        raise ExplorerCellError(f"{cell.where}: {cell.function} takes {len(positional)} positional "
+                                f"argument(s), the cell gives {len(cell.args)}")
+    given = dict(zip(positional, cell.args)) | dict(cell.kwargs)
+    unknown = sorted(set(given) - set(positional) - set(keyword))
+    if unknown:
+        raise ExplorerCellError(f"{cell.where}: {cell.function} has no parameter {unknown[0]!r}")
+    arguments = {}
+    for parameter, value in given.items():
+        key = f"{cell.function}.{parameter}"
+        if isinstance(value, Computed):
+            if key not in PROVIDERS:
+                raise ExplorerCellError(
+                    f"{cell.where}: the website builds this explorer without running the notebook, so it "
+                    f"needs the value of `{value.source}` ({parameter}=), which the notebook computes. Give "
+                    f"tools/live_states.py a provider for `{value.source}`: PROVIDERS[{key!r}] = a function "
+                    f"of the site's measurements that returns it; or write the argument as a literal.")
+            value = _Provided(key)
+        elif key in PROVIDERS:
+            raise ExplorerCellError(f"{cell.where}: the cell writes {parameter}={value!r}, and {fix} "
+                                    f"provides it too: remove PROVIDERS[{key!r}]")
+        arguments[parameter] = value
+    for key in PROVIDERS:  # what the site adds to the call
+        function, parameter = key.split(".")
+        if function == cell.function and parameter not in arguments:
+            arguments[parameter] = _Provided(key)
+    offer = offers().get(cell.function, Offer())
+    for parameter, offered in offer.grid.items():
+        if parameter in given and not any(same_value(given[parameter], v) for v in offered):
+            raise ExplorerCellError(
+                f"{cell.where}: the website offers {parameter} in {tuple(offered)}, not the notebook's "
+                f"{given[parameter]!r}: add it to OFFERS[{cell.function!r}].grid in tools/live_states.py "
+                f"(or use one of those values)")
+    return Recipe(cell, module, tuple(arguments.items()), offer.grid, offer.fixed, offer.note,
+                  MEASURED.get(cell.function))
+
 
 @functools.cache
-def recipes() -> dict[str, list[Recipe]]:
-    """Each notebook's explorers as the site offers them, in the order the notebook shows them."""
-    from attn.language import mark
-
-    w = "attn.widgets"
-    recipes = [
-        Recipe("01_intuition", f"{w}.sentence", _call(f"{w}.sentence", "sentence_explorer")),
-        Recipe("02_qkv", f"{w}.scaling", _call(f"{w}.scaling", "scaling_explorer")),
-        Recipe("03_worked_example", f"{w}.worked", _call(f"{w}.worked", "worked_explorer")),
-        # the heads drop-down offers the divisors of d_model: every count any d_model allows
-        Recipe("04_multi_head", f"{w}.splitting",
-               _call(f"{w}.splitting", "splitting_explorer", d_model=16, num_heads=2),
-               grid={"num_heads": (1, 2, 3, 4, 6, 8)}),
-        Recipe("05_pytorch_implementation", f"{w}.masks",
-               _call(f"{w}.masks", "mask_explorer", "causal + left padding", length=6, fill="-inf")),
-        Recipe("06_visualization", f"{w}.patterns",
-               _call(f"{w}.patterns", "pattern_explorer", "mixed", 8, d_k=16, strength=1.0),
-               grid={"n_heads": (1, 2, 4, 8), "d_k": (4, 16, 64), "strength": (0.5, 1.0, 2.0)},
-               fixed=("n_tokens",),
-               note=mark("This page offers 1,080 of the explorer's 787,200 settings: 1, 2, 4 or 8 "
-                         "heads, d_k 4, 16 or 64, strength 0.5, 1 or 2, and 8 tokens. The live "
-                         "notebook offers every value.")),
-        Recipe("07_efficiency", f"{w}.efficiency", _efficiency, prepare=_measure_costs,
-               note=mark("Measured once on the machine that built this page, not on yours: run the "
-                         "live notebook to measure your own.")),
-        Recipe("08_trained_heads", f"{w}.trained.tiny", _training,
-               note=mark("The run the notebook trains itself, \"phrases (trained here)\", is only "
-                         "in the live notebook.")),
-        Recipe("08_trained_heads", f"{w}.trained.tiny", _examples),
-        Recipe("08_trained_heads", f"{w}.trained.minilm",
-               _call(f"{w}.trained.minilm", "pretrained_explorer", layer=1, head=3, pattern="previous"),
-               fixed=("text",),
-               note=mark("This page offers the four example sentences; to type your own, run the "
-                         "live notebook.")),
-        Recipe("09_positions", f"{w}.positions", _call(f"{w}.positions", "positions_explorer")),
-        Recipe("10_cross_attention_and_decoding", f"{w}.decoding", _call(f"{w}.decoding", "decoding_explorer")),
-        Recipe("11_backward", f"{w}.backward", _call(f"{w}.backward", "backward_explorer")),
-        Recipe("12_transformer_block", f"{w}.depth", _call(f"{w}.depth", "depth_explorer")),
-    ]
-    by_notebook: dict[str, list[Recipe]] = {}
-    for recipe in recipes:
-        by_notebook.setdefault(recipe.notebook, []).append(recipe)
-    return by_notebook
+def recipes(folder: Path = NOTEBOOKS) -> dict[str, list[Recipe]]:
+    """Each notebook's explorers as the site offers them, in the order the notebook shows them
+    (the lessons of ``folder``; the Chinese twins hold the same code)."""
+    found = {}
+    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+        cells = explorer_cells(path)
+        if cells:
+            found[path.stem] = [recipe_for(cell) for cell in cells]
+    return found
 
 
 def explorer_id(notebook: str, position: int) -> str:
@@ -182,125 +259,7 @@ def all_ids() -> list[tuple[str, Recipe]]:
     return [(explorer_id(nb, i), r) for nb, rs in recipes().items() for i, r in enumerate(rs)]
 
 
-# --- the states of an explorer ---------------------------------------------------------------
-
-def control_choices(control) -> list[tuple[str, object]]:
-    """Every value a control can take, with the label it shows for it: (label, value).
-
-    A check box: False, True. A drop-down, toggle buttons, a selection slider: their options.
-    An integer or float slider: min to max by step, labelled as its readout shows them.
-
-    Raises:
-        TypeError: a control of another kind (a text box): it has no list of values.
-    """
-    import ipywidgets as widgets
-
-    if isinstance(control, widgets.Checkbox):
-        return [("False", False), ("True", True)]
-    if isinstance(control, (widgets.Dropdown, widgets.ToggleButtons, widgets.SelectionSlider,
-                            widgets.RadioButtons)):
-        # ipywidgets' own reading of ``options``: all (label, value) pairs, or values shown by str
-        given = tuple(control.options)
-        if all(isinstance(o, (list, tuple)) and len(o) == 2 for o in given):
-            return [(str(label), value) for label, value in given]
-        return [(str(value), value) for value in given]
-    if isinstance(control, widgets.IntSlider):
-        return [(format(v, control.readout_format), v) for v in range(control.min, control.max + 1, control.step)]
-    if isinstance(control, widgets.FloatSlider):
-        n = round((control.max - control.min) / control.step)
-        values = [round(control.min + i * control.step, 10) for i in range(n + 1)]
-        return [(format(v, control.readout_format), v) for v in values]
-    raise TypeError(f"control: expected a check box, a drop-down, toggle buttons or a slider, "
-                    f"got {type(control).__name__}")
-
-
-def control_kind(control) -> str:
-    """How the page shows a control: site/_static/attn-live.js draws each kind."""
-    import ipywidgets as widgets
-
-    if isinstance(control, widgets.Checkbox):
-        return "checkbox"
-    if isinstance(control, widgets.ToggleButtons):
-        return "toggle"
-    if isinstance(control, widgets.Dropdown):
-        return "select"
-    return "slider"
-
-
-def _same(a: object, b: object) -> bool:
-    if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, abs_tol=1e-9)
-    return a == b
-
-
-@dataclass(frozen=True)
-class Offered:
-    """A control as the site offers it: its values, in order, with their labels."""
-
-    name: str
-    label: str
-    kind: str
-    choices: list[tuple[str, object]]
-
-
-def offered_controls(explorer, recipe: Recipe) -> list[Offered]:
-    """The controls the site offers, in the explorer's order, each with the values it offers
-    (``recipe.grid`` where given, else all of them).
-
-    Raises:
-        ValueError: a value of ``recipe.grid`` the control does not know, or a control
-            (a text box) that neither has values nor is in ``recipe.fixed``.
-    """
-    offered = []
-    for name, control in explorer.controls.items():
-        if name in recipe.fixed:
-            continue
-        choices = control_choices(control)
-        if name in recipe.grid:
-            known = {repr(v): label for label, v in choices}
-            # a value the control offers only under another setting (04's heads) is shown by str
-            choices = [(known.get(repr(v), str(v)), v) for v in recipe.grid[name]]
-        offered.append(Offered(name, control.description, control_kind(control), choices))
-    return offered
-
-
-def state_index(offered: Sequence[Offered], positions: Sequence[int]) -> int:
-    """The number of the state in which control i shows its ``positions[i]``-th value: mixed
-    radix, the last control fastest (what the page's script computes)."""
-    index = 0
-    for control, k in zip(offered, positions):
-        index = index * len(control.choices) + k
-    return index
-
-
-def one_move_apart(sizes: Sequence[int]):
-    """Every setting of controls with ``sizes`` values each (tuples of positions), each one move
-    of one control from the setting before (a reflected mixed-radix Gray code): drawn in this
-    order, every setting costs the explorer one redraw, where counting order (``state_index``)
-    moves several controls, each with its own redraw, whenever an earlier control turns over."""
-    if not sizes:
-        yield ()
-        return
-    *earlier, n = sizes
-    for i, prefix in enumerate(one_move_apart(earlier)):
-        for k in (range(n) if i % 2 == 0 else range(n - 1, -1, -1)):
-            yield (*prefix, k)
-
-
-def set_values(explorer, offered: Sequence[Offered], positions: Sequence[int]) -> bool:
-    """Move the explorer's controls, in their order, to the given values, as a learner would.
-    False if the explorer refuses one (it is not a state of the explorer)."""
-    from traitlets import TraitError
-
-    for control, k in zip(offered, positions):
-        widget, value = explorer.controls[control.name], control.choices[k][1]
-        if not _same(widget.value, value):
-            try:
-                widget.value = value
-            except (TraitError, ValueError):
-                return False
-    return all(_same(explorer.controls[c.name].value, c.choices[k][1]) for c, k in zip(offered, positions))
-
+# --- the pictures ------------------------------------------------------------------------------
 
 def picture_name(image) -> str:
     """A picture's file name: a hash of its pixels (the same picture, the same file)."""
@@ -331,7 +290,7 @@ def draw_states(recipe: Recipe, language: str, folder: Path, data: dict | None =
     start = []
     for control in offered:
         value = explorer.controls[control.name].value
-        found = [k for k, (_label, v) in enumerate(control.choices) if _same(v, value)]
+        found = [k for k, (_label, v) in enumerate(control.choices) if same_value(v, value)]
         if not found:
             raise ValueError(f"recipe {recipe.notebook}/{recipe.name}: the notebook's value {value!r} of "
                              f"{control.name!r} is not among the values the site offers")
@@ -358,17 +317,6 @@ def draw_states(recipe: Recipe, language: str, folder: Path, data: dict | None =
 
 # --- the cache -------------------------------------------------------------------------------
 
-def _module_file(name: str) -> Path | None:
-    parts = name.split(".")
-    if parts[0] != "attn":
-        return None
-    base = PACKAGE.joinpath(*parts[1:])
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
 def module_closure(module: str) -> list[Path]:
     """The files of ``attn`` that ``module`` imports, directly or through others (followed
     through the package's own imports; a package's ``__init__`` only where it is imported)."""
@@ -376,7 +324,7 @@ def module_closure(module: str) -> list[Path]:
     todo = [module, "attn.widgets._base"]
     while todo:
         name = todo.pop()
-        path = _module_file(name)
+        path = module_file(name)
         if path is None or name in seen:
             continue
         seen[name] = path
@@ -385,12 +333,7 @@ def module_closure(module: str) -> list[Path]:
             if isinstance(node, ast.Import):
                 todo += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[: len(base) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = imported_module(package, node)
                 todo.append(target)
                 todo += [f"{target}.{alias.name}" for alias in node.names]  # a submodule
     return sorted(set(seen.values()))
@@ -408,7 +351,8 @@ def inputs_hash(recipe: Recipe, language: str) -> str:
         h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
     for lib in ("torch", "numpy", "matplotlib", "pillow", "ipywidgets"):
         h.update(f"{lib}={version(lib)}".encode())
-    h.update(f"{recipe.notebook}|{recipe.module}|{language}".encode())
+    # the notebook's call: an edited call is drawn again
+    h.update(f"{recipe.notebook}|{recipe.module}|{recipe.cell.call}|{language}".encode())
     return h.hexdigest()[:16]
 
 

@@ -251,11 +251,11 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 def repository_url() -> tuple[str, str]:
     """The repository's GitHub address and branch, from site/_config.yml
-    (``https://github.com/OWNER/REPO`` until the course is published)."""
+    (``""`` until the course is published: tools/lesson.py, ``repository_url``)."""
     import yaml
 
     config = yaml.safe_load((SITE_SRC / "_config.yml").read_text(encoding="utf-8"))["repository"]
-    return config["url"].rstrip("/"), config.get("branch", "main")
+    return (config.get("url") or "").rstrip("/"), config.get("branch", "main")
 
 
 def _page_of_file(path: Path) -> str | None:
@@ -314,6 +314,8 @@ def site_link(target: str, source: Path) -> str:
     if page is not None and not a_readme_section:
         return posixpath.relpath(page, posixpath.dirname(here)) + fragment
     url, branch = repository_url()
+    if not url:  # not published yet: the file has no address on GitHub, the link stays as written
+        return target
     kind = "tree" if resolved.is_dir() else "blob"
     return f"{url}/{kind}/{branch}/{resolved.relative_to(REPO).as_posix()}{fragment}"
 
@@ -351,6 +353,9 @@ def write_config(path: Path, vendor: Path, language: str = "en") -> None:
     config = yaml.safe_load(text)
     config["title"] = edition.title
     config["repository"]["path_to_book"] = edition.notebooks.relative_to(REPO).as_posix()
+    if not config["repository"].get("url"):  # not published yet: no launch button leads to Binder
+        config.pop("launch_buttons", None)
+        del config["repository"]["url"]
     sphinx = config["sphinx"]["config"]
     up = "../" * edition.prefix.count("/")  # from the edition's folder to the site's top
     if up:  # MathJax: one copy, in the English site's _static/
@@ -621,7 +626,13 @@ def wait_rendered(page: object, timeout: float = 30) -> None:
             views: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
             waiting: document.querySelectorAll('figure.attn-live:not([data-live])').length,
             loading: [...document.images].filter((i) => !i.complete).map((i) => i.src.slice(0, 80))})""")
+        todo = (" A saved widget view is drawn on the site only as a live explorer (the explorer cell of a "
+                "lesson, tools/explorer_cells.py says what one is) or as a figure of attn.drawing.figures."
+                "show_figure: a solutions notebook must show no explorer (remove the explorer cell from it and "
+                "re-execute it with python -m tools.execute); a lesson's explorer the site cannot build stops "
+                "the build with a message naming its cell (tools/live_states.py)." if state["views"] else "")
         raise RuntimeError(f"{page.url}: not rendered after {timeout} s: {state['views']} saved widget views "
                            f"(no widget manager draws them), {state['waiting']} explorers without their "
-                           f"controls; document {state['ready']}; images still loading: {state['loading']}") from None
+                           f"controls; document {state['ready']}; images still loading: {state['loading']}."
+                           f"{todo}") from None
     page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise.then(() => true) : true")

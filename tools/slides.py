@@ -10,9 +10,9 @@ the notebooks when they change; running it twice changes nothing):
   slide: the notebook's title, each numbered section, Summary, Exercises;
 - any other markdown cell starts a sub-slide (below the section's slide): in the course a
   markdown cell is one idea, a paragraph and its formula, and the code cells after it show it;
-- a code cell that displays an explorer (it carries ``# NBVAL_IGNORE_OUTPUT``, the house
-  marker of widget cells) starts a sub-slide of its own, so the live explorer fills the screen;
-- the versions cell (``# NBVAL_IGNORE_OUTPUT`` and "version") is skipped in the talk;
+- a code cell that displays an explorer (it carries the cell tag ``nbval-ignore-output``, as
+  every widget cell does) starts a sub-slide of its own, so the live explorer fills the screen;
+- the versions cell (that tag and "version") is skipped in the talk;
 - every other code cell stays on the slide of the text above it (``-``).
 
 The notebook also gets RISE settings: start at the beginning, scroll within a tall slide.
@@ -28,11 +28,12 @@ from pathlib import Path
 
 import nbformat
 
+from tools.execute import output_ignored
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 RISE = {"scroll": True, "start_slideshow_at": "beginning"}
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 _HEADING = re.compile(r"#{1,2}\s")
-IGNORE_MARKER = "NBVAL_IGNORE_OUTPUT"
 
 
 def slide_type(cell: dict) -> str:
@@ -40,7 +41,7 @@ def slide_type(cell: dict) -> str:
     source = "".join(cell.get("source", ""))
     if cell.get("cell_type") == "markdown":
         return "slide" if _HEADING.match(source.lstrip()) else "subslide"
-    if cell.get("cell_type") == "code" and IGNORE_MARKER in source:
+    if cell.get("cell_type") == "code" and output_ignored(cell):
         return "skip" if "version" in source.lower() else "subslide"
     return "-"
 

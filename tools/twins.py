@@ -7,7 +7,7 @@ The twin of notebooks/X.ipynb is notebooks/zh/X.ipynb. Their code cells, in orde
 once comments, docstrings and blank lines are removed; the first code cell may differ only in
 the language it sets (``set_language("en")`` or ``set_language("zh")``). A learner reads the
 comments and the docstrings of an exercise's scaffold, so the Chinese twin writes them in
-Chinese. A code cell's tags and nbval directives (``# NBVAL_IGNORE_OUTPUT``) are part of its
+Chinese. A code cell's tags (``nbval-ignore-output``) are part of its
 code. ``--carry`` overwrites a drifted Chinese cell with the English one (its Chinese comments
 and docstrings go: translate them again) and clears its outputs; the notebook must then be
 re-executed.
@@ -34,7 +34,6 @@ ZH = NOTEBOOKS / "zh"
 #: The notebook whose glossary fixes the words of the Chinese edition (its twin holds the same tables).
 GLOSSARY = NOTEBOOKS / "00_start_here.ipynb"
 SET_LANGUAGE = re.compile(r"""set_language\(\s*["'](en|zh)["']\s*\)""")
-DIRECTIVE = re.compile(r"#\s*(NBVAL_\w+|PYTEST_VALIDATE_IGNORE_OUTPUT)")
 
 
 def english_notebooks() -> list[Path]:
@@ -70,9 +69,27 @@ def docstrings(python: str) -> list[tuple[int, int, int, int]]:
     return found
 
 
+def code_prose(source: str) -> list[str]:
+    """What a learner reads as text inside a code cell: each comment and each docstring."""
+    lines = source.splitlines()
+    python = "\n".join("pass" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines) + "\n"
+    try:
+        found = [tok.string.lstrip("#").strip() for tok in tokenize.generate_tokens(io.StringIO(python).readline)
+                 if tok.type == tokenize.COMMENT]
+        tree = ast.parse(python)
+    except (SyntaxError, tokenize.TokenError):
+        return []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            text = ast.get_docstring(node)
+            if text:
+                found.append(text)
+    return found
+
+
 def code_only(source: str) -> str:
     """``source`` without its comments, blank lines and trailing spaces, each docstring written
-    ``DOCSTRING``; its directives kept.
+    ``DOCSTRING``.
 
     IPython's ``%`` and ``!`` lines are kept as they are (they are not Python).
     """
@@ -81,7 +98,7 @@ def code_only(source: str) -> str:
     python = "\n".join("pass" if i in magic else ln for i, ln in enumerate(lines)) + "\n"
     kept = [list(ln) for ln in python.splitlines()]
     for tok in tokenize.generate_tokens(io.StringIO(python).readline):
-        if tok.type == tokenize.COMMENT and not DIRECTIVE.match(tok.string):
+        if tok.type == tokenize.COMMENT:
             (row, start), (_, end) = tok.start, tok.end
             kept[row - 1][start:end] = [" "] * (end - start)
     rows = [lines[i] if i in magic else "".join(chars).rstrip() for i, chars in enumerate(kept)]
@@ -155,11 +172,15 @@ def prose(path: Path) -> list[tuple[int, str]]:
     return [(k, c.source) for k, c in enumerate(cells) if c.cell_type == "markdown"]
 
 
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def outputs(path: Path) -> list[tuple[int, str]]:
     """(cell index, text) of every stored output a learner reads: a stream (a cell's consecutive
     streams of one name joined, as the notebook shows them), a text/plain or text/html result
     (its tags removed), and a figure's text alternative (``show_figure``'s ``alt``). A figure's
-    text/plain (``<Figure size ...>``) is not shown, so it is left out."""
+    text/plain (``<Figure size ...>``) is not shown, so it is left out; nor is an explorer's (its
+    picture's text alternative, ``Explorer.alt_text``: the readout, read in the live explorer)."""
     found = []
     for k, cell in enumerate(nbformat.read(path, as_version=4).cells):
         stream = None
@@ -176,7 +197,7 @@ def outputs(path: Path) -> list[tuple[int, str]]:
             alt = output.get("metadata", {}).get("image/png", {}).get("alt")
             if alt:
                 found.append((k, alt))
-            if data.get("text/plain") and "image/png" not in data:
+            if data.get("text/plain") and "image/png" not in data and _WIDGET_VIEW not in data:
                 found.append((k, data["text/plain"]))
             if data.get("text/html"):
                 found.append((k, html.unescape(re.sub(r"<[^>]+>", " ", data["text/html"]))))

@@ -11,7 +11,8 @@
   does not hold.
 - A "run it live" line under the title of every notebook page. The line links the page's notebook on Binder twice: in JupyterLab (code and explorers) and in
 Voilà's app mode (explorers only, code hidden). The Binder address is built from the book's
-``repository`` settings in site/_config.yml (``OWNER/REPO`` until the course is published).
+``repository`` settings in site/_config.yml; while ``url`` is empty (the course not published
+yet), pages have no such line.
 - Every static figure as a picture with its text alternative: ``attn.drawing.figures.show_figure``
   stores its description in the output's metadata as ``{"image/png": {"alt": ...}}``. Where
   the output is a picture widget's view (what JupyterLab and Voilà show), the page gets the
@@ -112,6 +113,9 @@ def _folder_links(app: Sphinx, doctree: nodes.document) -> None:
             continue
         book = options.get("path_to_docs", "").strip("/")
         path = "/".join(p for p in (book, folder.relative_to(srcdir).as_posix()) if p and p != ".")
+        if not options.get("repository_url"):  # no address yet: the words, unlinked
+            xref.replace_self(nodes.inline("", "", *xref.children))
+            continue
         url = folder_url(options["repository_url"], options.get("repository_branch", "main"), path)
         xref.replace_self(nodes.reference("", "", *xref.children, refuri=url, internal=False))
 
@@ -169,6 +173,8 @@ def _run_live(app: Sphinx, pagename: str, templatename: str, context: dict, doct
     if doctree is None or not str(app.env.doc2path(pagename)).endswith(".ipynb"):
         return
     options = app.config.html_theme_options
+    if not options.get("repository_url"):
+        return  # the repository's address is not set (site/_config.yml): no Binder to point at
     folder = options.get("path_to_docs", "").strip("/")
     path = f"{folder}/{pagename}.ipynb" if folder else f"{pagename}.ipynb"
     urls = binder_urls(options["repository_url"], options.get("repository_branch", "main"), path)

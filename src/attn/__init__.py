@@ -13,7 +13,7 @@ from .functional import (
     softmax_with_fill,
 )
 from .kv_cache import KVCache
-from .masks import causal_mask, from_torch_mha_mask, padding_mask, to_torch_mha_mask
+from .masks import causal_mask, from_torch_mha_mask, padding_mask, sliding_window_mask, to_torch_mha_mask
 from .modules import MultiHeadAttention, SelfAttention
 from .scoring import AdditiveAttention, dot_product_scores, scaled_dot_product_scores
 
@@ -30,6 +30,7 @@ __all__ = [
     "scaled_dot_product_scores",
     "AdditiveAttention",
     "causal_mask",
+    "sliding_window_mask",
     "padding_mask",
     "to_torch_mha_mask",
     "from_torch_mha_mask",

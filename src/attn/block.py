@@ -37,6 +37,9 @@ class TransformerBlock(nn.Module):
     Args:
         d_model: E, the size of each token's vector; a positive multiple of ``num_heads``.
         num_heads: H, the attention heads.
+        num_kv_heads: H_kv, the heads of keys and values, a divisor of H; None (the default)
+            means H. Below H the attention is grouped-query (1: multi-query); see
+            ``attn.MultiHeadAttention``.
         d_ff: F, the hidden size of the position-wise feed-forward network.
         dropout: p in [0, 1): in training mode, the probability of zeroing an attention
             weight, a hidden unit of the feed-forward and each number of a sub-layer's output;
@@ -49,8 +52,8 @@ class TransformerBlock(nn.Module):
     ``dropout``, ``linear2`` (F -> E), ``norm1``, ``norm2``, ``dropout1``, ``dropout2``.
     """
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, dropout: float = 0.0,
-                 norm_first: bool = True, activation: str = "relu") -> None:
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, num_kv_heads: int | None = None,
+                 dropout: float = 0.0, norm_first: bool = True, activation: str = "relu") -> None:
         super().__init__()
         d_model = check_positive_int("d_model", d_model)
         num_heads = check_positive_int("num_heads", num_heads)
@@ -68,7 +71,8 @@ class TransformerBlock(nn.Module):
         check_choice("activation", activation, tuple(ACTIVATIONS))
         self.d_model, self.num_heads, self.d_ff = d_model, num_heads, d_ff
         # the attention sub-layer
-        self.self_attn = MultiHeadAttention(d_model, num_heads, bias=True, dropout=dropout)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads, bias=True,
+                                            dropout=dropout)
         self.dropout1 = nn.Dropout(dropout)
         self.norm1 = nn.LayerNorm(d_model)
         # the feed-forward sub-layer: the same two Linears at every position

@@ -32,6 +32,7 @@ from torch import Tensor
 
 from ._checks import (check_bool, check_bool_mask, check_float, check_positive_int, check_qkv, check_rank,
                       check_same_dtype_and_device, check_scale, shape_str)
+from .functional import repeat_kv
 from .modules import MultiHeadAttention
 
 __all__ = ["OnlineSoftmax", "OnlineStep", "OnlineSoftmaxTrace", "online_softmax_trace", "blockwise_attention", "blockwise_multi_head_attention", "causal_blocks"]
@@ -319,7 +320,9 @@ def blockwise_multi_head_attention(
     if mask is not None:
         target = (query.shape[0], module.num_heads, query.shape[1], key.shape[1])
         check_bool_mask("mask", mask, target, "(B, H, L, S)", device=query.device)
-    q, k, v = module.project(query, key, value)  # (B, H, L, D), (B, H, S, D), (B, H, S, D)
+    q, k, v = module.project(query, key, value)  # (B, H, L, D), (B, H_kv, S, D), (B, H_kv, S, D)
+    groups = module.num_heads // module.num_kv_heads  # grouped-query: key/value heads shared
+    k, v = repeat_kv(k, groups), repeat_kv(v, groups)  # (B, H_kv, S, D) -> (B, H, S, D)
     heads = blockwise_attention(q, k, v, mask, causal=causal, block_size=block_size,
                                 query_block_size=query_block_size)  # (B, H, L, D)
     return module.combine(heads)  # (B, H, L, D) -> (B, L, E)

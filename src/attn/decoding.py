@@ -33,9 +33,9 @@ class DecoderLayer(nn.Module):
     in what this notebook measures.)
     """
 
-    def __init__(self, d_model: int, num_heads: int) -> None:
+    def __init__(self, d_model: int, num_heads: int, *, num_kv_heads: int | None = None) -> None:
         super().__init__()
-        self.attn = MultiHeadAttention(d_model, num_heads)
+        self.attn = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
         self.ffn = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
 
     def forward(self, x: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor]:
@@ -56,17 +56,23 @@ class Decoder(nn.Module):
         d_model: E.
         num_heads: H, dividing E.
         num_layers: N.
+        num_kv_heads: H_kv, the heads of keys and values of each layer, dividing H; None (the
+            default) means H. Below H: grouped-query attention, and caches H / H_kv times
+            smaller.
     """
 
-    def __init__(self, d_model: int, num_heads: int, num_layers: int) -> None:
+    def __init__(self, d_model: int, num_heads: int, num_layers: int, *,
+                 num_kv_heads: int | None = None) -> None:
         super().__init__()
         check_int("num_layers", num_layers, low=1)
         self.d_model = d_model
-        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads) for _ in range(num_layers))
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, num_kv_heads=num_kv_heads)
+                                    for _ in range(num_layers))
 
-    def new_caches(self) -> list[KVCache]:
-        """One empty KV cache per layer."""
-        return [KVCache() for _ in self.layers]
+    def new_caches(self, *, window: int | None = None) -> list[KVCache]:
+        """One empty KV cache per layer; with a ``window`` W, each keeps the last W positions
+        only, and each layer attends with a sliding window of W (``attn.KVCache``)."""
+        return [KVCache(window=window) for _ in self.layers]
 
     def forward(self, x: Tensor, caches: list[KVCache] | None = None) -> tuple[Tensor, list[Tensor]]:
         """The causal pass over x, or its continuation after the cached positions.
@@ -94,7 +100,8 @@ class Decoder(nn.Module):
 
 
 def cache_numbers(caches: list[KVCache]) -> int:
-    """How many numbers the caches hold: keys and values of every layer and position."""
+    """How many numbers the caches hold: keys and values of every layer and kept position,
+    2 * B * T * H_kv * D per layer."""
     return sum(c.key.numel() + c.value.numel() for c in caches if c.key is not None)
 
 

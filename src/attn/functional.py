@@ -17,7 +17,8 @@ of -inf are not a mask: a row of them only, unmasked, is NaN (see ``masked_softm
 Layout: the computation is written once, in two steps that do not check their inputs,
 ``softmax_over_allowed_keys`` and ``attend`` (softmax(Q K^T * scale) V, in that order). Each
 public function checks its arguments at its door, then calls them; so does
-``attn.MultiHeadAttention``, which checks its own inputs once per call.
+``attn.MultiHeadAttention``, which checks its own inputs once per call. ``repeat_kv`` is the
+one step grouped-query attention adds: key/value heads shared by groups of query heads.
 """
 from __future__ import annotations
 
@@ -103,6 +104,25 @@ def attend(
         weights = torch.nn.functional.dropout(weights, p=dropout)  # (..., L, S), some weights zeroed
     output = weights @ value  # (..., L, S) @ (..., S, Ev) -> (..., L, Ev)
     return output, weights
+
+
+def repeat_kv(x: Tensor, groups: int) -> Tensor:
+    """Grouped-query attention's sharing: each key (or value) head repeated for the ``groups``
+    consecutive query heads that read it; inputs are not checked (the layer checked them).
+
+    Args:
+        x: (B, H_kv, S, D), the keys or values of H_kv heads.
+        groups: G = H / H_kv, the query heads per key/value head (1: multi-head attention,
+            H_kv: multi-query attention).
+
+    Returns:
+        (B, H_kv * G, S, D): head h is x's head h // G (``torch.repeat_interleave``, as
+        ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)`` pairs
+        them); x itself when G = 1.
+    """
+    if groups == 1:  # one query head per key/value head: nothing is shared
+        return x
+    return x.repeat_interleave(groups, dim=-3)  # (B, H_kv, S, D) -> (B, H_kv * G, S, D)
 
 
 # --- the public functions: check the arguments, then compute ---------------------------------

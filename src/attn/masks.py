@@ -13,7 +13,7 @@ from torch import Tensor
 from ._checks import (check_bool_tensor, check_device, check_entries, check_int, check_not_meta,
                       check_positive_int, check_tensor, shape_str)
 
-__all__ = ["causal_mask", "padding_mask", "to_torch_mha_mask", "from_torch_mha_mask"]
+__all__ = ["causal_mask", "sliding_window_mask", "padding_mask", "to_torch_mha_mask", "from_torch_mha_mask"]
 
 
 def causal_mask(
@@ -45,6 +45,49 @@ def causal_mask(
     check_entries("L/S", (L, S), "(L, S)")
     device = check_device("device", device)
     return torch.ones(L, S, dtype=torch.bool, device=device).tril(diagonal=offset)  # (L, S)
+
+
+def sliding_window_mask(
+    L: int, window: int, S: int | None = None, *, offset: int = 0,
+    device: torch.device | str | None = None,
+) -> Tensor:
+    """Query i may attend to the ``window`` keys ending at its own position: keys
+    offset+i-window+1 .. offset+i (a band of the causal triangle, clipped at 0 and at S-1).
+
+    Sliding-window attention (Longformer, Mistral): each position sees itself and the
+    window - 1 positions before it, so a step costs O(window) however long the sequence.
+    ``window=1``: each query sees only its own position; a window of offset + L or more: the
+    whole causal triangle, ``causal_mask(L, S, offset=offset)``. The mask already holds the
+    causal rule; combine it with others by ``&``, e.g. ``sliding_window_mask(L, w) &
+    padding_mask(lengths, L)``.
+
+    Args:
+        L: number of queries.
+        window: how many keys each query sees, its own included: an int >= 1.
+        S: number of keys; defaults to L.
+        offset: the position of the first query among the keys, as in ``causal_mask``:
+            the L new queries after T cached positions are ``sliding_window_mask(L, window,
+            T + L, offset=T)``.
+        device: where to build the mask: a ``torch.device``, a string such as "cpu", or None
+            (torch's default).
+
+    Returns:
+        mask: bool (L, S); True = may attend.
+
+    Raises:
+        TypeError / ValueError naming the argument: L, window or S not an int >= 1 (a bool is
+            not one), offset not an int >= 0, L * S above 2**28 entries, a device this
+            machine does not have.
+    """
+    check_positive_int("L", L)
+    window = check_positive_int("window", window)
+    S = L if S is None else check_positive_int("S", S)
+    offset = check_int("offset", offset, low=0)
+    check_entries("L/S", (L, S), "(L, S)")
+    device = check_device("device", device)
+    allowed = torch.ones(L, S, dtype=torch.bool, device=device)  # (L, S)
+    # the band between two diagonals: key j <= offset + i (causal) and j >= offset + i - window + 1
+    return allowed.tril(diagonal=offset).triu(diagonal=offset - window + 1)  # (L, S)
 
 
 def padding_mask(lengths: Tensor | list[int], max_len: int, *,

@@ -1,7 +1,15 @@
 """Attention layers as torch modules: the chapter's single head and a multi-head layer.
 
+The multi-head layer is also grouped-query attention (GQA, Ainslie et al. 2023): with
+``num_kv_heads`` = H_kv < H, keys and values are projected to H_kv heads only, and each is
+shared by H / H_kv consecutive query heads (query head h reads key/value head h // (H / H_kv)).
+H_kv = 1 is multi-query attention (MQA, Shazeer 2019); H_kv = H, the default, is the layer
+of the 2017 paper. The KV cache shrinks by H / H_kv; the outputs are those of
+``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)``.
+
 Shape legend: B batch, L queries (target length), S keys (source length), E = d_model,
-H heads, D = E // H per-head size. Masks are bool, True = may attend.
+H heads (of queries), H_kv heads of keys and values, D = E // H per-head size. Masks are
+bool, True = may attend.
 """
 from __future__ import annotations
 
@@ -26,7 +34,7 @@ from ._checks import (
     shape_str,
 )
 from .kv_cache import KVCache
-from .masks import causal_mask
+from .masks import causal_mask, sliding_window_mask
 
 __all__ = ["SelfAttention", "MultiHeadAttention"]
 
@@ -37,6 +45,18 @@ def check_dropout(dropout: object) -> float:
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout: expected a probability in [0, 1), got {p}")
     return p
+
+
+def check_num_kv_heads(num_kv_heads: object, num_heads: int) -> int:
+    """The heads of keys and values: None (as many as ``num_heads``) or a divisor of
+    ``num_heads``. Returns it as an int."""
+    if num_kv_heads is None:
+        return num_heads
+    num_kv_heads = check_positive_int("num_kv_heads", num_kv_heads)  # TypeError for a float, a bool
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads: expected a divisor of num_heads={num_heads} (each key/value head "
+                         f"serves num_heads // num_kv_heads query heads), got {num_kv_heads}")
+    return num_kv_heads
 
 
 class SelfAttention(nn.Module):
@@ -85,6 +105,11 @@ class MultiHeadAttention(nn.Module):
     Args:
         d_model: E, the model size; a positive multiple of ``num_heads``.
         num_heads: H. Each head works in D = E // H dims.
+        num_kv_heads: H_kv, the heads of keys and values, a divisor of H; None (the default)
+            means H: multi-head attention. Below H, grouped-query attention: W_k and W_v
+            project E -> H_kv * D, and each key/value head serves H / H_kv consecutive query
+            heads; 1 is multi-query attention. The parameters keep their names (W_q, W_k,
+            W_v, W_o) whatever H_kv.
         bias: whether the four projections have biases (the chapter: no; the article and
             ``nn.MultiheadAttention``: yes).
         dropout: p in [0, 1): in training mode each attention weight is zeroed with
@@ -93,8 +118,8 @@ class MultiHeadAttention(nn.Module):
             with p = 0.0 (the default).
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, bias: bool = False,
-                 dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, num_heads: int, *, num_kv_heads: int | None = None,
+                 bias: bool = False, dropout: float = 0.0) -> None:
         super().__init__()
         num_heads = check_positive_int("num_heads", num_heads)
         d_model = check_positive_int("d_model", d_model)
@@ -102,21 +127,25 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"d_model: expected a positive multiple of num_heads={num_heads}, got {d_model}"
             )
+        num_kv_heads = check_num_kv_heads(num_kv_heads, num_heads)
         check_entries("d_model", (d_model, d_model), "(d_model, d_model)", what="weight")  # W_q..W_o
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
+        self.num_kv_heads = num_kv_heads
         self.bias = check_bool("bias", bias)
         self.dropout = check_dropout(dropout)
+        kv_dim = num_kv_heads * self.head_dim  # H_kv * D: E for multi-head attention
         self.W_q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_k = nn.Linear(d_model, d_model, bias=bias)
-        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, kv_dim, bias=bias)
+        self.W_v = nn.Linear(d_model, kv_dim, bias=bias)
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
 
     # --- the steps of the forward pass, each written once ---------------------------------
 
     def split_heads(self, x: Tensor) -> Tensor:
-        """(B, T, E) -> (B, H, T, D): the last dim cut into H heads of D numbers."""
+        """(B, T, n * D) -> (B, n, T, D): the last dim cut into heads of D numbers, n = H for
+        queries (E = H * D), n = H_kv for keys and values."""
         B, T, _ = x.shape
-        return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, T, E) -> (B, H, T, D)
+        return x.view(B, T, -1, self.head_dim).transpose(1, 2)  # (B, T, n * D) -> (B, n, T, D)
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """(B, H, T, D) -> (B, T, E): the heads side by side again (concatenated)."""
@@ -130,11 +159,11 @@ class MultiHeadAttention(nn.Module):
             query: (B, L, E); key: (B, S, E); value: (B, S, E), checked by ``check_inputs``.
 
         Returns:
-            q: (B, H, L, D), k: (B, H, S, D), v: (B, H, S, D)
+            q: (B, H, L, D), k: (B, H_kv, S, D), v: (B, H_kv, S, D)
         """
         q = self.split_heads(self.W_q(query))  # (B, L, E) -> (B, H, L, D)
-        k = self.split_heads(self.W_k(key))  # (B, S, E) -> (B, H, S, D)
-        v = self.split_heads(self.W_v(value))  # (B, S, E) -> (B, H, S, D)
+        k = self.split_heads(self.W_k(key))  # (B, S, E) -> (B, S, H_kv * D) -> (B, H_kv, S, D)
+        v = self.split_heads(self.W_v(value))  # (B, S, E) -> (B, S, H_kv * D) -> (B, H_kv, S, D)
         return q, k, v
 
     def combine(self, heads: Tensor) -> Tensor:
@@ -203,9 +232,9 @@ class MultiHeadAttention(nn.Module):
         B, L, _ = query.shape
         past = 0  # T positions already cached
         if cache is not None:  # the new keys and values must fit after the cached ones
-            cache.check_fits("cache", B, self.num_heads, self.head_dim, dtype=query.dtype,
+            cache.check_fits("cache", B, self.num_kv_heads, self.head_dim, dtype=query.dtype,
                              device=query.device, module=self)
-            past = len(cache)
+            past = cache.kept
         if mask is not None:
             S = past + key.shape[1]
             check_bool_mask("mask", mask, (B, self.num_heads, L, S), "(B, H, L, S)", device=query.device)
@@ -214,37 +243,43 @@ class MultiHeadAttention(nn.Module):
 
     def attend(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, *, causal: bool, past: int,
-        need_weights: bool,
+        need_weights: bool, window: int | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """Every head's softmax(q k^T / sqrt(D)) v, on the teaching path or the fast path.
 
         Inputs are not checked: ``compute``'s caller checked them.
 
         Args:
-            q: (B, H, L, D); k, v: (B, H, S, D), the projected heads.
+            q: (B, H, L, D); k, v: (B, H_kv, S, D), the projected heads; query head h reads
+                key/value head h // (H / H_kv).
             mask: None, or bool broadcastable to (B, H, L, S); True = may attend.
             causal: whether query i may see keys 0..past+i only.
             past: T, the number of keys (cached positions) before the first query's own.
             need_weights: True: ``attn.functional``'s attention, which returns the weights;
                 False: one call to ``torch.nn.functional.scaled_dot_product_attention``.
+            window: None, or W (with ``causal``): query i sees keys past+i-W+1..past+i only
+                (``sliding_window_mask``), as a windowed ``KVCache`` needs.
 
         Returns:
             heads: (B, H, L, D); weights: (B, H, L, S), or None on the fast path.
         """
         L, S = q.shape[-2], k.shape[-2]
+        groups = q.shape[-3] // k.shape[-3]  # G = H / H_kv query heads per key/value head
         p = self.dropout if self.training else 0.0  # dropout on the weights, in training only
         # The fast path without a mask hands the causal rule to SDPA (is_causal, top-left
         # aligned, so only without a cache); everywhere else it becomes part of the mask.
-        is_causal = causal and not need_weights and mask is None and past == 0
-        if causal and not is_causal:
-            seen = causal_mask(L, S, offset=past, device=q.device)  # (L, S): query i sees keys 0..past+i
+        is_causal = causal and not need_weights and mask is None and past == 0 and window is None
+        if causal and not is_causal:  # (L, S): query i sees keys 0..past+i, or the last W of them
+            seen = (causal_mask(L, S, offset=past, device=q.device) if window is None else
+                    sliding_window_mask(L, window, S, offset=past, device=q.device))
             mask = seen if mask is None else mask & seen  # broadcasts to (B, H, L, S)
         if need_weights:  # the teaching path: heads (B, H, L, D) and weights (B, H, L, S)
+            k, v = functional.repeat_kv(k, groups), functional.repeat_kv(v, groups)  # -> (B, H, S, D)
             return functional.attend(q, k, v, mask, 1.0 / math.sqrt(self.head_dim), dropout=p)
         if mask is not None and mask.dim() < 2:  # SDPA takes masks of 2 dims or more
             mask = mask.expand(L, S)  # (S,) or () -> (L, S), a view
-        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
-                                               is_causal=is_causal)  # (B, H, L, D)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=is_causal,
+                                               enable_gqa=groups > 1)  # (B, H, L, D)
         return heads, None
 
     # --- the forward pass ---------------------------------------------------------------------
@@ -280,10 +315,13 @@ class MultiHeadAttention(nn.Module):
                 (combined with ``mask`` if both are given). On the fast path without a
                 ``mask`` this is SDPA's ``is_causal=True``, which skips the blocked half.
             cache: an ``attn.KVCache``, for decoding (self-attention only: no key or value).
-                The new positions' keys and values are appended to it; the L new queries
-                attend to the T cached positions and causally among themselves, so S = T + L
-                and the attention is causal whatever ``causal`` says. A cache belongs to one
-                layer: the first to fill it (ValueError from any other).
+                The new positions' keys and values (H_kv heads) are appended to it; the L
+                new queries attend to the T = ``cache.kept`` cached positions and causally
+                among themselves, so S = T + L (the mask's and the weights' columns: the kept
+                positions, then the new) and the attention is causal whatever ``causal``
+                says. With ``KVCache(window=W)`` each query sees only the W keys ending at
+                its own position (``sliding_window_mask``), and the cache then keeps the last
+                W. A cache belongs to one layer: the first to fill it (ValueError from any other).
 
         Returns:
             output: (B, L, E)
@@ -299,7 +337,7 @@ class MultiHeadAttention(nn.Module):
         check_bool("causal", causal)
         query, key, value = self.check_inputs(query, key, value, mask, cache=cache)
         if need_weights:  # the teaching path holds every weight at once
-            past = 0 if cache is None else len(cache)  # T positions cached before these queries
+            past = 0 if cache is None else cache.kept  # T positions cached before these queries
             check_entries("need_weights", (query.shape[0], self.num_heads, query.shape[1], past + key.shape[1]),
                           "(B, H, L, S)", what="tensor of attention weights",
                           hint=": pass need_weights=False, the fast path, which needs no weights tensor")
@@ -329,12 +367,13 @@ class MultiHeadAttention(nn.Module):
         Returns:
             output: (B, L, E); weights: (B, H, L, S) or None, as ``forward`` returns them.
         """
-        past = 0 if cache is None else len(cache)  # T positions cached before these queries
-        q, k, v = self.project(query, key, value)  # (B, H, L, D), (B, H, S, D), (B, H, S, D)
+        past = 0 if cache is None else cache.kept  # T positions cached before these queries
+        window = None if cache is None else cache.window  # a windowed cache: sliding-window attention
+        q, k, v = self.project(query, key, value)  # (B, H, L, D), (B, H_kv, S, D), (B, H_kv, S, D)
         if cache is not None:
-            k, v = cache.append(k, v, module=self)  # (B, H, T + L, D): the cached keys, then the new
+            k, v = cache.append(k, v, module=self)  # (B, H_kv, T + L, D): the cached keys, then the new
         heads, weights = self.attend(q, k, v, mask, causal=causal or cache is not None, past=past,
-                                     need_weights=need_weights)  # (B, H, L, D), (B, H, L, S) or None
+                                     need_weights=need_weights, window=window)  # (B, H, L, D), (B, H, L, S) or None
         return self.combine(heads), weights  # (B, H, L, D) -> (B, L, E)
 
     # --- weights to and from torch.nn.MultiheadAttention --------------------------------------
@@ -373,7 +412,16 @@ class MultiHeadAttention(nn.Module):
 
     def to_torch(self) -> nn.MultiheadAttention:
         """An ``nn.MultiheadAttention(E, H, bias=self.bias, dropout=self.dropout,
-        batch_first=True)`` with these weights, in this module's train/eval mode."""
+        batch_first=True)`` with these weights, in this module's train/eval mode.
+
+        Raises:
+            ValueError: a grouped-query layer (num_kv_heads < num_heads): nn.MultiheadAttention
+                has no grouped-query attention.
+        """
+        if self.num_kv_heads != self.num_heads:
+            raise ValueError(f"num_kv_heads: expected num_kv_heads = num_heads = {self.num_heads} to convert "
+                             f"to nn.MultiheadAttention, which has no grouped-query attention (each of its "
+                             f"heads has its own keys and values), got num_kv_heads={self.num_kv_heads}")
         ref = self.W_q.weight
         mha = nn.MultiheadAttention(
             self.d_model, self.num_heads, bias=self.bias, dropout=self.dropout, batch_first=True,

@@ -87,6 +87,21 @@ def test_the_two_placements_are_the_formulas():
         torch.testing.assert_close(block(x), expected, atol=TOL, rtol=0)
 
 
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_a_grouped_query_block_is_its_formula_with_a_grouped_query_layer(num_kv_heads):
+    torch.manual_seed(0)
+    block = TransformerBlock(E, H, F, num_kv_heads=num_kv_heads).double().eval()
+    sa = block.self_attn
+    assert (sa.num_heads, sa.num_kv_heads) == (H, num_kv_heads)
+    assert sa.W_k.weight.shape == sa.W_v.weight.shape == (num_kv_heads * E // H, E)
+    x = rand(B, L, E, seed=3)
+    pad = padding_mask(LENGTHS, L)
+    h = x + sa(block.norm1(x), mask=pad, causal=True)[0]  # pre-LN, with the layer's own forward
+    expected = h + block.linear2(torch.relu(block.linear1(block.norm2(h))))
+    torch.testing.assert_close(block(x, pad, causal=True), expected, atol=TOL, rtol=0)
+    assert TransformerBlock(E, H, F).self_attn.num_kv_heads == H  # the default: multi-head
+
+
 def test_layer_norm_is_over_the_last_dim():
     block = TransformerBlock(E, H, F, norm_first=False).double().eval()  # post-LN: output = norm2(...)
     out = block(rand(B, L, E, seed=4))
@@ -217,6 +232,10 @@ def test_error_constructor_arguments():
         TransformerBlock(8, 0, 16)
     with pytest.raises(ValueError, match=r"d_ff: expected a positive int, got 0"):
         TransformerBlock(8, 2, 0)
+    with pytest.raises(ValueError, match=r"num_kv_heads: expected a divisor of num_heads=2 .*got 3"):
+        TransformerBlock(8, 2, 16, num_kv_heads=3)
+    with pytest.raises(TypeError, match=r"num_kv_heads: expected a positive int, got float 1.0"):
+        TransformerBlock(8, 2, 16, num_kv_heads=1.0)
     with pytest.raises(TypeError, match=r"d_ff: expected a positive int, got float 32.0"):
         TransformerBlock(8, 2, 32.0)
     with pytest.raises(ValueError, match=r"dropout: expected a probability in \[0, 1\), got 1.0"):

@@ -54,6 +54,38 @@ def test_prefill_then_single_steps_equals_the_full_causal_pass(prefill):
     assert all(len(c) == 9 for c in caches)
 
 
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_a_grouped_query_decoder_decodes_as_its_full_pass_with_smaller_caches(num_kv_heads):
+    torch.manual_seed(0)
+    dec = Decoder(16, 4, 2, num_kv_heads=num_kv_heads).double().eval()
+    assert all(lay.attn.num_kv_heads == num_kv_heads for lay in dec.layers)
+    x = torch.randn(2, 7, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    full, _ = dec(x)
+    caches = dec.new_caches()
+    parts = [dec(x[:, :3], caches)[0]] + [dec(x[:, t:t + 1], caches)[0] for t in range(3, 7)]
+    assert (torch.cat(parts, dim=1) - full).abs().max().item() <= 1e-12
+    assert cache_numbers(caches) == 2 * 2 * 7 * num_kv_heads * 4 * 2  # keys and values x layers x T x H_kv x D x B
+
+
+@pytest.mark.parametrize("window", [1, 3])
+def test_windowed_caches_make_every_layer_attend_in_a_sliding_window(window):
+    from attn import sliding_window_mask
+
+    torch.manual_seed(0)
+    dec = Decoder(16, 4, 2, num_kv_heads=2).double().eval()
+    x = torch.randn(1, 8, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    expected = x  # each layer's formula, with the sliding-window mask in place of the causal one
+    for lay in dec.layers:
+        expected = expected + lay.attn(expected, mask=sliding_window_mask(8, window))[0]
+        expected = expected + lay.ffn(expected)
+    caches = dec.new_caches(window=window)
+    assert [c.window for c in caches] == [window, window]
+    parts = [dec(x[:, :5], caches)[0]] + [dec(x[:, t:t + 1], caches)[0] for t in range(5, 8)]
+    assert (torch.cat(parts, dim=1) - expected).abs().max().item() <= 1e-12
+    assert [(len(c), c.kept) for c in caches] == [(8, window)] * 2
+    assert (expected - dec(x)[0]).abs().max() > 1e-3  # the window changed the output
+
+
 def test_token_by_token_without_a_cache_equals_the_full_pass():
     dec = _decoder()
     x = torch.randn(1, 6, 16, dtype=torch.float64)
@@ -112,6 +144,10 @@ def test_decoder_errors():
         step_cost(-1, 8, 1)
     with pytest.raises(ValueError, match="num_layers: expected an int in 1..inf, got 0"):
         Decoder(8, 2, 0)
+    with pytest.raises(ValueError, match=r"num_kv_heads: expected a divisor of num_heads=2 .*got 4"):
+        Decoder(8, 2, 1, num_kv_heads=4)
+    with pytest.raises(ValueError, match=r"window: expected a positive int, got 0"):
+        dec.new_caches(window=0)
 
 
 @pytest.mark.parametrize("task,pattern", [("reverse", "anti-diagonal"), ("copy", "diagonal")])

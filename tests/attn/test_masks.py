@@ -1,7 +1,9 @@
 import pytest
 import torch
 
-from attn import causal_mask, from_torch_mha_mask, padding_mask, to_torch_mha_mask
+import attn
+import attn.masks
+from attn import causal_mask, from_torch_mha_mask, padding_mask, sliding_window_mask, to_torch_mha_mask
 
 
 def test_causal_mask_is_lower_triangle():
@@ -126,3 +128,78 @@ def test_padding_mask_refuses_a_length_too_large_for_torch_before_converting_it(
         padding_mask([2, 10**30], 4)
     with pytest.raises(ValueError, match=r"lengths: expected values in 0..max_len=4, got \[-1\]"):
         padding_mask([-1], 4)
+
+
+# ---- the sliding window ----
+
+@pytest.mark.parametrize("L, window, S, offset", [
+    (5, 1, None, 0), (5, 2, None, 0), (5, 3, None, 0), (5, 5, None, 0), (5, 9, None, 0),
+    (3, 2, 7, 0), (2, 3, 6, 4), (1, 4, 9, 8), (4, 2, 3, 0), (3, 3, 5, 1), (2, 1, 4, 2),
+])
+def test_sliding_window_mask_lets_query_i_see_the_window_keys_ending_at_its_own(L, window, S, offset):
+    m = sliding_window_mask(L, window, S, offset=offset)
+    S = L if S is None else S
+    assert m.dtype == torch.bool and m.shape == (L, S)
+    for i in range(L):  # keys offset+i-window+1 .. offset+i, clipped at 0 and S-1
+        assert m[i].tolist() == [offset + i - window + 1 <= j <= offset + i for j in range(S)], i
+
+
+def test_sliding_window_mask_small_case_written_out():
+    assert sliding_window_mask(4, 2).int().tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]]
+    assert sliding_window_mask(3, 1).int().tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+
+
+@pytest.mark.parametrize("L, T", [(1, 0), (1, 6), (3, 2), (4, 5)])
+@pytest.mark.parametrize("window", [1, 2, 3, 20])
+def test_sliding_window_mask_offset_is_the_last_rows_of_the_full_mask(L, T, window):
+    full = sliding_window_mask(T + L, window)
+    assert torch.equal(sliding_window_mask(L, window, T + L, offset=T), full[T:])
+    # and its last columns, for a cache that kept only the last K positions
+    K = min(T, window)
+    assert torch.equal(sliding_window_mask(L, window, K + L, offset=K), full[T:, T - K:])
+
+
+def test_sliding_window_mask_composes_with_the_other_masks():
+    L = 6
+    assert torch.equal(sliding_window_mask(L, L), causal_mask(L))  # a window as long as the sequence
+    assert torch.equal(sliding_window_mask(L, 100), causal_mask(L))
+    m = sliding_window_mask(L, 3)
+    assert torch.equal(m & causal_mask(L), m)  # it is causal already
+    assert not torch.equal(m, causal_mask(L))
+    both = m & padding_mask([6, 4], L)  # (L, L) & (B, 1, 1, S) -> (B, 1, L, S)
+    assert both.shape == (2, 1, L, L)
+    for b, n in enumerate((6, 4)):
+        for i in range(L):
+            assert both[b, 0, i].tolist() == [i - 2 <= j <= i and j < n for j in range(L)]
+
+
+def test_sliding_window_mask_is_exported_like_causal_mask():
+    assert attn.sliding_window_mask is attn.masks.sliding_window_mask
+    assert "sliding_window_mask" in attn.__all__ and "sliding_window_mask" in attn.masks.__all__
+
+
+def test_sliding_window_mask_device_and_size():
+    assert sliding_window_mask(3, 2, device="meta").device.type == "meta"
+    with pytest.raises(ValueError, match=r"device: expected a device such as 'cpu' or 'cuda:0', got 'nonsense'"):
+        sliding_window_mask(3, 2, device="nonsense")
+    with pytest.raises(ValueError, match=r"L/S: expected a \(L, S\) table of at most 2\*\*28.*"
+                                         r"got \(L, S\) = \(1000000000000, 1000000000000\)"):
+        sliding_window_mask(10**12, 4)
+
+
+@pytest.mark.parametrize("args, kwargs, error, match", [
+    ((3, 0), {}, ValueError, r"^window: expected a positive int, got 0$"),
+    ((3, -1), {}, ValueError, r"^window: expected a positive int, got -1$"),
+    ((3, True), {}, TypeError, r"^window: expected a positive int, got bool True$"),
+    ((3, 2.0), {}, TypeError, r"^window: expected a positive int, got float 2.0$"),
+    ((3, "2"), {}, TypeError, r"^window: expected a positive int, got str '2'$"),
+    ((3, None), {}, TypeError, r"^window: expected a positive int, got NoneType None$"),
+    ((0, 2), {}, ValueError, r"^L: expected a positive int, got 0$"),
+    ((3, 2, 0), {}, ValueError, r"^S: expected a positive int, got 0$"),
+    ((3, 2, 4.0), {}, TypeError, r"^S: expected a positive int, got float 4.0$"),
+    ((3, 2), {"offset": -1}, ValueError, r"^offset: expected an int in 0..inf, got -1$"),
+    ((3, 2), {"offset": False}, TypeError, r"^offset: expected an int, got bool False$"),
+])
+def test_sliding_window_mask_argument_errors(args, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        sliding_window_mask(*args, **kwargs)

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from _support import REPO
-from benchmarks import _common, course, hub, latency, scale
+from benchmarks import _common, course, hub, kv_heads, latency, scale
 
 
 def test_table_and_percentiles():
@@ -121,6 +121,24 @@ def test_report_states_the_teaching_bounds_when_the_results_have_them():
     assert ("Target: at most 0.3 ms more per call than torch at E = 32 in inference"
             in report.scale_section(d))
     assert "at most 1.5× its time elsewhere." in report.scale_section(d)
+
+
+def test_kv_heads_quick_measures_every_configuration_and_its_cache_bytes(tmp_path):
+    payload = kv_heads.run(quick=True, results=tmp_path)
+    rows = payload["rows"]
+    assert [(r["T"], r["kv_heads"], r["window"]) for r in rows] == [
+        (T, h, w) for T in (64, 256) for w in (None, 128) for h in (8, 2, 1)]
+    for r in rows:  # E = 512, H = 8: D = 64; float32: 4 bytes
+        assert r["kept"] == min(r["T"], r["window"] or r["T"])
+        assert r["cache_bytes"] == 2 * r["kept"] * r["kv_heads"] * 64 * 4
+        assert 0 < r["fastest_ms"] <= r["step_ms"]
+    assert payload["summary"][0] == "cache bytes = 2 · min(T, W) · H_kv · D · 4 in every row: yes"
+    assert "T=256: MQA's cache is 8x smaller than MHA's (0.12 MiB against 1.00 MiB)" in payload["summary"][1]
+    assert not (tmp_path / "kv_heads.json").exists()  # a quick run writes no results
+    from benchmarks import report
+
+    section = report.kv_heads_section(payload)
+    assert section.startswith("**KV heads and a window**") and payload["table"] in section
 
 
 def test_course_times_a_notebook(tmp_path):

@@ -19,6 +19,8 @@ import pytest
 from packaging.version import Version
 from _support import REPO, TEST_ONLY, norm, read_pins, unavailable
 
+from tools import lesson
+
 BINDER = REPO / "binder"
 START = "notebooks/00_start_here.ipynb"
 # In binder/requirements.txt only, with the reason written beside it there.
@@ -139,8 +141,8 @@ def test_doc_links_open_existing_notebooks(page):
     deck links do), and so does every nbgitpuller link (in the clone's folder, REPO)."""
     text = page.read_text(encoding="utf-8")
     links = re.findall(r"https://mybinder\.org/v2/[^\s)\"'>]+", text)
-    if page.name in ("README.md", "teaching.md"):  # the badge, the notebook table, On Binder
-        assert links, f"{page.name} has no Binder link"
+    if page.name in ("README.md", "teaching.md") and lesson.repository_url(REPO)[0]:
+        assert links, f"{page.name} has no Binder link: run python -m tools.lesson sync"
     for link in links:
         m = (re.search(r"urlpath=(?:%2F)?(?:lab(?:/|%2F)tree|voila(?:/|%2F)render)(?:/|%2F)([^&\s)]+)", link)
              or re.search(r"labpath=([^&\s)]+)", link))
@@ -159,8 +161,36 @@ def test_doc_links_open_existing_notebooks(page):
 
 
 def test_teaching_guide_opens_every_notebook_on_binder():
-    """docs/teaching.md, On Binder: one JupyterLab link per notebook of notebooks/."""
+    """docs/teaching.md, On Binder: one JupyterLab link per notebook of notebooks/, from the
+    repository's address (site/_config.yml); none while it is unset."""
     text = (REPO / "docs" / "teaching.md").read_text(encoding="utf-8")
+    url, branch = lesson.repository_url(REPO)
+    if not url:
+        assert "mybinder.org/v2/" not in text and "repository: url:" in text, \
+            "docs/teaching.md: no repository address is set, so no Binder link: run python -m tools.lesson sync"
+        return
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
-        link = f"https://mybinder.org/v2/gh/OWNER/REPO/main?urlpath=lab/tree/notebooks/{path.name}"
-        assert link in text, f"docs/teaching.md: no Binder link for {path.name}"
+        link = lesson.binder(url, branch, f"lab/tree/notebooks/{path.name}")
+        assert link in text, f"docs/teaching.md: no Binder link for {path.name}: run python -m tools.lesson sync"
+
+
+#: What a reader of the course reads: where a placeholder address would be a dead link.
+READ = [REPO / "README.md", REPO / "README.zh.md", REPO / "CONTRIBUTING.md", REPO / "site" / "_config.yml",
+        *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "notebooks").rglob("*.ipynb"))]
+DEAD = re.compile(r"mybinder\.org/v2/gh/OWNER|\]\(https://github\.com/OWNER|url: +https://github\.com/OWNER")
+
+
+@pytest.mark.parametrize("page", READ, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_no_page_links_a_placeholder_repository(page):
+    """The repository's address is written once (site/_config.yml, ``repository: url:``); no page
+    links OWNER/REPO, which leads nowhere."""
+    text = page.read_text(encoding="utf-8")
+    dead = sorted({text[m.start():text.find(")", m.start())][:90] for m in DEAD.finditer(text)})
+    assert not dead, (f"{page.relative_to(REPO)}: a link to the placeholder OWNER/REPO: {dead}; the Binder "
+                      "links are written by python -m tools.lesson sync from repository: url: in site/_config.yml")
+
+
+def test_the_placeholder_pattern():
+    assert DEAD.search("[Binder](https://mybinder.org/v2/gh/OWNER/REPO/main?urlpath=lab)")
+    assert DEAD.search("repository:\n  url: https://github.com/OWNER/REPO\n")
+    assert not DEAD.search("`pip install git+https://github.com/OWNER/REPO@main`")  # a command to fill in

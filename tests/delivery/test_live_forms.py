@@ -346,8 +346,9 @@ def test_voila_every_control_reached_and_moved_by_keyboard(voila_page):
 # --- JupyterLab ----------------------------------------------------------------------------
 
 def test_lab_shows_the_saved_picture_before_the_kernel_runs(lab, browser):
-    """A notebook opened from disk is untrusted: JupyterLab shows the safe image/png of each
-    explorer's output (not ``Explorer(children=...)``) until the cell runs again."""
+    """A notebook opened from disk is untrusted: JupyterLab shows the safe text/html of each
+    explorer's output, its saved picture with the line "▶ Run this cell to move the controls."
+    (not ``Explorer(children=...)``), until the cell runs again."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
@@ -356,7 +357,8 @@ def test_lab_shows_the_saved_picture_before_the_kernel_runs(lab, browser):
         shown = page.evaluate(f"""() => [...document.querySelectorAll('{IN_OUTPUT}')]
             .filter((o) => o.innerText.includes('Explorer(') || o.querySelector('img'))
             .map((o) => [o.dataset.mimeType || '', o.innerText.slice(0, 40)])""")
-        assert ["image/png", ""] in shown and not any("Explorer(" in t for _, t in shown), shown
+        assert ["text/html", "▶ Run this cell to move the controls."] in shown, shown
+        assert not any("Explorer(" in t for _, t in shown), shown
     finally:
         context.close()
         lab.shutdown_kernels()

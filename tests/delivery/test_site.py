@@ -38,6 +38,7 @@ from _browser import SERIOUS, axe_violations, watched_page
 from _pictures import explorer_outputs, static_figures
 from _support import unavailable
 from attn.language import language, tr
+from attn.widgets._base import RUN_TO_MOVE
 from tools import handouts, site
 from tools.lab import VIEWPORT
 
@@ -221,14 +222,20 @@ def test_page_shows_pictures_math_and_no_widget_repr(visited, name):
     assert facts["math"]["typeset"] == facts["math"]["all"], f"{name}: math typeset: {facts['math']}"
     for repr_text in ("Explorer(children=", "VBox(children=", "Loading widget", "Error displaying widget"):
         assert repr_text not in prose, f"{name}: {repr_text!r} on the page"
+    with language(site.edition_of(name).code):  # the saved picture's line: the site's explorers are live
+        assert tr(RUN_TO_MOVE) not in prose, f"{name}: {tr(RUN_TO_MOVE)!r} under a live explorer"
 
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_links_to_run_it_live(built_site, name):
-    base = "https://mybinder.org/v2/gh/OWNER/REPO/main?urlpath="
     notebook = notebook_of(name).relative_to(site.REPO).as_posix()  # notebooks/zh/02_qkv.ipynb
     page = (built_site / f"{name}.html").read_text(encoding="utf-8")
     links = dict(re.findall(r'<a class="(attn-binder-(?:lab|voila))" href="([^"]*)"', page))
+    url, branch = site.repository_url()
+    if not url:  # no address set (site/_config.yml): no Binder line
+        assert links == {}, f"{name}: Binder links with no repository address: {links}"
+        return
+    base = f"https://mybinder.org/v2/gh/{url.removeprefix('https://github.com/')}/{branch}?urlpath="
     assert {k: unescape(v) for k, v in links.items()} == {
         "attn-binder-lab": f"{base}lab/tree/{notebook}",
         "attn-binder-voila": f"{base}voila/render/{notebook}"}, f"{name}: {links}"
@@ -305,7 +312,9 @@ def test_local_target():
     assert local_target("guides/setup.html", "https://github.com/OWNER/REPO") is None
 
 
-def test_guide_links_for_the_site():
+def test_guide_links_for_the_site(monkeypatch):
+    # as once the repository's address is set (site/_config.yml, repository: url:)
+    monkeypatch.setattr(site, "repository_url", lambda: ("https://github.com/OWNER/REPO", "main"))
     docs = site.REPO / "docs"
     assert site.site_link("../README.md", docs / "setup.md") == f"../{site.START}.ipynb"
     assert site.site_link("teaching.md#app-mode", docs / "setup.md") == "teaching.md#app-mode"

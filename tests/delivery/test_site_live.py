@@ -24,7 +24,7 @@ from PIL import Image
 from _browser import refuse_outside, serious_in, watched_page
 from _pictures import ACROSS_LEVELS, across_machines_problem, explorer_outputs
 from attn.language import language, tr
-from tools import live_states, site
+from tools import explorer_states, live_states, site
 from tools.lab import VIEWPORT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -87,7 +87,8 @@ def _python_shown(explorer) -> dict:
 
 def _positions(explorer, offered) -> list[int]:
     """Which of its offered values each control of the Python explorer shows."""
-    return [next(k for k, (_label, v) in enumerate(c.choices) if live_states._same(v, explorer.controls[c.name].value))
+    same = explorer_states.same_value
+    return [next(k for k, (_label, v) in enumerate(c.choices) if same(v, explorer.controls[c.name].value))
             for c in offered]
 
 
@@ -134,8 +135,8 @@ def test_live_explorer_starts_as_its_notebook_saved_it(live_site, built_site, id
     recipe = dict(live_states.all_ids())[ident]
     held = live_site(ident, code)
     explorer = _built(recipe, held["data"], code)
-    offered = live_states.offered_controls(explorer, recipe)
-    start = live_states.state_index(offered, _positions(explorer, offered))
+    offered = explorer_states.offered_controls(explorer, recipe)
+    start = explorer_states.state_index(offered, _positions(explorer, offered))
     notebook = site.EDITIONS[code].notebooks / f"{recipe.notebook}.ipynb"
     position = int(ident.rsplit("-", 1)[1])
     _out, png = explorer_outputs(json.loads(notebook.read_text(encoding="utf-8")))[position]
@@ -184,7 +185,7 @@ def test_live_explorer_answers_every_control_offline(site_tab, live_site, ident,
     recipe = dict(live_states.all_ids())[ident]
     manifest = live_site(ident, code)
     explorer = _built(recipe, manifest["data"], code)
-    offered = live_states.offered_controls(explorer, recipe)
+    offered = explorer_states.offered_controls(explorer, recipe)
     moves, seen = [], {}
     page, facts = site_tab(f"{site.EDITIONS[code].prefix}{recipe.notebook}.html")
     figure = page.locator(f"#live-{ident}")
@@ -198,7 +199,7 @@ def test_live_explorer_answers_every_control_offline(site_tab, live_site, ident,
         at = _positions(explorer, offered)
         seen[control.name] = {at[i]}
         allowed = [k for k in range(len(control.choices))
-                   if manifest["states"][live_states.state_index(offered, at[:i] + [k] + at[i + 1:])]]
+                   if manifest["states"][explorer_states.state_index(offered, at[:i] + [k] + at[i + 1:])]]
         if control.kind == "select":  # what the explorer refuses here, the page does not offer
             offered_now = drawn.locator("option").evaluate_all("(os) => os.map((o) => !o.disabled)")
             assert offered_now == [k in allowed for k in range(len(control.choices))], f"{ident}: {control.name}"
@@ -229,7 +230,7 @@ def test_live_explorer_answers_every_control_offline(site_tab, live_site, ident,
             page.wait_for_function("(f) => f.querySelector('img.attn-live-picture').complete", arg=figure.element_handle())
             shown, expected = figure.evaluate(_LIVE_SHOWN), _python_shown(explorer)
             where = f"{ident} ({code}), {control.name} -> {control.choices[now][0]}"
-            assert shown["state"] == live_states.state_index(offered, _positions(explorer, offered)), where
+            assert shown["state"] == explorer_states.state_index(offered, _positions(explorer, offered)), where
             assert shown["size"] == expected["size"] and shown["hash"] == expected["hash"], (
                 f"{where}: the picture shown is not the one the explorer draws")
             assert _bare(shown["readout"]) == expected["readout"], f"{where}: readout {shown['readout'][:120]!r}"

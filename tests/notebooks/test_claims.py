@@ -6,19 +6,24 @@ Two checks over the committed notebooks (their stored outputs are what nbval re-
   constants such as 512 or 10000) appears in that notebook's stored outputs, so a number in the
   text cannot drift away from the cell that computes it; the Chinese notebooks too
   (docs/translating.md), whose prose is written anew, not copied;
-* ``CLAIMS`` lists, per lesson, the printed lines that carry the lesson's argument, the way
-  ``test_course_map`` keeps the titles. A re-execution that changes one of them fails here,
-  which sends whoever changed it back to the prose that relies on it.
+* every lesson marks its claims, the printed lines that carry its argument, in the cells that
+  print them (the metadata ``"claims"``; ``python -m tools.claims`` lists and marks them), and
+  its Chinese twin marks the same cells with its own lines. A re-execution that changes a
+  claimed line fails here, which sends whoever changed it back to the prose that relies on it.
 """
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 import pytest
+
+from tools import claims
+from tools.execute import output_ignored
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted(
@@ -30,93 +35,6 @@ ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb")) + 
 #: A decimal number standing alone: not part of a word, a version, an exponent or a LaTeX group.
 #: (ASCII letters only: a Chinese character beside a number, 约0.5, does not hide it.)
 DECIMAL = re.compile(r"(?<![A-Za-z0-9_.^{\\])-?\d+\.\d+(?![A-Za-z0-9_.}])")
-
-#: lesson -> printed lines (or parts of lines) that carry its argument.
-CLAIMS: dict[str, list[str]] = {
-    "01_intuition.ipynb": [
-        "largest weight: 学习 (studies), 0.40",
-        "RNN: distance 31 is 10.4 powers of ten below distance 0",
-        "self-attention: largest change beyond the permutation < 1e-12: True",
-        "RNN:            largest change beyond the permutation = 0.97",
-    ],
-    "02_qkv.ipynb": [
-        "unscaled ‖J‖ is largest at d_k = 4; it falls at every larger d_k of the grid: True",
-        "additive / scaled: 9.9x the operations, 64x the largest tensor",
-        "scaled   largest weight 0.194",
-    ],
-    "03_worked_example.ipynb": [
-        "all             58    15",
-        "largest difference between the two: 0.0061",
-        "every difference within the rounding carried: True",
-    ],
-    "04_multi_head.ipynb": [
-        "two heads: error left below 1 % of the target's variance: True",
-        "equal at n = 2 * d_model = 1024: True",
-        "parameters, 8 heads / chapter's single head: 1.3333",
-        "the sum over heads of head_i W_i^O is the output (no bias, as in the chapter): True",
-    ],
-    "05_pytorch_implementation.ipynb": [
-        "d_model = 512: without biases 1,048,576, with biases 1,050,624, difference 2,048 = 4 x 512",
-        "exp(-1e9) in float64: 0.0",
-        "raised at once for 8 of 10 lengths; ran silently for L = [5, 10]",
-        "SDPA, query 0: zeros",
-        "nn.MultiheadAttention, train mode, need_weights=False, gradient on , query 0: out_proj's bias",
-        "nn.MultiheadAttention, eval  mode, need_weights=False, gradient off, query 0: NaN",
-    ],
-    "06_visualization.ipynb": [
-        "aligned pair (cosine 1) scores strength * sqrt(d_k) = 4.00",
-        "s = 1.0: e^s / (e^s + e^-s + 6) = 0.299; the table's weight on itself at d_k = 4: 0.299",
-    ],
-    "07_efficiency.ipynb": [
-        "4096   2,147,483,648       67,108,864   64.0 MiB",
-        "equal: True True",
-        "causal block pairs computed: 16 of 21",
-        "output alone: 256.0 KiB + one float per row: 4.0 KiB | the n x n weights: 4.0 MiB",
-    ],
-    "08_trained_heads.ipynb": [
-        "solved (held-out accuracy > 0.95): True",
-        "every layer uses the course's attention: True",
-    ],
-    "09_positions.ipynb": [
-        "pair 0 turns 3,162 times faster than the last pair at d = 16, 9,647 times at d = 512",
-        "PE[p] R_k^T equals PE[p + k] for every p, for k = 1, 5 and 37 (largest difference < 1e-12): True",
-        "RoPE: largest spread of the score over all 63 offsets < 1e-12: True",
-        "the same token + codes, through W_q and W_k: largest spread over the offsets = 10.07",
-        "codes alone (x = 0), through W_q and W_k:    largest spread over the offsets = 10.73",
-    ],
-    "10_cross_attention_and_decoding.ipynb": [
-        "self-attention is the case M = X: True",
-        "prefill + 6 cached steps vs the full causal pass: largest difference < 1e-12: True",
-        "numbers in the caches: 131,072; 2 * N * T * E = 131,072",
-    ],
-    "11_backward.ipynb": [
-        "every row of dS sums to [0. 0. 0.]",
-        "dQ against autograd: largest difference < 1e-12: True",
-        "gradcheck, a fully masked row: True",
-        "NaN entries in the value gradient: 30 of 30",
-    ],
-    "12_transformer_block.ipynb": [
-        "nn.TransformerEncoderLayer with the same weights (float64; post-LN and pre-LN, ReLU and GELU; no mask, "
-        "causal, padding): largest difference < 1e-12: True",
-        "norm_first=               False                        True",
-        "dropout=                  0.1                          0.0",
-        "each block: d_model = 32, 4 heads, d_ff = 128, float64; fed 4 sequences of 16 random tokens",
-        "    48 |        1.85       0.004",
-        "with residuals, at least 1 at every depth: True",
-        "without them, below 1/4 at every depth: True; through 48 blocks, below 1/100: True",
-        "after 3 blocks below 1e-6: True; from 4 blocks on below 1e-12, every token the same vector: True",
-        "normalised over the sequence, feature by feature: token 0 moves by 1.17 when the last token changes",
-        "gradient at the input / at the top: post-LN 0.58, pre-LN 1.47",
-        "200 Adam steps of 64 sequences",
-        "  with the feed-forward (ReLU), 13,738 parameters: at least 0.99 for every seed: True",
-        "  the same feed-forward without its ReLU, 13,738 parameters: below 0.8 for every seed: True",
-        "  without a feed-forward, 5,322 parameters: below 0.8 for every seed: True",
-        "a head puts more than 0.8 of its weight on the previous digit: with the ReLU, for every seed: True; "
-        "in the other two models, for no seed: True",
-        "training mode, 5 calls: lower every time: True; two calls disagree on more than 1% of the positions: True",
-    ],
-}
-
 
 def notebook(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
@@ -157,16 +75,101 @@ def test_every_decimal_in_the_prose_is_printed_by_a_cell(path):
     assert not missing, f"{path.name}: the prose states numbers no cell prints: {missing}"
 
 
-def test_every_lesson_has_claims():
-    lessons = {p.name for p in NOTEBOOKS if p.parent.name == "notebooks" and not p.name.startswith("00_")}
-    assert set(CLAIMS) == lessons
+# ---- a lesson's claims, marked in its cells ---------------------------------------------
+#
+# A claim is a line a code cell prints, listed in that cell's metadata "claims" (tools/claims.py
+# lists a notebook's printed lines and marks them); the Chinese twin marks the same cells with
+# its own printed lines.
+
+#: The fewest claims a lesson marks (00_start_here, which argues nothing, marks none).
+FEWEST_CLAIMS = 1
+LESSONS_BOTH = [p for p in NOTEBOOKS + ZH_NOTEBOOKS
+                if p.parent.name in ("notebooks", "zh") and not p.name.startswith("00_")]
 
 
-@pytest.mark.parametrize("name", sorted(CLAIMS))
-def test_the_lesson_still_prints_its_claims(name):
-    out = printed(notebook(ROOT / "notebooks" / name))
-    missing = [claim for claim in CLAIMS[name] if claim not in out]
-    assert not missing, f"{name}: these claims are no longer printed: {missing}"
+def shown(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def claim_problems(nb: dict, name: str) -> list[str]:
+    """What is wrong with the claims a notebook marks: a claim its cell no longer prints (with the
+    line the cell prints now that is most like it), a claim in a cell whose output nbval ignores."""
+    problems = []
+    for i, cell in claims.marked(nb):
+        where = f"{name}, cell {i} (id {cell.get('id')})"
+        if output_ignored(cell):
+            problems.append(f"{where} is tagged nbval-ignore-output, so nothing re-checks its claims "
+                            f"{claims.claims(cell)}: mark a line of a cell whose output nbval compares")
+            continue
+        lines = claims.printed_lines(cell)
+        for claim in claims.claims(cell):
+            if claim not in lines:
+                now = difflib.get_close_matches(claim, lines, n=1, cutoff=0) or ["(nothing)"]
+                problems.append(f"{where} no longer prints the claim {claim!r}; the line now printed is "
+                                f"{now[0]!r}: update the claim in the cell's metadata \"claims\" or the prose "
+                                f"that relies on it (python -m tools.claims {name} lists the lines and "
+                                f"--mark CELL:LINE stores one)")
+    return problems
+
+
+def test_a_claim_not_printed_or_in_an_ignored_cell_is_found():
+    def cell(printed_text, marked_lines, tags=()):
+        return {"cell_type": "code", "id": "c", "metadata": {"claims": marked_lines, "tags": list(tags)},
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": printed_text}]}
+    nb = {"cells": [cell("ratio: 9.9x\nequal: True\n", ["equal: True"]),
+                    cell("ratio: 9.8x\n", ["ratio: 9.9x"]),
+                    cell("explorer\n", ["explorer"], tags=["nbval-ignore-output"]),
+                    cell("equal: True, all\n", ["equal: True"])]}
+    found = claim_problems(nb, "x.ipynb")
+    assert [p.split(" (id")[0] for p in found] == ["x.ipynb, cell 1", "x.ipynb, cell 2", "x.ipynb, cell 3"]
+    assert "the line now printed is 'ratio: 9.8x'" in found[0] and "nbval-ignore-output" in found[1]
+
+
+def test_tools_claims_marks_a_printed_line_and_drops_a_stale_claim(tmp_path, capsys):
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("print(...)", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="ratio: 9.9x\nequal: True\n")])
+    cell.metadata["claims"] = ["ratio: 9.8x"]
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    assert "* 0:1" not in claims.show(notebook(path)) and "no longer printed: 'ratio: 9.8x'" in claims.show(notebook(path))
+    claims.main([str(path), "--mark", "0:1", "0:0"])
+    assert notebook(path)["cells"][0]["metadata"]["claims"] == ["ratio: 9.9x", "equal: True"]
+    claims.main([str(path), "--unmark", "0:0"])
+    assert notebook(path)["cells"][0]["metadata"]["claims"] == ["equal: True"]
+    with pytest.raises(SystemExit):
+        claims.main([str(path), "--mark", "0:2"])
+    assert "cell 0 prints no line 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", LESSONS_BOTH, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_every_lesson_marks_its_claims(path):
+    count = sum(len(claims.claims(c)) for _, c in claims.marked(notebook(path)))
+    assert count >= FEWEST_CLAIMS, (
+        f"{shown(path)} marks {count} claims, at least {FEWEST_CLAIMS} wanted: give the code cells that print "
+        f"the lesson's central results the metadata \"claims\": [\"the line as printed\", ...] "
+        f"(python -m tools.claims {shown(path)} lists each cell's printed lines; --mark CELL:LINE stores one; "
+        f"the Chinese twin marks the same cells)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_the_notebook_still_prints_its_claims(path):
+    problems = claim_problems(notebook(path), shown(path))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if (ROOT / "notebooks" / "zh" / p.relative_to(ROOT / "notebooks")).exists()],
+                         ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
+def test_the_chinese_twin_marks_the_same_cells(path):
+    twin = ROOT / "notebooks" / "zh" / path.relative_to(ROOT / "notebooks")
+
+    def counts(nb: dict) -> list[int]:  # the number of claims of each code cell, in order
+        return [len(claims.claims(c)) for c in nb["cells"] if c["cell_type"] == "code"]
+    en, zh = counts(notebook(path)), counts(notebook(twin))
+    differ = [f"code cell {k + 1}: {a} in English, {b} in Chinese" for k, (a, b) in enumerate(zip(en, zh)) if a != b]
+    assert not differ, (f"{shown(twin)} marks other claims than {shown(path)}: {differ}; mark the same cells, each "
+                        f"with its own printed lines (python -m tools.claims {shown(twin)} --mark CELL:LINE)")
 
 
 # ---- folded check cells ------------------------------------------------------------------
@@ -208,7 +211,8 @@ def test_check_cells_are_folded_one_per_section_and_print_claims(path):
         checks = [(i, c) for i, c in group if is_check(c)]
         assert len(checks) <= 1, f"{path.name}: cells {[i for i, _ in checks]} are two check cells in one section"
         for i, cell in checks:
-            assert cell["cell_type"] == "code"
+            assert cell["cell_type"] == "code", \
+                f"{path.name} cell {i}: the tag check belongs to a code cell: remove it from this markdown cell"
             assert cell["metadata"].get("jupyter", {}).get("source_hidden") is True, \
                 f"{path.name} cell {i}: a check cell is folded (metadata jupyter.source_hidden)"
             out = cell_text(cell)
@@ -269,7 +273,7 @@ def printed_numbers(nb: dict) -> set[str]:
     ignores (nothing re-checks those)."""
     found = set()
     for cell in nb["cells"]:
-        if "NBVAL_IGNORE_OUTPUT" in "".join(cell["source"]):
+        if output_ignored(cell):
             continue
         for out in cell.get("outputs", []):
             if not is_description(out):
@@ -301,14 +305,15 @@ def unbacked_figure_numbers(nb: dict) -> list[str]:
 
 
 def test_a_literal_number_in_a_figure_description_is_caught():
-    def cell(cell_id, source, *outputs):
-        return {"cell_type": "code", "id": cell_id, "source": source, "outputs": list(outputs)}
+    def cell(cell_id, source, *outputs, tags=()):
+        return {"cell_type": "code", "id": cell_id, "source": source, "outputs": list(outputs),
+                "metadata": {"tags": list(tags)}}
     figure = {"output_type": "display_data", "metadata": {"image/png": {"alt": "0.47"}}, "data": {}}
     nb = {"cells": [
         cell("a", 'show_figure(fig, tr("A heatmap: rows, columns; 0.47 each, all below 0.5, about 0.07, '
                   '{w:.2f}.", w=w))', figure),
         cell("b", "print(x)", {"output_type": "stream", "text": "smallest weight: 0.068\n"}),
-        cell("c", "# NBVAL_IGNORE_OUTPUT\nexplorer()", {"output_type": "stream", "text": "0.47\n"}),
+        cell("c", "explorer()", {"output_type": "stream", "text": "0.47\n"}, tags=["nbval-ignore-output"]),
         cell("d", 'show_figure(fig, tr("A line plot of y against n: 0.47 again, 0.068 exactly."))', figure),
     ]}
     assert unbacked_figure_numbers(nb) == ["cell 0 (a): 0.47", "cell 3 (d): 0.47"]
@@ -363,14 +368,17 @@ def test_02s_timing_verdict_is_printed_from_the_run_not_typed(language):
 
     nb = notebook(LANGUAGES[language] / "02_qkv.ipynb")
     [timed] = [c for c in nb["cells"] if "tanh_dearer =" in "".join(c["source"])]
-    assert "NBVAL_IGNORE_OUTPUT" in "".join(timed["source"])
+    assert output_ignored(timed), (f"notebooks/{'zh/' if language == 'zh' else ''}02_qkv.ipynb: the timing cell prints "
+                                   f"what the clock measured: give it the tag nbval-ignore-output")
     described = "".join(o["metadata"]["image/png"]["alt"] for o in timed["outputs"] if is_description(o))
     said = "".join("".join(o.get("text", "")) for o in timed["outputs"] if o.get("output_type") == "stream")
     with chosen(language):
         verdicts = [tr("tanh cost more per element than a multiply or an add."),
                     tr("tanh cost no more per element than a multiply or an add.")]
     in_description = [v for v in verdicts if v in described]
-    assert len(in_description) == 1 and in_description[0] in said, (described, said)
+    assert len(in_description) == 1 and in_description[0] in said, (
+        f"02 ({language}): the timing cell's figure description ({described!r}) and printed line ({said!r}) must "
+        f"each say one verdict of tanh_dearer, the same: write both from tanh_dearer in that cell")
     typed = [v for v in verdicts if v.rstrip(".。") in markdown(nb)]
     assert not typed, f"02 ({language}): the prose types a verdict of the clock: {typed}"
 
@@ -423,7 +431,9 @@ IN_PASSING = {"cross-attention": ("10", "05 names it once, in a table of call fo
 
 def test_the_own_terms_table_is_read():
     rows = own_terms()
-    assert ("causal mask", "因果掩码", "05") in rows and ("dropout", "暂退法", "12") in rows
+    assert ("causal mask", "因果掩码", "05") in rows and ("dropout", "暂退法", "12") in rows, (
+        f"notebooks/00_start_here.ipynb: the table under '### The course's own terms' is read as rows "
+        f"| English | 中文 | notebook number |; read {rows[:3]}...: keep that layout")
 
 
 @pytest.mark.parametrize("english, chinese, first", own_terms(), ids=lambda v: v if isinstance(v, str) else "")

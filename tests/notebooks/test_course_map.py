@@ -1,7 +1,8 @@
 """Notebook 00's map and glossary against the lessons themselves.
 
-The map must list every lesson with its real title and time, and its total must be their sum;
-every lesson must link to its solutions and to the next lesson; every glossary term must appear
+The map and its total are written from the lessons (python -m tools.lesson sync, tools/lesson.py):
+the test checks that they are what the notebooks say. Every lesson must link to its solutions and
+to the next lesson, in both languages; every glossary term must appear
 beside its English name in some lesson (the course's promise: "the notebooks give each term
 beside its English name where it first comes up").
 """
@@ -13,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tools import lesson
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if not p.name.startswith("00_"))
-TIME = re.compile(r"\*\*Estimated time:\*\* (\d+) minutes")
 
 
 def cells(path: Path, kind: str = "markdown") -> list[str]:
@@ -28,51 +30,38 @@ def start_here() -> list[str]:
     return cells(NOTEBOOKS / "00_start_here.ipynb")
 
 
-def map_rows() -> dict[str, tuple[str, int]]:
-    """notebook file -> (title, minutes), from 00's map table."""
-    text = next(c for c in start_here() if c.startswith("## The map"))
-    rows = {}
-    for m in re.finditer(r"^\| \[\d\d\]\(\./(\S+?\.ipynb)\) \| (.+?) \| .+? \| (\d+) min \|$", text, re.M):
-        rows[m.group(1)] = (m.group(2), int(m.group(3)))
-    return rows
-
-
-def test_there_are_lessons():
-    assert len(LESSONS) >= 9
+def test_the_generated_tables_are_what_the_notebooks_say():
+    """00's map and total, the READMEs' notebook tables and the teaching guides' Binder and time
+    tables are written from the notebooks by tools/lesson.py; each names its file and line."""
+    stale = lesson.sync(ROOT, check=True)
+    assert not stale, "\n".join(map(str, stale))
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_the_map_lists_the_lesson_with_its_title_and_time(path):
-    first = cells(path)[0]
-    title = first.splitlines()[0].lstrip("# ").strip()
-    title = re.sub(r"^\d\d · ", "", title)
-    m = TIME.search(first)
-    assert m, f"{path.name}: its first cell has no '**Estimated time:** N minutes'"
-    rows = map_rows()
-    assert path.name in rows, f"00's map does not list {path.name}"
-    assert rows[path.name] == (title, int(m.group(1)))
+def test_every_lesson_states_its_title_time_and_summary(path):
+    lesson.read_lesson(path.stem, ROOT)  # raises LessonError, saying what to write where
 
 
-def test_the_map_lists_nothing_else_and_its_total_is_the_sum():
-    rows = map_rows()
-    assert set(rows) == {p.name for p in LESSONS}
-    total = sum(minutes for _, minutes in rows.values())
-    text = next(c for c in start_here() if c.startswith("## The map"))
-    m = re.search(r"\*\*In all: about (\d+) minutes \((\d+) h (\d\d) min\)\*\*", text)
-    assert m, "00's map states no total time"
-    assert int(m.group(1)) == total and int(m.group(2)) * 60 + int(m.group(3)) == total
+def _last_lines(path: Path) -> str:
+    return f"{path.relative_to(ROOT)}, its last cell"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_every_lesson_links_its_solutions_and_the_next_lesson(path):
     text = "\n".join(cells(path))
     solutions = NOTEBOOKS / "solutions" / f"{path.stem}_solutions.ipynb"
-    assert solutions.exists(), f"no solutions notebook for {path.name}"
-    assert f"](solutions/{solutions.name})" in text, f"{path.name} does not link {solutions.name}"
+    assert solutions.exists(), f"no solutions notebook for {path.name}: python -m tools.lesson new writes one"
+    assert f"](solutions/{solutions.name})" in text, \
+        f"{_last_lines(path)}: write 'Worked solutions: [solutions/{solutions.name}](solutions/{solutions.name}).'"
     later = [p for p in LESSONS if p.name > path.name]
     if later:
+        title = lesson.read_lesson(later[0].stem, ROOT).title["en"]
         assert re.search(rf"Next: \[[^\]]+\]\({re.escape(later[0].name)}\)", text), \
-            f"{path.name} has no 'Next: [...]({later[0].name})' link"
+            f"{_last_lines(path)}: write the line 'Next: [{later[0].stem[:2]} {title}]({later[0].name})'"
+        zh = NOTEBOOKS / "zh" / path.name
+        zh_title = lesson.read_lesson(later[0].stem, ROOT).title["zh"]
+        assert re.search(rf"下一课：\[[^\]]+\]\({re.escape(later[0].name)}\)", "\n".join(cells(zh))), \
+            f"{_last_lines(zh)}: write the line '下一课：[{later[0].stem[:2]} {zh_title}]({later[0].name})'"
 
 
 def glossary() -> list[tuple[str, str]]:

@@ -101,7 +101,8 @@ def test_the_notebooks_have_static_figures():
     """The course's 21 static figures (at the time of writing); a miscount means the test
     above looks at nothing."""
     count = sum(len(static_figures(json.loads(p.read_text(encoding="utf-8")))) for p in PATHS)
-    assert count >= 20, count
+    assert count >= 20, (f"{count} static figures found in the notebooks, the course has 21: static_figures "
+                         f"(tests/_pictures.py) no longer finds show_figure's outputs")
 
 
 # --- attn.drawing.figures -------------------------------------------------------------------------
@@ -253,9 +254,11 @@ def test_voila_shows_06s_figures_with_their_descriptions(browser, tmp_path):
     path = NOTEBOOKS / "06_visualization.ipynb"
     alts = [out.get("metadata", {}).get("image/png", {}).get("alt")
             for _, out in static_figures(json.loads(path.read_text(encoding="utf-8")))]
-    assert len(alts) == 5
+    assert len(alts) == 5, (f"notebooks/06_visualization.ipynb stores {len(alts)} static figures, this test expects 5: "
+                            f"if 06 draws another number now, write it here")
     titles = voila_figure_titles(path, tmp_path, browser, len(alts))
     assert None not in titles, f"Voilà shows figures without a text alternative: {titles}"
     for title in titles:
         check_alt(title)
-    assert titles == alts  # what the notebook stored, as the site and nbval see it
+    assert titles == alts, (f"Voilà shows other descriptions than notebooks/06_visualization.ipynb stores ({titles} against "
+                            f"{alts}): re-execute 06 (python -m tools.execute 06_visualization)")

@@ -70,17 +70,23 @@ FIELD = re.compile(r"\{[^{}]*\}")
 
 
 def test_the_glossary_is_read():
-    assert ("heatmap", "热力图", ("热图",)) in WORDS
-    assert ("the chapter (the textbook, one of the two sources)", "教材", ("本章",)) in WORDS
-    assert ("dropout", "暂退法", ("dropout", "做暂退", "被暂退")) in WORDS
-    assert ("prerequisites", "先修知识", ("预备知识", "前置内容")) in WORDS
-    assert len(WORDS) > 25
+    layout = ("notebooks/00_start_here.ipynb: the glossary's rows with a column 'not written' are read as "
+              "| English | 中文 | ... | not written |, the words not written separated by commas; keep that layout")
+    for row in (("heatmap", "热力图", ("热图",)),
+                ("the chapter (the textbook, one of the two sources)", "教材", ("本章",)),
+                ("dropout", "暂退法", ("dropout", "做暂退", "被暂退")),
+                ("prerequisites", "先修知识", ("预备知识", "前置内容"))):
+        assert row in WORDS, f"{layout}: the row of {row[1]} was not read as {row}"
+    assert len(WORDS) > 25, f"{layout}: read {len(WORDS)} rows"
 
 
 def test_the_chinese_glossary_is_the_english_one():
     """notebooks/zh/00 holds the same words, so that a Chinese reader finds them in Chinese."""
     zh = [(chinese, others) for _, chinese, others in recurring_words(twins.ZH / twins.GLOSSARY.name)]
-    assert zh == [(chinese, others) for _, chinese, others in WORDS]
+    en = [(chinese, others) for _, chinese, others in WORDS]
+    differ = [f"{a} against {b}" for a, b in zip(en, zh) if a != b] or [f"{len(en)} rows against {len(zh)}"]
+    assert zh == en, (f"notebooks/zh/00_start_here.ipynb's glossary gives other words than notebooks/00_start_here.ipynb's "
+                      f"(中文 and the words not written, row by row): {differ[:3]}: copy the English one's rows")
 
 
 def test_a_word_not_written_is_found():

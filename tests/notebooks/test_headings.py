@@ -77,8 +77,11 @@ def test_one_h1_and_no_skipped_level(path):
 
 
 def test_every_notebook_is_checked():
-    assert len([p for p in PATHS if p.parent == NOTEBOOKS]) >= 12
-    assert len([p for p in PATHS if p.parent.name == "solutions"]) >= 11
+    lessons = [p for p in PATHS if p.parent == NOTEBOOKS]
+    solutions = [p for p in PATHS if p.parent.name == "solutions"]
+    assert len(lessons) >= 12, f"only {len(lessons)} notebooks found in notebooks/: PATHS in tests/notebooks/test_headings.py misses some"
+    assert len(solutions) >= 11, (f"only {len(solutions)} solutions found under notebooks/: PATHS in "
+                                  f"tests/notebooks/test_headings.py misses some")
 
 
 @pytest.mark.parametrize("markdown, expected", [

@@ -18,8 +18,8 @@ def _md(text):
     return {"cell_type": "markdown", "source": text, "metadata": {}}
 
 
-def _code(text):
-    return {"cell_type": "code", "source": text, "metadata": {}, "outputs": []}
+def _code(text, tags=()):
+    return {"cell_type": "code", "source": text, "metadata": {"tags": list(tags)} if tags else {}, "outputs": []}
 
 
 @pytest.mark.parametrize("cell, kind", [
@@ -29,8 +29,9 @@ def _code(text):
     (_md("### A detail"), "subslide"),
     (_md("**Exercise 1.** Write ..."), "subslide"),
     (_md("#hashtag is not a heading"), "subslide"),
-    (_code("# NBVAL_IGNORE_OUTPUT\nscaling_explorer()"), "subslide"),
-    (_code("# NBVAL_IGNORE_OUTPUT\nprint(torch.__version__)  # versions"), "skip"),
+    (_code("scaling_explorer()", ["nbval-ignore-output"]), "subslide"),
+    (_code("print(torch.__version__)  # versions", ["nbval-ignore-output"]), "skip"),
+    (_code("scaling_explorer()"), "-"),
     (_code("x = 1"), "-"),
     (_code("# a comment\nx"), "-"),
 ])

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from .._checks import check_float, check_rank, shape_str
+from ..functional import repeat_kv
 from ..modules import MultiHeadAttention
 
 __all__ = ["value_vectors", "norm_weighted", "attention_inputs"]
@@ -45,7 +46,8 @@ def value_vectors(mha: MultiHeadAttention, value: Tensor) -> Tensor:
     E, H, D = mha.d_model, mha.num_heads, mha.head_dim
     if value.shape[-1] != E:
         raise ValueError(f"value: expected last dim E={E}, got shape {shape_str(value)}")
-    v = mha.split_heads(mha.W_v(value))  # (B, S, E) -> (B, H, S, D)
+    v = mha.split_heads(mha.W_v(value))  # (B, S, H_kv * D) -> (B, H_kv, S, D)
+    v = repeat_kv(v, H // mha.num_kv_heads)  # (B, H_kv, S, D) -> (B, H, S, D): each query head's values
     # W_o.weight is (E out, H*D in); head h's block is its columns h*D .. (h+1)*D - 1.
     w_o = mha.W_o.weight.view(E, H, D).permute(1, 2, 0)  # (E, H, D) -> (H, D, E)
     return v @ w_o[None]  # (B, H, S, D) @ (1, H, D, E) -> (B, H, S, E)

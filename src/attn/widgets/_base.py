@@ -7,9 +7,10 @@ Speed: the parts of the figure that never change (axes, ticks, labels, backgroun
 are rendered once and kept as a bitmap; a move restores that bitmap, draws only the "live"
 artists on top (blitting) and encodes the canvas as PNG at a low compression level.
 
-Seen without a kernel: an explorer's output bundle also holds a PNG of its view and a text
-that says what it shows (``Explorer._repr_mimebundle_``), and the live picture carries the
-same text as its text alternative (``Explorer.alt_text``).
+Seen without a kernel: an explorer's output bundle also holds its picture in HTML, with a line
+that says to run the cell to move the controls, and a text that says what it shows
+(``Explorer._repr_mimebundle_``); the live picture carries the same text as its text
+alternative (``Explorer.alt_text``).
 
 Heard, not only seen (in JupyterLab and Voilà, as on the site): every control has a name (its
 ``description``), a slider announces its name and the value it shows ("d_k = 16", where a
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import io
+from html import escape
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
     from ._mapview import MapView
 
 __all__ = ["Explorer", "freeze_layout", "canvas_png", "html_to_text", "options", "listing",
-           "sentences", "A11Y_SCRIPT"]
+           "sentences", "A11Y_SCRIPT", "RUN_TO_MOVE", "SAVED_CLASS"]
 
 
 def freeze_layout(fig: Figure) -> None:
@@ -116,6 +118,10 @@ def html_to_text(html: str) -> str:
 
 # CSS classes (ipywidgets' public ``add_class``) by which the script finds an explorer's parts.
 EXPLORER_CLASS, CONTROLS_CLASS, READOUT_CLASS = "attn-explorer", "attn-controls", "attn-readout"
+#: The class of an explorer's saved picture, as shown where no widget manager draws it.
+SAVED_CLASS = "attn-explorer-saved"
+#: The line under that picture (in the explorer's language): the controls move once the cell runs.
+RUN_TO_MOVE = mark("▶ Run this cell to move the controls.")
 
 # What the script writes, and where, in every explorer on the page (run once per page; a
 # MutationObserver keeps it true as widgets render and values change):
@@ -373,19 +379,29 @@ class Explorer(widgets.VBox):
         return f"{heading}\n{html_to_text(self.readout.value)}".strip()
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict[str, object]:
-        """IPython's display protocol: the widget view, plus a PNG of the picture and a text.
+        """IPython's display protocol: the widget view, plus the picture in HTML and a text.
 
         A front end shows the richest type it can render. With a widget manager (JupyterLab,
         Voilà, RISE, and a page holding the saved widget state), that is the live explorer
-        (JupyterLab ranks the widget view above image/png). Without one (a repository page,
+        (JupyterLab ranks the widget view above HTML). Without one (a repository page,
         nbviewer, ``nbconvert --to html`` without widget state, an untrusted notebook in
-        JupyterLab before its cells run), it is the PNG of the view shown when the output was
-        made, its default view; a text-only viewer gets ``alt_text()`` instead of the repr
-        ``Explorer(children=...)``.
+        JupyterLab before its cells run), it is ``saved_html()``: a PNG of the view shown when
+        the output was made, with its text alternative, and one line that says to run the cell
+        to move the controls (the picture is stored once: in the HTML, not also as image/png).
+        A text-only viewer gets ``alt_text()`` instead of the repr ``Explorer(children=...)``.
         """
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:  # a closed widget has no view to show
             return None
-        bundle["image/png"] = base64.b64encode(bytes(self.image.value)).decode("ascii")
+        bundle["text/html"] = self.saved_html()
         bundle["text/plain"] = self.alt_text()
         return bundle
+
+    def saved_html(self) -> str:
+        """The explorer as a page without a widget manager shows it: its picture now (a PNG,
+        with ``alt_text()``) and ``RUN_TO_MOVE`` in its language."""
+        png = base64.b64encode(bytes(self.image.value)).decode("ascii")
+        with language(self.language):
+            line = tr(RUN_TO_MOVE)
+        return (f'<div class="{SAVED_CLASS}"><img src="data:image/png;base64,{png}" '
+                f'alt="{escape(self.alt_text(), quote=True)}"><p>{escape(line)}</p></div>')

@@ -36,6 +36,7 @@ from ._base import Explorer, listing, options
 from ._mapview import MapView
 
 __all__ = [
+    "map_boxes",
     "PATTERN_CHOICES",
     "PATTERN_MASKS",
     "D_K_CHOICES",
@@ -220,15 +221,43 @@ def _readout(s: PatternHeads) -> str:
     return head + table + (f"<ul>{notes}</ul>" if notes else "")
 
 
+FIGURE_INCHES = (10, 5.3)
+# Around each map, in pixels (at 72 dpi): its query labels on the left, its title on top, its
+# key labels (up to 12, rotated) below.
+_LEFT, _RIGHT, _TOP, _BOTTOM = 54, 8, 20, 48
+
+
+def map_boxes(n_heads: int) -> list[tuple[float, float, float, float]]:
+    """Where the explorer draws ``n_heads`` square maps, as figure fractions (left, bottom,
+    width, height), head 0 first, row by row: in the rows (1 or 2) that give the largest maps."""
+    check_positive_int("n_heads", n_heads)
+    width, height = FIGURE_INCHES[0] * 72, FIGURE_INCHES[1] * 72
+
+    def side(rows: int) -> float:
+        cols = math.ceil(n_heads / rows)
+        return min(width / cols - _LEFT - _RIGHT, height / rows - _TOP - _BOTTOM)
+
+    rows = max((1, 2), key=side)  # (a tie: one row)
+    cols, s = math.ceil(n_heads / rows), side(rows)
+    boxes = []
+    for h in range(n_heads):
+        r, c = divmod(h, cols)
+        x = c * width / cols + (width / cols - s + _LEFT - _RIGHT) / 2
+        y = height - (r + 1) * height / rows + (height / rows - s + _BOTTOM - _TOP) / 2
+        boxes.append((x / width, y / height, s / width, s / height))
+    return boxes
+
+
 def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int = 8,
                      d_k: int = 16, strength: float = 1.0, scaled: bool = True,
                      mask: str = "none") -> Explorer:
     """A grid of up to 8 hand-built heads (rows = queries, columns = keys), redrawn in place.
 
-    The 2 x 4 grid is laid out once, for 8 heads, as eight ``MapView``s (cells, token labels
-    and title, all live bitmap artists that fill their axes whatever the number of tokens).
-    The heads that do not exist are simply not drawn. So no move, not even one of the head
-    count, the tokens or the mask, redraws the figure.
+    Eight ``MapView``s (cells, token labels and title, all live bitmap artists that fill their
+    axes whatever the number of tokens); the first ``n_heads`` are drawn, laid out for that
+    many (``map_boxes``: one head fills the picture, eight make a 2 x 4 grid). The figure
+    holds nothing else, so no move, not even one of the head count, the tokens or the mask,
+    redraws the whole figure: a new head count only moves the maps' boxes.
 
     Returns:
         An ``Explorer`` with ``.maps`` (8 ``MapView``s, the first ``n_heads`` drawn).
@@ -252,18 +281,19 @@ def pattern_explorer(pattern: str = "mixed", n_heads: int = 8, *, n_tokens: int 
         "n_tokens": widgets.IntSlider(value=n_tokens, min=MIN_TOKENS, max=MAX_TOKENS,
                                       description=tr("tokens"), continuous_update=True),
     }
-    fig = new_figure(10, 5.3, dpi=72)
-    # A fixed layout with room for 12 rotated labels: no layout engine to run.
-    fig.subplots_adjust(left=0.075, right=0.99, bottom=0.12, top=0.95, wspace=0.42, hspace=0.6)
-    axes = fig.subplots(2, 4).ravel()
+    fig = new_figure(*FIGURE_INCHES, dpi=72)
     # Chinese labels side by side overlap: stand them up (rotate).
-    maps = [MapView(ax, font=token_font(8), rotate=True, title_font=token_font(9)) for ax in axes]
+    maps = [MapView(fig.add_axes((0, 0, 0, 0)), font=token_font(8), rotate=True, title_font=token_font(9))
+            for _ in range(MAX_HEADS)]
     shown = {"heads": first.n_heads}
 
     def update(pattern: str, n_heads: int, mask: str, d_k: int, strength: float, scaled: bool,
                n_tokens: int) -> tuple[PatternHeads, str]:
         s = pattern_heads(pattern, n_heads, n_tokens=n_tokens, d_k=d_k, strength=float(strength),
                           scaled=bool(scaled), mask=mask)
+        boxes = map_boxes(s.n_heads)
+        for h, m in enumerate(maps):  # a map not drawn keeps an empty box
+            m.ax.set_position(boxes[h] if h < s.n_heads else (0, 0, 0, 0))
         for h in range(s.n_heads):
             maps[h].set(s.weights[h], x_tokens=s.tokens, title=s.titles[h])
         shown["heads"] = s.n_heads

@@ -51,7 +51,9 @@ class ScalingView:
     jac_scaled: np.ndarray
 
 
-HIST_QUERIES, MAP_QUERIES, VIEW_KEYS = 64, 8, 16
+#: The readout's table averages over STATS_QUERIES queries of VIEW_KEYS keys each; the
+#: histogram shows the scores of the first HIST_QUERIES of them, the maps the first MAP_QUERIES.
+STATS_QUERIES, HIST_QUERIES, MAP_QUERIES, VIEW_KEYS = 1000, 64, 8, 16
 #: The histogram's bins: 2 wide, from -64 to 64 (the unscaled scores' spread at d_k = 512 is 22.6).
 BINS = np.arange(-64.0, 64.1, 2.0)
 
@@ -71,13 +73,13 @@ def scaling_view(d_k: int, *, seed: int = 0) -> ScalingView:
     """
     check_choice("d_k", check_int("d_k", d_k), D_K_GRID)
     check_int("seed", seed)
-    raw = sample_scores(d_k, n_keys=VIEW_KEYS, seed=seed)[:HIST_QUERIES]  # (N, n): q·k, N = 64 of the 1000
+    raw = sample_scores(d_k, n_keys=VIEW_KEYS, n_rows=STATS_QUERIES, seed=seed)[:HIST_QUERIES]  # (N, n): q·k, N = 64 of the 1000
     scaled = raw / math.sqrt(d_k)
     p_raw = masked_softmax(raw[:MAP_QUERIES])  # (Q, n)
     p_scaled = masked_softmax(scaled[:MAP_QUERIES])
     hist = [np.histogram(s.numpy(), bins=BINS)[0] / s.numel() for s in (raw, scaled)]  # (B,) each
     return ScalingView(
-        d_k=d_k, stats=scaling_stats(d_k, n_keys=VIEW_KEYS, seed=seed), bins=BINS, hist_raw=hist[0], hist_scaled=hist[1],
+        d_k=d_k, stats=scaling_stats(d_k, n_keys=VIEW_KEYS, n_rows=STATS_QUERIES, seed=seed), bins=BINS, hist_raw=hist[0], hist_scaled=hist[1],
         weights_raw=p_raw.numpy(), weights_scaled=p_scaled.numpy(),
         jac_raw=softmax_jacobian_norm(p_raw).numpy(), jac_scaled=softmax_jacobian_norm(p_scaled).numpy(),
     )
@@ -100,10 +102,14 @@ def _readout(v: ScalingView) -> str:
         notes.append(tr("{share:.1%} of the unscaled scores fall outside the histogram's ±64.",
                         share=outside))
     return (
-        "<p>" + tr("The maps: one row per query, its softmax weights over 16 keys (dark = close to 1). "
-                   "The bars: ‖J‖ of each row, how much its weights can still move when its scores "
-                   "move.") + "</p>"
-        f"<table><tr><th>{tr('d_k = {d_k}, 1000 queries', d_k=s.d_k)}</th><th>{tr('unscaled q·k')}</th>"
+        "<p>" + sentences([
+            tr("The histogram: the scores of the first {shown} of the table's {queries} queries.",
+               shown=HIST_QUERIES, queries=STATS_QUERIES),
+            tr("The maps: one row per query, its softmax weights over 16 keys (dark = close to 1). "
+               "The bars: ‖J‖ of each row, how much its weights can still move when its scores "
+               "move.")]) + "</p>"
+        f"<table><tr><th>{tr('d_k = {d_k}, {queries} queries × {keys} keys', d_k=s.d_k, queries=STATS_QUERIES, keys=VIEW_KEYS)}</th>"
+        f"<th>{tr('unscaled q·k')}</th>"
         "<th>q·k / √d_k</th></tr>"
         f"<tr><td>{tr('variance of scores')}</td><td>{s.score_var_raw:.2f}</td><td>{s.score_var_scaled:.2f}</td></tr>"
         f"<tr><td>{tr('mean largest weight')}</td><td>{s.max_weight_raw:.3f}</td><td>{s.max_weight_scaled:.3f}</td></tr>"
@@ -116,7 +122,7 @@ def scaling_explorer(d_k: int = 64) -> Explorer:
     """A d_k slider over 1, 2, 4, ..., 512: the scores' spread, the softmax rows and their
     gradient, unscaled (orange) against divided by sqrt(d_k) (blue).
 
-    Panels: the histogram of 1024 scores both ways; the softmax rows of 8 queries over 16
+    Panels: the histogram of the scores of 64 queries x 16 keys, both ways; the softmax rows of 8 queries over 16
     keys, unscaled and scaled (``MapView``s); each of those rows' softmax-Jacobian norm.
 
     Returns:
@@ -129,7 +135,7 @@ def scaling_explorer(d_k: int = 64) -> Explorer:
                                 title_size=10),
             "scaled": MapView(fig.add_axes((0.6, 0.17, 0.2, 0.7)), x_labels=False, y_labels=False,
                               title_size=10)}
-    ax_j = fig.add_axes((0.84, 0.17, 0.15, 0.7))
+    ax_j = fig.add_axes((0.84, 0.17, 0.13, 0.7))  # room at the right for the tick label "0.5"
     zeros = np.zeros(len(first.bins) - 1)
     h_raw = ax_h.stairs(zeros, first.bins, fill=True, color="tab:orange", alpha=0.7, label=tr("unscaled q·k"))
     h_scaled = ax_h.stairs(zeros, first.bins, color="tab:blue", lw=2, label="q·k / √d_k")
@@ -137,7 +143,8 @@ def scaling_explorer(d_k: int = 64) -> Explorer:
     ax_h.set_ylim(0, 0.55)
     ax_h.set_xlabel(tr("score"), fontproperties=text_font(10), labelpad=1)
     ax_h.set_ylabel(tr("share of scores"), fontproperties=text_font(10), labelpad=1)
-    ax_h.set_title(tr("1024 scores q·k"), fontproperties=text_font(10))
+    ax_h.set_title(tr("scores q·k: {queries} queries × {keys} keys", queries=HIST_QUERIES, keys=VIEW_KEYS),
+                   fontproperties=text_font(10))
     ax_h.legend(prop=text_font(8), loc="upper left", frameon=False)
     rows = np.arange(MAP_QUERIES)
     # Bars as two line collections (one artist each): far cheaper to redraw than 16 rectangles.

@@ -43,10 +43,11 @@ def split_example(E: int = 8, H: int = 2, L: int = 6) -> tuple[MultiHeadAttentio
     return mha, x
 
 
-def kv_example(E: int = 8, H: int = 2, T: int = 4) -> tuple[MultiHeadAttention, torch.Tensor, torch.Tensor]:
+def kv_example(E: int = 8, H: int = 2, T: int = 4, H_kv: int | None = None
+               ) -> tuple[MultiHeadAttention, torch.Tensor, torch.Tensor]:
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        mha = MultiHeadAttention(E, H)
+        mha = MultiHeadAttention(E, H, num_kv_heads=H_kv)
     g = torch.Generator().manual_seed(0)
     return mha, torch.randn(1, T, E, generator=g), torch.randn(1, 1, E, generator=g)
 
@@ -158,18 +159,22 @@ def test_encoder_decoder_writes_where_cross_attention_reads_from():
 # --- 10: one step with the KV cache -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("E, H, T, head", [(8, 2, 4, 0), (8, 2, 4, 1), (8, 4, 7, 3), (4, 2, 1, 0)])
-def test_kv_cache_step_draws_what_a_full_causal_pass_computes(E, H, T, head):
-    mha, prompt, x_new = kv_example(E, H, T)
+@pytest.mark.parametrize("E, H, T, head, H_kv", [(8, 2, 4, 0, None), (8, 2, 4, 1, None), (8, 4, 7, 3, None),
+                                                (4, 2, 1, 0, None), (8, 4, 4, 1, 2), (8, 4, 4, 2, 1)])
+def test_kv_cache_step_draws_what_a_full_causal_pass_computes(E, H, T, head, H_kv):
+    """Grouped-query layers too: query head h reads the cached head h // (H / H_kv)."""
+    mha, prompt, x_new = kv_example(E, H, T, H_kv)
     d = kv_cache_diagram(mha, prompt, x_new, head=head)
     D = E // H
-    columns = slice(head * D, (head + 1) * D)
+    kv = head // (H // (H_kv or H))
+    columns = slice(kv * D, (kv + 1) * D)
+    q_columns = slice(head * D, (head + 1) * D)
     with torch.no_grad():
         everything = torch.cat([prompt, x_new], dim=1)[0]  # (T + 1, E): every position, no cache
         keys = (everything @ mha.W_k.weight.T)[:, columns]  # (T + 1, D)
         values = (everything @ mha.W_v.weight.T)[:, columns]
         _, weights = mha(torch.cat([prompt, x_new], dim=1), causal=True)  # (1, H, T + 1, T + 1)
-        q = (x_new[0] @ mha.W_q.weight.T)[0, columns]  # (D,)
+        q = (x_new[0] @ mha.W_q.weight.T)[0, q_columns]  # (D,)
     last = weights[0, head, -1]  # (T + 1,): the new position's row of the full pass
     np.testing.assert_allclose(d.keys, keys.numpy(), atol=1e-6)
     np.testing.assert_allclose(d.weights, last.numpy(), atol=1e-6)
@@ -183,8 +188,9 @@ def test_kv_cache_step_draws_what_a_full_causal_pass_computes(E, H, T, head):
     assert [t.get_text() for _, t in sorted(g["k"].numbers.items())] == [number(v) for v in keys[-1].tolist()]
     assert [t.get_text() for _, t in sorted(g["v"].numbers.items())] == [number(v) for v in values[-1].tolist()]
     assert g["k"].top < g["keys"].bottom and g["v"].top < g["values"].bottom
-    assert d.shapes["keys before"] == (1, H, T, D) and d.shapes["keys after"] == (1, H, T + 1, D)
-    assert f"{(1, H, T, D)} \u2192 {(1, H, T + 1, D)}" in "\n".join(strings(d.texts))
+    cached = H_kv or H  # the cache holds H_kv heads
+    assert d.shapes["keys before"] == (1, cached, T, D) and d.shapes["keys after"] == (1, cached, T + 1, D)
+    assert f"{(1, cached, T, D)} \u2192 {(1, cached, T + 1, D)}" in "\n".join(strings(d.texts))
 
 
 # --- every figure: text placed, legible, in both languages ------------------------------------

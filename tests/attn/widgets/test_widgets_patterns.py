@@ -12,6 +12,7 @@ from attn.widgets.patterns import (
     D_K_CHOICES,
     PATTERN_CHOICES,
     PATTERN_MASKS,
+    map_boxes,
     pattern_explorer,
     pattern_heads,
 )
@@ -179,3 +180,33 @@ def test_a_flat_block_head_is_explained():
     assert np.allclose(w[1:, 1:], w[1, 1])  # the picture: one flat block after [CLS]
     assert not any("one flat block" in n for n in pattern_heads("mixed", 8, n_tokens=9).notes)
     assert not any("one flat block" in n for n in pattern_heads("diagonal", 8, n_tokens=3).notes)
+
+
+@pytest.mark.parametrize("n_heads", range(1, 9))
+def test_maps_are_laid_out_for_the_heads_shown(n_heads):
+    """Issue 33 (N10): one head fills the picture; more share it, inside it, none overlapping."""
+    boxes = map_boxes(n_heads)
+    assert len(boxes) == n_heads
+    for left, bottom, width, height in boxes:
+        assert 0 <= left and left + width <= 1 and 0 <= bottom and bottom + height <= 1
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1]
+            assert apart, (a, b)
+    if n_heads == 1:
+        assert boxes[0][3] > 0.75  # the one map takes most of the picture's height
+    assert len({round(b[1], 3) for b in boxes}) == (1 if n_heads <= 3 else 2)  # one row, or two
+
+
+def test_one_head_is_drawn_alone_and_large():
+    ex = pattern_explorer()
+    ex.controls["n_heads"].value = 1
+    px = pixels(ex)
+    inside = box(px, ex.maps[0].ax)
+    assert inside.shape[0] > 0.75 * px.shape[0], inside.shape  # not a thumbnail in a corner
+    outside = px.copy()
+    b = ex.maps[0].ax.bbox
+    H = px.shape[0]
+    top, left = max(0, int(H - b.y1) - 25), max(0, int(b.x0) - 60)
+    outside[top:int(H - b.y0) + 50, left:int(b.x1) + 2] = 255  # the map, its labels and title
+    assert (outside == 255).all(), "something is drawn outside the one head's map (a map of the 8 before?)"

@@ -77,3 +77,22 @@ def test_explorer_bad_input():
 def test_view_names_a_bad_argument_expected_and_got(d_k, seed, error, message):
     with pytest.raises(error, match=message):
         scaling_view(d_k, seed=seed)
+
+
+def test_histogram_and_readout_name_what_they_count_and_every_tick_fits():
+    """Issue 33 (N7): the histogram's title and the readout's table each say how many queries and
+    keys they count (64 x 16 of the same 1000 x 16), and no tick label is cut at the edge."""
+    from attn.widgets.scaling import HIST_QUERIES, STATS_QUERIES, VIEW_KEYS
+
+    ex = scaling_explorer()
+    histogram = ex.fig.axes[0]
+    assert histogram.get_title() == f"scores q·k: {HIST_QUERIES} queries × {VIEW_KEYS} keys"
+    assert f"{STATS_QUERIES} queries × {VIEW_KEYS} keys" in ex.readout.value
+    assert f"first {HIST_QUERIES} of the table's {STATS_QUERIES} queries" in ex.readout.value
+    assert sample_scores(64)[:HIST_QUERIES].numel() == HIST_QUERIES * VIEW_KEYS
+    renderer = ex.fig.canvas.get_renderer()
+    for ax in ex.fig.axes:
+        for label in ax.get_xticklabels() + ax.get_yticklabels():
+            if label.get_visible() and label.get_text():
+                box = label.get_window_extent(renderer)
+                assert 0 <= box.x0 and box.x1 <= ex.fig.bbox.x1, (label.get_text(), box)

@@ -16,6 +16,7 @@ from matplotlib.text import Text
 from torch import Tensor
 
 from ..._checks import check_float, check_int, check_like_parameters, check_rank, shape_str
+from ...functional import repeat_kv
 from ...kv_cache import KVCache
 from ...language import tr
 from ...modules import MultiHeadAttention
@@ -122,8 +123,10 @@ def kv_cache_diagram(mha: MultiHeadAttention, prompt: Tensor, x_new: Tensor, *, 
         keys_before = cache.key  # (B, H, T, D)
         q = mha.split_heads(mha.W_q(x_new))  # (B, 1, E) -> (B, H, 1, D), as the step computes it
         out, weights = mha(x_new, cache=cache)  # one step: (B, 1, E), (B, H, 1, T + 1)
-        heads = weights @ cache.value  # (B, H, 1, T + 1) @ (B, H, T + 1, D) -> (B, H, 1, D)
-    keys, values = cache.key[0, h].numpy(), cache.value[0, h].numpy()  # (T + 1, D) each
+        groups = mha.num_heads // mha.num_kv_heads  # G query heads read each cached head (1: multi-head)
+        heads = weights @ repeat_kv(cache.value, groups)  # (B, H, 1, T + 1) @ (B, H, T + 1, D) -> (B, H, 1, D)
+    kv = h // groups  # the cached head that query head h reads
+    keys, values = cache.key[0, kv].numpy(), cache.value[0, kv].numpy()  # (T + 1, D) each
     w = weights[0, h, 0].numpy()  # (T + 1,)
     shapes = {"x_new": tuple(x_new.shape), "keys before": tuple(keys_before.shape),
               "keys after": tuple(cache.key.shape), "weights": tuple(weights.shape),
