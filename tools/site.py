@@ -365,6 +365,7 @@ def write_config(path: Path, vendor: Path, language: str = "en") -> None:
     sphinx.update({
         "language": edition.sphinx_language,
         "attn_site_prefix": edition.prefix,
+        "attn_repository_url": repository_url()[0],
         "attn_site_elsewhere": [page for page in site_pages() if page not in own],
         "attn_site_switch": {page[len(edition.prefix):]: list(switch_target(page)) for page in own},
     })
