@@ -191,7 +191,7 @@ quick: setup
 # those parametrised by notebook; the tools' checks; its website pages (from the cached explorer
 # states) and its explorers in JupyterLab. Without make: python -m tools.check 02_qkv
 check: setup
-	$(BIN)/python -m tools.check $(NB)
+	$(BIN)/python -m tools.check $(NB) $(if $(COLD_SITE),--cold-site)
 
 # Strict nbval of every notebook under the settings make test does not use (CONTRIBUTING.md,
 # "Tests"): torch's portable kernels (ATEN_CPU_CAPABILITY=default: no SIMD) and 2 OpenMP

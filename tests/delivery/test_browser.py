@@ -85,11 +85,17 @@ def gallery_notebook(language: str):
 
 def explorer_names() -> list[str]:
     """The names of the course's explorers, in the order of the lessons: "sentence (01)", ...;
-    only lesson NN's where the environment sets ATTN_LESSON=NN (python -m tools.check does)."""
+    where the environment sets ATTN_LESSON=NN (python -m tools.check does), only those that
+    lesson NN's explorer cells call (a lesson may show another lesson's explorer)."""
     from attn.widgets import EXPLORERS
+    from tools.explorer_cells import explorer_cells
+    from tools.lab import notebooks_folder
 
     lesson = os.environ.get("ATTN_LESSON")
-    return [name for name in EXPLORERS if lesson is None or name.endswith(f"({lesson})")]
+    if lesson is None:
+        return list(EXPLORERS)
+    called = {cell.function for path in notebooks_folder().glob(f"{lesson}_*.ipynb") for cell in explorer_cells(path)}
+    return [name for name, build in EXPLORERS.items() if build.__name__ in called]
 
 
 # The readout (the explorer's last HTML child) marked before the moves; after them, still it?
