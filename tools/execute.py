@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                 failed += 1
                 print(f"{shown}: FAILED\n{err}", file=sys.stderr)
                 continue
-            print(f"{shown}: {seconds:.0f} s, {'stored' if changed else 'unchanged'}")
+            print(f"{shown}: {seconds:.0f} s, {'stored' if changed else 'stored already: the same file'}")
     return 1 if failed else 0
 
 

@@ -197,7 +197,7 @@ def new_lesson(name: str, title: str, title_zh: str, *, execute: bool = True, ro
     print(f"""
 What is left, by hand (CONTRIBUTING.md, "Adding or changing a lesson"):
   1. notebooks/{stem}.ipynb: your lesson, in place of the template's causal mask; its one-line
-     summary in the notebook's metadata, "attn": {{"summary": ...}} (Edit → Notebook metadata).
+     summary in the notebook's metadata, "attn": {{"summary": ...}} (JupyterLab: the property inspector, Notebook metadata).
   2. notebooks/zh/{stem}.ipynb: the same code, Chinese prose (00's glossary), its Chinese summary.
   3. notebooks/solutions/{stem}_solutions.ipynb and notebooks/zh/solutions/{stem}_solutions.ipynb.
   4. a checker: attn.exercises.general, or your own.
@@ -207,6 +207,6 @@ What is left, by hand (CONTRIBUTING.md, "Adding or changing a lesson"):
 Then:
   python -m tools.execute {stem}          # the four files' outputs
   python -m tools.lesson sync             # the tables, from your titles, times and summaries
-  python -m tools.catalogue --fill zh.json   # the Chinese of any new tr("...") sentence
+  python -m tools.catalogue --fill build/zh.json   # the Chinese of any new tr("...") sentence
   make check NB={stem}""")
     return 0

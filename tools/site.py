@@ -245,6 +245,7 @@ def copy_vendor(dest: Path) -> None:
 _MARKDOWN = re.compile(r"(?P<fence>^(?P<mark>```|~~~).*?^(?P=mark)[ \t]*$)"
                        r"|(?P<span>(?P<ticks>`+)(?:(?!(?P=ticks)).)+?(?P=ticks))"
                        r"|!\[(?P<alt>[^\]]*)\]\([a-zA-Z][a-zA-Z0-9+.-]*:[^)\s]*\)"
+                       r"|\[(?P<words>[^\[\]\n]*)\]\((?P<link>[^)\s]+)\)"
                        r"|\]\((?P<target>[^)\s]+)", re.M | re.S)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
@@ -277,7 +278,7 @@ def _page_of_file(path: Path) -> str | None:
     return None
 
 
-def site_link(target: str, source: Path) -> str:
+def site_link(target: str, source: Path) -> str | None:
     """Where a link of a guide points on the site.
 
     Args:
@@ -293,7 +294,8 @@ def site_link(target: str, source: Path) -> str:
         site); an edition's README -> its start page (``../00_start_here.ipynb``), but a
         README section (``../README.md#the-notebooks``), which the site has not, -> the README
         on GitHub; a notebook -> its page; any other file or folder of the repository -> its
-        address on GitHub. Addresses with a scheme and bare ``#anchors`` are kept.
+        address on GitHub, or None while that address is not set (site/_config.yml): the link's
+        words then stand without a link. Addresses with a scheme and bare ``#anchors`` are kept.
 
     Raises:
         FileNotFoundError: the target is not a file or folder of the repository, or ``source``
@@ -314,8 +316,8 @@ def site_link(target: str, source: Path) -> str:
     if page is not None and not a_readme_section:
         return posixpath.relpath(page, posixpath.dirname(here)) + fragment
     url, branch = repository_url()
-    if not url:  # not published yet: the file has no address on GitHub, the link stays as written
-        return target
+    if not url:  # not published yet: the file has no address on GitHub
+        return None
     kind = "tree" if resolved.is_dir() else "blob"
     return f"{url}/{kind}/{branch}/{resolved.relative_to(REPO).as_posix()}{fragment}"
 
@@ -330,9 +332,12 @@ def copy_guides(dest: Path, language: str = "en") -> None:
         def rewrite(m: re.Match, source: Path = source) -> str:
             if m.group("alt") is not None:
                 return m.group("alt")
+            if m.group("link") is not None:
+                link = site_link(m.group("link"), source)
+                return f"[{m.group('words')}]({link})" if link else m.group("words")
             if m.group("target") is None:
                 return m.group(0)
-            return "](" + site_link(m.group("target"), source)
+            return "](" + (site_link(m.group("target"), source) or "#")
         text = _MARKDOWN.sub(rewrite, source.read_text(encoding="utf-8"))
         (dest / f"{name}.md").write_text(text, encoding="utf-8")
 
@@ -365,6 +370,7 @@ def write_config(path: Path, vendor: Path, language: str = "en") -> None:
     sphinx.update({
         "language": edition.sphinx_language,
         "attn_site_prefix": edition.prefix,
+        "attn_repository_url": repository_url()[0],
         "attn_site_elsewhere": [page for page in site_pages() if page not in own],
         "attn_site_switch": {page[len(edition.prefix):]: list(switch_target(page)) for page in own},
     })

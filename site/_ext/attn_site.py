@@ -113,10 +113,10 @@ def _folder_links(app: Sphinx, doctree: nodes.document) -> None:
             continue
         book = options.get("path_to_docs", "").strip("/")
         path = "/".join(p for p in (book, folder.relative_to(srcdir).as_posix()) if p and p != ".")
-        if not options.get("repository_url"):  # no address yet: the words, unlinked
+        if not app.config.attn_repository_url:  # no address yet: the words, unlinked
             xref.replace_self(nodes.inline("", "", *xref.children))
             continue
-        url = folder_url(options["repository_url"], options.get("repository_branch", "main"), path)
+        url = folder_url(app.config.attn_repository_url, options.get("repository_branch", "main"), path)
         xref.replace_self(nodes.reference("", "", *xref.children, refuri=url, internal=False))
 
 
@@ -173,11 +173,11 @@ def _run_live(app: Sphinx, pagename: str, templatename: str, context: dict, doct
     if doctree is None or not str(app.env.doc2path(pagename)).endswith(".ipynb"):
         return
     options = app.config.html_theme_options
-    if not options.get("repository_url"):
+    if not app.config.attn_repository_url:
         return  # the repository's address is not set (site/_config.yml): no Binder to point at
     folder = options.get("path_to_docs", "").strip("/")
     path = f"{folder}/{pagename}.ipynb" if folder else f"{pagename}.ipynb"
-    urls = binder_urls(options["repository_url"], options.get("repository_branch", "main"), path)
+    urls = binder_urls(app.config.attn_repository_url, options.get("repository_branch", "main"), path)
     run_live = _words(app)["run_live"].format(lab=escape(urls["lab"]), voila=escape(urls["voila"]))
     line = f'<p class="attn-run-live">{run_live}</p>'
     body = context.get("body", "")
@@ -261,6 +261,9 @@ def _scripts_once(app: Sphinx, pagename: str, templatename: str, context: dict, 
 
 def setup(app: Sphinx) -> dict[str, object]:
     app.add_config_value("attn_site_prefix", "", "html", types=[str])
+    # The repository's address as site/_config.yml sets it, "" until it is published (Jupyter Book
+    # puts its own repository in the theme's repository_url when ours is empty: never read that).
+    app.add_config_value("attn_repository_url", "", "html", types=[str])
     app.add_config_value("attn_site_elsewhere", [], "html", types=[list])
     app.add_config_value("attn_site_switch", {}, "html", types=[dict])
     app.connect("doctree-read", _figure_alt)

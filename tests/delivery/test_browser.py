@@ -33,21 +33,33 @@ one run (issue 30's decision). A lesson run in JupyterLab from Run All on: tests
 tests/delivery/test_live_forms.py.
 A screenshot goes to the test's tmp_path.
 
+``make lab-zh`` itself (issue 33): started as a learner starts it, beside ``make lab``, its
+JupyterLab's menus are Chinese, the English one's stay English, and it reopens none of the
+English one's tabs.
+
 Without /usr/bin/chromium the tests are skipped with a hint; under CI (CI=true) they fail
 instead.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
+import socket
+import subprocess
 import time
+from pathlib import Path
+from urllib.parse import urlparse
 
 import nbformat
 import pytest
 
 from tools.lab import Notebook
 
-from _browser import check_move, check_no_errors, heard_problems, run_all_checked, screenshot, serious_in, watch_page
+from _browser import (check_move, check_no_errors, heard_problems, made_lab, run_all_checked, screenshot,
+                      serious_in, watch_page)
+from _support import REPO
 
 LANGUAGES = ("en", "zh")
 pytestmark = pytest.mark.browser
@@ -73,11 +85,17 @@ def gallery_notebook(language: str):
 
 def explorer_names() -> list[str]:
     """The names of the course's explorers, in the order of the lessons: "sentence (01)", ...;
-    only lesson NN's where the environment sets ATTN_LESSON=NN (python -m tools.check does)."""
+    where the environment sets ATTN_LESSON=NN (python -m tools.check does), only those that
+    lesson NN's explorer cells call (a lesson may show another lesson's explorer)."""
     from attn.widgets import EXPLORERS
+    from tools.explorer_cells import explorer_cells
+    from tools.lab import notebooks_folder
 
     lesson = os.environ.get("ATTN_LESSON")
-    return [name for name in EXPLORERS if lesson is None or name.endswith(f"({lesson})")]
+    if lesson is None:
+        return list(EXPLORERS)
+    called = {cell.function for path in notebooks_folder().glob(f"{lesson}_*.ipynb") for cell in explorer_cells(path)}
+    return [name for name, build in EXPLORERS.items() if build.__name__ in called]
 
 
 # The readout (the explorer's last HTML child) marked before the moves; after them, still it?
@@ -187,3 +205,93 @@ def test_every_explorer_runs_and_every_control_redraws(language, lab, page, tmp_
     finally:
         screenshot(page, tmp_path, name)
         lab.shutdown_kernels()
+
+
+# --- make lab-zh: JupyterLab in Chinese, beside make lab --------------------------------------
+
+# The menu bar's first menu, in each edition's JupyterLab.
+FILE_MENU = {"en": "File", "zh": "文件"}
+_MENUS = "() => [...document.querySelectorAll('.lm-MenuBar-itemLabel')].map((m) => m.innerText.trim())"
+# The tooltip of each tab of the main area: "Name: …", then "Path: …" (名称, 路径 in Chinese).
+_TAB_TITLES = "() => [...document.querySelectorAll('.lm-DockPanel .lm-TabBar-tab')].map((t) => t.title)"
+
+
+def menus_once_shown(page, language: str, timeout: float = 120) -> list[str]:
+    """The menu bar's labels once its File menu shows in ``language`` (or, after ``timeout`` s,
+    whatever it shows then)."""
+    try:
+        page.wait_for_function(f"() => ({_MENUS})().includes({FILE_MENU[language]!r})", timeout=timeout * 1000)
+    except Exception:  # noqa: BLE001 - the caller's assertion says what was shown instead
+        pass
+    return page.evaluate(_MENUS)
+
+
+def open_paths(page, timeout: float = 60) -> list[str]:
+    """The path of each document open in the main area, from its tab's tooltip (once every tab
+    has one: Lab writes it when the document has loaded)."""
+    page.wait_for_function(f"() => ({_TAB_TITLES})().every((t) => t.includes('\\n'))", timeout=timeout * 1000)
+    return [title.splitlines()[1].split(":", 1)[-1].split("：", 1)[-1].strip() for title in page.evaluate(_TAB_TITLES)]
+
+
+def saved_documents(workspaces: Path, wanted: str, timeout: float = 60) -> list[str]:
+    """The documents open in the main area of the workspace that JupyterLab saved into the folder
+    ``workspaces``, once it lists ``wanted`` (JupyterLab saves its layout soon after a change)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for saved in workspaces.glob("*.jupyterlab-workspace"):
+            main = json.loads(saved.read_text(encoding="utf-8"))["data"].get("layout-restorer:data", {}).get("main", {})
+            documents = re.findall(r'"(\w+:[^"]+)"', json.dumps(main.get("dock", {})))
+            if wanted in documents:
+                return documents
+        assert time.monotonic() < deadline, f"no workspace in {workspaces} lists {wanted} after {timeout} s"
+        time.sleep(0.25)
+
+
+def a_free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_lab_zh_shows_chinese_menus_and_none_of_the_english_labs_tabs(browser, tmp_path):
+    """``make lab`` first: its menus are English, and it saves its workspace (00_start_here
+    open). Then ``make lab-zh`` beside it: its menus are Chinese, from the language setting that
+    ``make setup`` wrote into the Chinese edition's own settings folder, and the one document it
+    shows is its start page, zh/00_start_here.ipynb, without the English Lab's tabs. What the
+    Labs write stays out of the repository: they serve a copy of notebooks/ (a notebook opened
+    gets a checkpoint beside it), and the Chinese one's folders are a copy of the venv's."""
+    if os.environ.get("ATTN_LESSON"):
+        pytest.skip("make check NB=...: one lesson's explorers, not make lab-zh")
+    dry = subprocess.run(["make", "-n", "lab-zh"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    settings = re.search(r'--LabApp\.user_settings_dir=([^\s"]+)', dry).group(1)
+    zh_folder = tmp_path / "lab-zh"
+    shutil.copytree(REPO / settings, zh_folder / "user-settings")  # as make setup left it
+    notebooks = tmp_path / "notebooks"
+    shutil.copytree(REPO / "notebooks", notebooks, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    home = tmp_path / "home"  # the English Lab's user folders (made_lab)
+    with made_lab("lab", f"LAB_PORT={a_free_port()}", f"LAB_ROOT={notebooks}", home=home) as english:
+        context = browser.new_context()  # closed before its Lab stops: a Lab with pages open is slow to stop
+        try:
+            page = context.new_page()
+            page.goto(english.url)
+            menus = menus_once_shown(page, "en")
+            assert FILE_MENU["en"] in menus and FILE_MENU["zh"] not in menus, f"make lab: menus {menus}"
+            saved_documents(home / "workspaces", "notebook:00_start_here.ipynb")
+        finally:
+            context.close()
+        with made_lab("lab-zh", f"LAB_ZH_PORT={a_free_port()}", f"LAB_ZH={zh_folder}", f"LAB_ROOT={notebooks}",
+                      home=home) as chinese:
+            assert urlparse(chinese.url).port == chinese.hint_port != urlparse(english.url).port
+            context = browser.new_context()
+            try:
+                page = context.new_page()
+                page.goto(chinese.url)
+                menus = menus_once_shown(page, "zh")
+                assert FILE_MENU["zh"] in menus and FILE_MENU["en"] not in menus, f"make lab-zh: menus {menus}"
+                opened = saved_documents(zh_folder / "workspaces", "notebook:zh/00_start_here.ipynb")
+                assert opened == ["notebook:zh/00_start_here.ipynb"], f"make lab-zh reopened {opened}"
+                assert open_paths(page) == ["zh/00_start_here.ipynb"], page.evaluate(_TAB_TITLES)
+                page.screenshot(path=str(tmp_path / "lab-zh.png"))
+                print(f"make lab-zh: menus {menus}, tabs {open_paths(page)}; screenshot {tmp_path / 'lab-zh.png'}")
+            finally:
+                context.close()

@@ -21,8 +21,18 @@
    ("Tests") are ``make test``'s, and its pip commands ``make setup``'s; the run has one OpenMP
    thread and the venv's bin/ first on PATH; ``pip check`` names only sentence-transformers;
    pyproject's setuptools bound is the first that builds the package; JupyterLab's news
-   prompt is off in the venv and in the Binder image; ``make lab`` prints the URL of
-   00_start_here.
+   prompt is off in the venv and in the Binder image; ``make lab`` and ``make lab-zh`` print
+   the URL of their start page, and before it an SSH reminder naming the port JupyterLab really
+   uses (their first port taken, they take the next), with none of JupyterLab's INFO lines.
+4. **What the set-up says** (issue 33, the newcomer's first ten minutes): before the first pip
+   step, how much it downloads and how long it takes, with docs/setup.md's figures; then one
+   numbered line per step; the long pip steps keep pip's progress (no --quiet); no comment of
+   the Makefile is echoed as a command; nothing about the slide deck, which only ``make deck``
+   asks for.
+5. **The Chinese edition's Lab**: ``make lab-zh`` gives JupyterLab user settings and workspaces
+   of its own, where ``make setup`` made JupyterLab's language Chinese, and ``make lab`` keeps
+   the user's own; the Chinese language pack is pinned and installed. (Its Chinese menus, in a
+   browser: tests/delivery/test_browser.py.)
 
 These tests use the network (PyPI), as ``make setup`` does.
 """
@@ -33,12 +43,10 @@ import os
 import re
 import shlex
 import shutil
-import signal
+import socket
 import subprocess
 import sys
-import time
 import tomllib
-import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
@@ -50,6 +58,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from _browser import made_lab
 from _support import REPO, unavailable
 
 
@@ -513,42 +522,195 @@ def test_make_setup_installs_app_modes_template():
     assert_app_template_installed(Path(sys.prefix))
 
 
-def test_make_lab_prints_the_url_of_00_start_here_and_lab_reads_the_settings():
-    env = {**os.environ, "BROWSER": "true"}  # a headless machine: no browser opens
-    lab = subprocess.Popen(["make", "--no-print-directory", "lab"], cwd=REPO, env=env, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        url, seen, deadline = None, [], time.monotonic() + 180
-        while url is None and time.monotonic() < deadline:
-            line = lab.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            m = re.search(r"(http://(?:localhost|127\.0\.0\.1):\d+/\S*\?token=\w+)", line)
-            url = m.group(1) if m else None
-        assert url, "".join(seen)
-        parts = urllib.parse.urlparse(url)
-        assert parts.path == "/lab/tree/00_start_here.ipynb", url
-        # the server prints its URL just before it answers: try for a minute, as a user would
-        answer_by = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=60) as page:
-                    assert page.status == 200
-                break
-            except urllib.error.URLError as e:
-                if time.monotonic() > answer_by or lab.poll() is not None:
-                    os.killpg(lab.pid, signal.SIGTERM)
-                    raise AssertionError(f"{url}: {e}\n{''.join(seen)}{lab.communicate(timeout=30)[0]}") from e
-                time.sleep(0.5)
-        api = parts._replace(path="/lab/api/settings/@jupyterlab/apputils-extension:notification").geturl()
-        with urllib.request.urlopen(api, timeout=60) as response:
-            settings = json.load(response)
-        assert settings["schema"]["properties"]["fetchNews"]["default"] == "false"
-        assert settings["schema"]["properties"]["checkForUpdates"]["default"] is False
-    finally:
-        os.killpg(lab.pid, signal.SIGTERM)
-        try:
-            lab.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(lab.pid, signal.SIGKILL)
+# The two editions' Labs: (target, the variable of its first port, the page it opens, the
+# language of its menus).
+EDITIONS = [("lab", "LAB_PORT", "/lab/tree/00_start_here.ipynb", "default"),
+            ("lab-zh", "LAB_ZH_PORT", "/lab/tree/zh/00_start_here.ipynb", "zh_CN")]
+
+
+def get_json(url: str, path: str) -> dict:
+    """GET ``path`` of the JupyterLab at ``url`` (its token kept); JSON out."""
+    with urllib.request.urlopen(urllib.parse.urlparse(url)._replace(path=path).geturl(), timeout=60) as response:
+        return json.load(response)
+
+
+@pytest.mark.parametrize("target, port_variable, start_page, locale", EDITIONS, ids=[e[0] for e in EDITIONS])
+def test_make_lab_names_the_port_it_really_uses_and_reads_the_courses_settings(
+        target, port_variable, start_page, locale, tmp_path):
+    """Its first port taken, ``make lab`` (``make lab-zh``) takes the next free one, and the SSH
+    reminder it prints before JupyterLab starts names that one, the port of the URL JupyterLab
+    prints. Its terminal shows no INFO lines of JupyterLab's log. The server answers with the
+    course's settings: no news prompt, and the edition's language (lab-zh: Chinese, whose
+    language pack is installed; lab: JupyterLab's default, which the user's settings decide)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with made_lab(target, f"{port_variable}={port}", home=tmp_path) as lab:
+            parts = urllib.parse.urlparse(lab.url)
+            assert parts.path == start_page, lab.url
+            assert lab.hint_port == parts.port != port, (port, lab.url, lab.output)
+            info = [line for line in lab.output if re.match(r"\[I ", line)]
+            assert info == [], f"make {target}: JupyterLab's INFO lines in the terminal: {info}"
+            news = get_json(lab.url, "/lab/api/settings/@jupyterlab/apputils-extension:notification")
+            assert news["schema"]["properties"]["fetchNews"]["default"] == "false"
+            assert news["schema"]["properties"]["checkForUpdates"]["default"] is False
+            language = get_json(lab.url, "/lab/api/settings/@jupyterlab/translation-extension:plugin")
+            chosen = language["settings"].get("locale", language["schema"]["properties"]["locale"]["default"])
+            assert chosen == locale, language["settings"]
+            if locale != "default":
+                assert locale in get_json(lab.url, "/lab/api/translations/")["data"], "no language pack"
+
+
+# ---------------------------------------------------------------- 4. what the set-up says
+
+# The download's figures, as docs/setup.md measured them ("Download size and time").
+DOWNLOAD = section(SETUP_GUIDE, "Download size and time")
+# The set-up's announcements: the echo lines of its recipe, in order (make -n prints them).
+SAID = re.compile(r'^echo "(.*)"$')
+
+
+def setup_lines() -> list[str]:
+    return make_dry("setup")
+
+
+def announcements() -> list[str]:
+    return [m.group(1) for m in map(SAID.match, setup_lines()) if m]
+
+
+def test_the_set_up_says_what_it_downloads_before_the_first_pip_step():
+    lines = setup_lines()
+    first_pip = next(i for i, line in enumerate(lines) if re.search(r"-m pip install ", line))
+    (opening,) = [i for i, line in enumerate(lines) if "MB to download" in line]
+    assert opening < first_pip, lines[:first_pip + 1]
+    total = int(re.search(r"about (\d+) MB to download", lines[opening]).group(1))
+    measured = int(re.search(r"\*\*\d+ files,\s+([\d,]+) MB\*\*", DOWNLOAD).group(1).replace(",", ""))
+    assert abs(total - measured) <= 0.02 * measured, (total, measured)
+    assert "10 Mbit/s" in lines[opening] and "10 Mbit/s" in DOWNLOAD
+
+
+def test_each_step_of_the_set_up_says_what_it_does_and_the_sizes_are_the_guides():
+    steps = [m for m in map(re.compile(r"^\[(\d)/(\d)\] (.*)").match, announcements()) if m]
+    assert [(int(m.group(1)), int(m.group(2))) for m in steps] == [(n, 6) for n in range(1, 7)], announcements()
+    words = " ".join(m.group(3) for m in steps)
+    for needed in ("virtual environment", "torch, CPU build", "requirements.txt", "Notebook 08's pretrained model",
+                   "attn", "Jupyter configuration"):
+        assert needed in words, f"no step says {needed!r}: {words}"
+    sizes = re.findall(r"(\d+) MB", words)
+    assert len(sizes) == (3 if sys.platform == "linux" else 2), words  # torch's, on Linux only
+    for size in sizes:
+        assert re.search(rf"\b{size} MB\b", DOWNLOAD), f"{size} MB: not a figure of docs/setup.md, Download size and time"
+    # each pip step, the venv and the Jupyter configuration come after the line of their step
+    lines = setup_lines()
+    said_at = [i for i, line in enumerate(lines) if re.match(r'^echo "\[\d/6\]', line)]
+    for i, line in enumerate(lines):
+        if re.search(r"-m (pip install|venv|tools\.jupyter_config)\b", line):
+            assert said_at and said_at[0] < i, f"{line}: before any step's line"
+
+
+def test_the_long_pip_steps_show_pips_progress():
+    """No --quiet on the steps that download the big files: pip's output there is its progress
+    (a bar for each large download, then how many packages of how many are installed)."""
+    installs = pip_installs(setup_lines())
+    long_steps = [c for c in installs if "requirements.txt" in c or "requirements-nodeps.txt" in c]
+    if sys.platform == "linux":
+        long_steps.append(torch_step(installs))
+    assert len(long_steps) == (3 if sys.platform == "linux" else 2), installs
+    for command in long_steps:
+        quiet = [w for w in command if w in ("-q", "--quiet", "-qq") or w.startswith("--progress-bar")]
+        assert quiet == [], f"{shlex.join(command)}: {quiet}"
+
+
+def test_no_recipe_line_is_a_comment_that_make_would_echo():
+    """A recipe line is handed to the shell, and make prints it first: a comment written on one
+    (a tab, then #) is printed as if it were a command. Comments go on lines of their own,
+    without the tab."""
+    echoed = [f"Makefile:{n}: {line.strip()}" for n, line in enumerate(MAKEFILE.read_text().splitlines(), 1)
+              if re.match(r"^\t\s*#", line)]
+    assert echoed == []
+    printed = [line for line in make_dry("setup", "teacher", "lab") if line.lstrip().startswith("#")]
+    assert printed == []
+
+
+def test_setup_says_nothing_of_the_slide_deck_which_make_deck_asks_for(tmp_path, monkeypatch, capsys):
+    """Without reveal.js (npm, make deck), the set-up leaves the deck's template out without a
+    word; make deck's own step (--deck) stops and says what installs it."""
+    import jupyter_config
+
+    monkeypatch.setattr(jupyter_config, "REVEAL", "deploy/app-template/no-such-folder/reveal.js")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    assert jupyter_config.main([]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert_app_template_installed(tmp_path)
+    assert not (tmp_path / jupyter_config.DECK[1]).exists()
+    assert jupyter_config.main(["--deck"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "npm ci --prefix deploy/app-template" in err, err
+    dry = make_dry(".venv/share/jupyter/voila/templates/course-deck/static/reveal.js/dist/reveal.js")
+    assert ".venv/bin/python -m tools.jupyter_config --deck" in dry, dry
+
+
+# ---------------------------------------------------------------- 5. the Chinese edition's Lab
+
+LANGUAGE_SETTING = "@jupyterlab/translation-extension/plugin.jupyterlab-settings"
+
+
+def lab_options(target: str) -> dict[str, str]:
+    """The --LabApp.* options of the jupyter lab command that ``make <target>`` runs."""
+    lines = "\n".join(make_dry(target)).replace("\\\n", " ").splitlines()  # continued lines joined
+    (command,) = [line for line in lines if "jupyter lab " in line]
+    return dict(re.findall(r'--LabApp\.(\w+)=([^\s"]+)', command))
+
+
+def test_lab_zh_has_settings_and_workspaces_of_its_own_where_setup_made_its_language_chinese():
+    english, chinese = lab_options("lab"), lab_options("lab-zh")
+    assert "user_settings_dir" not in english and "workspaces_dir" not in english, english  # the user's own
+    settings, workspaces = Path(chinese["user_settings_dir"]), Path(chinese["workspaces_dir"])
+    assert settings.parts[0] == workspaces.parts[0] == ".venv" and settings != workspaces, chinese
+    ours = json.loads((REPO / "deploy" / "lab-settings" / "zh" / LANGUAGE_SETTING).read_text())
+    assert ours == {"locale": "zh_CN"}
+    assert json.loads((REPO / settings / LANGUAGE_SETTING).read_text()) == ours  # make setup put it there
+    # nothing makes the English edition's Lab Chinese: the settings every Lab of the venv reads
+    overrides = json.loads((REPO / "deploy" / "lab-settings" / "overrides.json").read_text())
+    assert "@jupyterlab/translation-extension:plugin" not in overrides
+
+
+@pytest.mark.parametrize("guide", ["docs/setup.md", "docs/zh/setup.md"])
+def test_the_manual_route_starts_each_edition_as_make_does(guide):
+    """The JupyterLab commands of "Without make" give JupyterLab the folders and start page that
+    make lab and make lab-zh give it, and the port each starts from."""
+    manual = section((REPO / guide).read_text(encoding="utf-8"), "Without make" if "/zh/" not in guide else "不用 make")
+    commands = [line.split("   #")[0] for line in manual.splitlines() if line.startswith(".venv/bin/jupyter lab ")]
+    assert len(commands) == 2, commands
+    for target, command in zip(("lab", "lab-zh"), commands):
+        written = dict(re.findall(r"--LabApp\.(\w+)=(\S+)", command))
+        wanted = {k: v for k, v in lab_options(target).items() if k != "log_level"}  # (the terminal's, not the Lab's)
+        assert written == wanted, (target, command)
+    (port,) = re.findall(r"--ServerApp\.port=(\d+)", commands[1])
+    assert re.search(rf"^LAB_ZH_PORT \?= {port}$", MAKEFILE.read_text(), re.M), port
+
+
+def test_the_chinese_language_pack_is_pinned_and_installed():
+    from importlib.metadata import version
+
+    (pin,) = [line for line in (REPO / "requirements.txt").read_text().splitlines()
+              if line.startswith("jupyterlab-language-pack-zh-CN==")]
+    assert version("jupyterlab-language-pack-zh-CN") == pin.split("==")[1]
+
+
+# ---------------------------------------------------------------- lab_port
+
+def test_lab_port_skips_a_taken_port_and_says_when_none_is_free():
+    import lab_port
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert not lab_port.is_free(port)
+        assert lab_port.first_free(port) > port
+        with pytest.raises(RuntimeError, match=rf"no free port from {port} to {port}: .*LAB_PORT="):
+            lab_port.first_free(port, tries=1)
+    for wrong in (0, 65536):
+        with pytest.raises(ValueError, match=f"start: expected a port number, 1 to 65535, got {wrong}"):
+            lab_port.first_free(wrong)

@@ -352,7 +352,8 @@ def faulty_explorer(fault_page, live_site):
         figure = page.locator(f"#live-{FAULTY}")
         spec = json.loads(figure.locator("script.attn-live-spec").text_content())
         assert [c["kind"] for c in spec["controls"]] == ["slider"], f"{FAULTY}: {spec['controls']}"
-        live = page.locator("a.attn-binder-lab").first.get_attribute("href")
+        binder = page.locator("a.attn-binder-lab")  # none while the repository's address is unset
+        live = binder.first.get_attribute("href") if binder.count() else None
         return (page, figure, spec, live_site(FAULTY, code)["states"], live, pattern,
                 lambda: figure.evaluate(_FAULT_SHOWN))
 

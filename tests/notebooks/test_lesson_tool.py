@@ -22,6 +22,12 @@ from tools.execute import IGNORE_TAG
 from tools.lesson_new import new_lesson
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The course's notebooks today, and the lesson `new` would write next: the tests hold for a course
+#: that has grown (a teacher's 13_my_topic) as for this one.
+TOP = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LAST = TOP[-1].stem  # 12_transformer_block today
+N = f"{int(LAST[:2]) + 1:02d}"  # the next number, "13" today
+NEW = f"{N}_my_topic"
 #: What sync and new read and write, and what the tools they run need.
 COPIED = ["notebooks", "README.md", "README.zh.md", "docs", "site", "tools", "src", "tests",
           "conftest.py", "pyproject.toml", "deploy/hub/z2jh-config.yaml"]
@@ -89,7 +95,7 @@ def test_with_an_address_every_binder_link_carries_it(course):
     lesson.sync(course)
     readme, teaching = ((course / n).read_text(encoding="utf-8") for n in ("README.md", "docs/teaching.md"))
     links = re.findall(r"https://mybinder\.org/v2/gh/[^\s)]+", readme + teaching)
-    assert len(links) >= 2 * 13 and all(u.startswith("https://mybinder.org/v2/gh/someone/attention-course/main?")
+    assert len(links) >= 2 * len(TOP) and all(u.startswith("https://mybinder.org/v2/gh/someone/attention-course/main?")
                                         for u in links), links
     assert "voila/render/notebooks/02_qkv.ipynb" in readme and "lab/tree/notebooks/02_qkv.ipynb" in teaching
     zh = (course / "README.zh.md").read_text(encoding="utf-8")
@@ -103,14 +109,14 @@ def test_an_address_that_is_not_github_is_refused(course):
 
 
 @pytest.mark.parametrize("name,error", [
-    ("12_transformer_block", "exists already"),
-    ("14_too_far", "the next is 13_"),
-    ("13-My-Topic", "expected NN_name"),
+    (LAST, "exists already"),
+    (f"{int(N) + 1:02d}_too_far", f"the next is {N}_"),
+    (f"{N}-My-Topic", "expected NN_name"),
 ])
 def test_new_refuses_a_name_that_exists_or_breaks_the_numbering(course, name, error):
     with pytest.raises(lesson.LessonError, match=error):
         new_lesson(name, "T", "题", execute=False, root=course)
-    assert not (course / "notebooks" / "13_my_topic.ipynb").exists()
+    assert not (course / "notebooks" / f"{NEW}.ipynb").exists()
 
 
 def _cells(path: Path) -> list[dict]:
@@ -118,15 +124,15 @@ def _cells(path: Path) -> list[dict]:
 
 
 def test_new_writes_a_lesson_that_keeps_the_rules_and_registers_it(course):
-    assert new_lesson("13_my_topic", "My topic", "我的主题", execute=False, root=course) == 0
-    en, zh = (lesson.notebook_path("13_my_topic", lang, course) for lang in ("en", "zh"))
-    facts = lesson.read_lesson("13_my_topic", course)
+    assert new_lesson(NEW, "My topic", "我的主题", execute=False, root=course) == 0
+    en, zh = (lesson.notebook_path(NEW, lang, course) for lang in ("en", "zh"))
+    facts = lesson.read_lesson(NEW, course)
     assert facts.title == {"en": "My topic", "zh": "我的主题"} and facts.minutes == 20
     assert lesson.sync(course, check=True) == []
-    assert "| [13](./13_my_topic.ipynb) | My topic |" in (course / "notebooks/00_start_here.ipynb").read_text()
+    assert f"| [{N}](./{NEW}.ipynb) | My topic |" in (course / "notebooks/00_start_here.ipynb").read_text()
     for path, next_word in ((en, "Next: "), (zh, "下一课：")):
-        previous = _cells(path.parent / "12_transformer_block.ipynb")[-1]
-        assert f"{next_word}[13 " in "".join(previous["source"]) and "(13_my_topic.ipynb)" in "".join(previous["source"])
+        previous = _cells(path.parent / f"{LAST}.ipynb")[-1]
+        assert f"{next_word}[{N} " in "".join(previous["source"]) and f"({NEW}.ipynb)" in "".join(previous["source"])
         assert not re.search("This is the last notebook|这是最后一个笔记本", "".join(previous["source"]))
         cells = _cells(path)
         first, code = "".join(cells[0]["source"]), [c for c in cells if c["cell_type"] == "code"]
@@ -137,10 +143,10 @@ def test_new_writes_a_lesson_that_keeps_the_rules_and_registers_it(course):
                     if ln.startswith("## ")]
         assert {"## Summary", "## Exercises"} <= set(headings) or {"## 小结", "## 练习"} <= set(headings), headings
         assert "general.check_mask(answer" in "".join(code[-1]["source"])
-        assert "](solutions/13_my_topic_solutions.ipynb)" in "".join(cells[-1]["source"])
-        solutions = _cells(path.parent / "solutions" / "13_my_topic_solutions.ipynb")
+        assert f"](solutions/{NEW}_solutions.ipynb)" in "".join(cells[-1]["source"])
+        solutions = _cells(path.parent / "solutions" / f"{NEW}_solutions.ipynb")
         assert not any("_explorer" in "".join(c["source"]) for c in solutions), "solutions show no explorer"
-        assert first.count("\n# ") == 0 and first.startswith("# 13 · ")
+        assert first.count("\n# ") == 0 and first.startswith(f"# {N} · ")
     strip = lambda c: re.sub(r"#.*", "", "".join(c["source"])).replace('"zh"', '"en"')  # noqa: E731
     assert [strip(c) for c in _cells(en) if c["cell_type"] == "code"] == \
            [strip(c) for c in _cells(zh) if c["cell_type"] == "code"], "the twins run the same code"
@@ -150,11 +156,11 @@ def test_new_writes_a_lesson_that_keeps_the_rules_and_registers_it(course):
 def test_a_new_lesson_passes_the_notebook_tests(course):
     """The whole path of CONTRIBUTING's "Adding or changing a lesson": new (with execution),
     then the repository's notebook tests and strict nbval, run on the copy."""
-    assert new_lesson("13_my_topic", "My topic", "我的主题", execute=True, root=course) == 0
-    files = [f"notebooks/{p}13_my_topic.ipynb" for p in ("", "zh/")] + \
-            [f"notebooks/{p}solutions/13_my_topic_solutions.ipynb" for p in ("", "zh/")]
+    assert new_lesson(NEW, "My topic", "我的主题", execute=True, root=course) == 0
+    files = [f"notebooks/{p}{NEW}.ipynb" for p in ("", "zh/")] + \
+            [f"notebooks/{p}solutions/{NEW}_solutions.ipynb" for p in ("", "zh/")]
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-                          "tests/notebooks/", "-k", "13_my_topic", "--nbval", *files],
+                          "tests/notebooks/", "-k", NEW, "--nbval", *files],
                          cwd=course, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]
     passed = int(re.search(r"(\d+) passed", run.stdout).group(1))
