@@ -9,7 +9,9 @@ characters the course draws:
 
 - every character the shipped subset already has (the tokens of attn.examples among them);
 - printable ASCII, and the signs the pictures use (− × · √ → ← ≈ ≤ ≥ ² ...);
-- every character of the Chinese catalogue (src/attn/locale/zh/LC_MESSAGES/attn.po).
+- every character of the Chinese catalogue (src/attn/locale/zh/LC_MESSAGES/attn.po);
+- every character of the Chinese edition's training text (notebook 13's Tang poems): its
+  explorer labels the characters the shipped model reads and writes.
 
 Run it after the catalogue gains characters; tests/attn/test_catalogue.py fails until then.
 """
@@ -22,13 +24,14 @@ from pathlib import Path
 from fontTools import subset
 from fontTools.ttLib import TTCollection, TTFont
 
+from attn.lessons.language_model.corpus import load_text
 from tools.catalogue import po_path, read
 
 ROOT = Path(__file__).resolve().parent.parent
 FONT = ROOT / "src" / "attn" / "drawing" / "fonts" / "NotoSansCJKsc-course-subset.otf"
 SOURCE = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 FAMILY = "Noto Sans CJK SC"
-SIGNS = "−×·√→←↔≈≠≤≥±²³¹⁴…–—‖°′∈ΔΣθαβγλσπ"
+SIGNS = "−×·√→←↔≈≠≤≥±²³¹⁴…–—‖°′∈ΔΣθαβγλσπ⏎␣"
 
 
 def characters_needed() -> set[str]:
@@ -37,6 +40,7 @@ def characters_needed() -> set[str]:
     chars |= {chr(c) for c in range(0x20, 0x7F)} | set(SIGNS)
     for message in read(po_path("zh"), "zh"):
         chars |= set(message.id) | set(message.string or "")
+    chars |= set(load_text("zh"))
     return {c for c in chars if c.isprintable()}
 
 

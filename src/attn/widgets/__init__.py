@@ -64,6 +64,7 @@ EXPLORERS: dict[str, Callable[[], Explorer]] = {
     "decoding (10)": _when_built("decoding", "decoding_explorer"),
     "backward (11)": _when_built("backward", "backward_explorer"),
     "depth (12)": _when_built("depth", "depth_explorer"),
+    "language model (13)": _when_built("language_model", "language_model_explorer"),
 }
 
 __all__ = ["Explorer", "EXPLORERS"]

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..._checks import check_number
+from ..._checks import check_int, check_number
 from ...language import mark
 from ..pattern_scores import pattern_mask, pattern_score
 from ..trained.blocks import attention_maps
-from .corpus import Vocabulary
+from .corpus import Corpus, Vocabulary
 from .model import CharLM
 
-__all__ = ["TEXT_PATTERNS", "PUNCTUATION", "causal_maps", "text_patterns", "uniform_score", "HeadName",
+__all__ = ["TEXT_PATTERNS", "PUNCTUATION", "passage", "causal_maps", "text_patterns", "uniform_score", "HeadName",
            "name_heads"]
 
 #: The patterns of a text, name -> what its cells are (marked for the catalogue).
@@ -38,6 +38,17 @@ TEXT_PATTERNS = {
 }
 #: What counts as punctuation: ASCII's and the full-width marks of the poems.
 PUNCTUATION = set(".,;:!?'\"-()") | set("，。？！；：、")
+
+
+def passage(corpus: Corpus, length: int = 96) -> str:
+    """``length`` characters of the held-out text, from the start of its first speech (the
+    plays) or poem: the first character after its first blank line."""
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus: expected an attn.lessons.language_model.Corpus, got {type(corpus).__name__}")
+    length = check_int("length", length, low=1)
+    held = corpus.vocab.decode(corpus.held_out[:length + 1000])
+    start = held.index("\n\n") + 2
+    return held[start:start + length]
 
 
 @torch.no_grad()
@@ -106,6 +117,7 @@ class HeadName:
         layer, head: 0-based.
         pattern: a key of ``TEXT_PATTERNS``, or None when no pattern clears the bar.
         score: the head's score on its best pattern; baseline: an even head's on it.
+        best: the best pattern (a key of ``TEXT_PATTERNS``), whether it clears the bar or not.
     """
 
     layer: int
@@ -113,6 +125,7 @@ class HeadName:
     pattern: str | None
     score: float
     baseline: float
+    best: str
 
 
 def name_heads(maps: Tensor, text: str, *, at_least: float = 0.4, times: float = 2.0) -> list[HeadName]:
@@ -137,5 +150,5 @@ def name_heads(maps: Tensor, text: str, *, at_least: float = 0.4, times: float =
             best = max(lift, key=lift.get)
             score = float(scores[best][layer, head])
             clear = score >= at_least and lift[best] >= times
-            named.append(HeadName(layer, head, best if clear else None, score, baselines[best]))
+            named.append(HeadName(layer, head, best if clear else None, score, baselines[best], best))
     return named
