@@ -146,6 +146,10 @@ def offers() -> dict[str, Offer]:
             "The run the notebook trains itself, \"phrases (trained here)\", is only in the live notebook.")),
         "pretrained_explorer": Offer(fixed=("text",), note=mark(
             "This page offers the four example sentences; to type your own, run the live notebook.")),
+        "language_model_explorer": Offer(
+            grid={"temperature": (0.5, 1.0, 2.0), "top_k": (1, 10, 100)},
+            note=mark("This page offers 432 of the explorer's 1,200 settings: temperature 0.5, 1 or 2 and "
+                      "top-k 1, 10 or 100. The live notebook offers every value.")),
     }
 
 

@@ -326,3 +326,39 @@ def test_the_shipped_models_heads_are_measured_on_causal_maps():
     assert any(h.pattern == "previous" for h in name_heads(maps, text))
     with pytest.raises(ValueError, match="context=128"):
         causal_maps(model, corpus.vocab, text * 2)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_passage_starts_a_speech_or_a_poem_of_the_held_out_text(lang):
+    from attn.lessons.language_model.heads import passage
+    corpus = load_corpus(lang)
+    text = passage(corpus, 96)
+    held = corpus.vocab.decode(corpus.held_out)
+    assert len(text) == 96 and "\n\n" + text in held and held.index("\n\n" + text) == held.index("\n\n")
+    with pytest.raises(TypeError, match="corpus"):
+        passage(corpus.vocab)
+    with pytest.raises(ValueError, match="length"):
+        passage(corpus, 0)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_notebook_13s_head_names_are_no_near_tie(lang):
+    """Section 8 of notebook 13 prints each head's best pattern, its score and an even head's (two
+    decimals) and whether it is named (score >= 0.4 and >= 2 x the baseline). Another CPU computes
+    the maps with other round-off (about 1e-6 here): every printed verdict and digit must be
+    farther than that from its edge, or the checked output would change from machine to machine."""
+    from attn.lessons.language_model.heads import causal_maps, name_heads, passage, text_patterns, uniform_score
+    from attn.lessons.pattern_scores import pattern_score
+    corpus, model = load_corpus(lang), load_shipped(lang)
+    text = passage(corpus, 96)
+    maps = causal_maps(model, corpus.vocab, text)
+    named = name_heads(maps, text)
+    scores = {name: pattern_score(maps, m) for name, m in text_patterns(text).items() if m.any()}
+    base = {name: uniform_score(m) for name, m in text_patterns(text).items() if m.any()}
+    edge = 1e-4  # a hundred times the round-off between CPUs
+    for n in named:
+        assert abs(n.score - 0.4) > edge and abs(n.score - 2 * n.baseline) > edge, n
+        for value in (n.score, n.baseline):
+            assert abs((value * 100) % 1 - 0.5) > edge * 100, f"{n}: {value} sits on a rounding edge"
+        lifts = sorted((float(s[n.layer, n.head]) / base[name] for name, s in scores.items()), reverse=True)
+        assert lifts[0] - lifts[1] > edge, f"{n}: two patterns tie for its best"
