@@ -186,7 +186,9 @@ def _head_line(n: HeadName, *, where: bool = True) -> str:
     else:
         said = tr("no pattern clears the bar (its best: {pattern}, score {score:.2f}; an even head: {baseline:.2f})",
                   pattern=tr(TEXT_PATTERNS[n.best]), score=n.score, baseline=n.baseline)
-    return tr("block {layer}, head {head}", layer=n.layer + 1, head=n.head + 1) + ": " + said if where else said
+    if not where:
+        return said
+    return tr("{where}: {said}", where=tr("block {layer}, head {head}", layer=n.layer + 1, head=n.head + 1), said=said)
 
 
 def _readout(v: LMView) -> str:
@@ -194,7 +196,7 @@ def _readout(v: LMView) -> str:
     cut = (tr("top-k keeps the likeliest character only: the model writes greedily") if v.top_k == 1 else
            tr("top-k keeps {kept} of the {V:,} characters", kept=v.kept, V=v.vocabulary))
     named = [n for n in v.names if n.pattern]
-    heads = ("; ".join(_head_line(n) for n in named) if named else
+    heads = (tr("; ").join(_head_line(n) for n in named) if named else
              tr("none clears the bar on this text"))
     return ("<p>" + tr("<b>The text</b> (the prompt in bold, then the {written} characters the model wrote):",
                        written=v.written) + "<br>" + _shown_text(v) + "</p>"
@@ -279,7 +281,7 @@ def language_model_explorer(prompt: int = 0, temperature: float = 1.0, top_k: in
                                    description=tr("prompt")),
         "temperature": widgets.SelectionSlider(options=TEMPERATURES, value=first.temperature,
                                                description=tr("temperature"), continuous_update=True),
-        "top_k": widgets.SelectionSlider(options=TOP_KS, value=first.top_k, description="top-k",
+        "top_k": widgets.SelectionSlider(options=TOP_KS, value=first.top_k, description=tr("top-k"),
                                          continuous_update=True),
         "layer": widgets.IntSlider(value=first.layer, min=1, max=N, description=tr("block"),
                                    continuous_update=True),
