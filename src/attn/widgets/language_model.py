@@ -2,7 +2,7 @@
 
 The shipped model of the explorer's language (``attn.lessons.language_model.shipped``: 4 blocks
 of 4 heads) continues one of three prompts taken from the text it never trained on (the start
-of a speech of the plays, the first line of a poem). The controls choose how it writes, with a
+of a speech of the plays, the first half of a poem's first line). The controls choose how it writes, with a
 seeded generator, so that a setting always writes the same text:
 
 * **temperature** divides the logits before the softmax: below 1 the likely characters grow
@@ -56,7 +56,8 @@ PROMPTS = 3
 SHOWN = 12
 #: The seed of the generator that samples: the same setting always writes the same text.
 SEED = 0
-#: English: a prompt's length; Chinese: a prompt is a poem's first line, the continuation as long.
+#: English: a prompt's length and the continuation's. (Chinese: the first half of a poem's first
+#: line, its comma included, and a continuation that would end the poem's second line.)
 _PROMPT_CHARS = 16
 _LABELS = {" ": "␣", "\n": "⏎"}  # characters a label would not show
 
@@ -68,16 +69,16 @@ def char_label(c: str) -> str:
 
 @lru_cache(maxsize=2, typed=True)
 def prompts(language: str) -> tuple[str, ...]:
-    """The explorer's prompts in ``language``: the first ``PROMPTS`` speeches (English: their
-    first 16 characters, the speaker's name among them) or poems (Chinese: their first line,
-    newline included) of the held-out text."""
+    """The explorer's prompts in ``language``: the start of the first ``PROMPTS`` speeches
+    (English: their first 16 characters, the speaker's name among them) or poems (Chinese: the
+    first half of the first line, up to its comma) of the held-out text."""
     corpus = load_corpus(language)
     held = corpus.vocab.decode(corpus.held_out)
     found, at = [], 0
     while len(found) < PROMPTS:
         at = held.index("\n\n", at) + 2  # a blank line: a new speech, a new poem
         if language == "zh":
-            found.append(held[at:held.index("\n", at) + 1])
+            found.append(held[at:held.index("，", at) + 1])
         else:
             found.append(held[at:at + _PROMPT_CHARS])
     return tuple(found)
@@ -131,7 +132,8 @@ def _written(language: str, prompt: int, temperature: float, top_k: int) -> tupl
     not depend on the head shown."""
     model, corpus = _model(language), load_corpus(language)
     start = prompts(language)[prompt]
-    steps = _PROMPT_CHARS if language == "en" else len(start)
+    # Chinese: the rest of the line (the prompt's length and a newline) and one more line
+    steps = _PROMPT_CHARS if language == "en" else 3 * len(start) + 2
     ids = corpus.vocab.encode(start)[None]  # (1, T0)
     if top_k == 1:  # one character kept: the likeliest, whatever the temperature
         out = generate(model, ids, steps)
