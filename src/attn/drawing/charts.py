@@ -3,7 +3,9 @@
 * ``loglog_curves`` and ``STYLE``: notebook 07's measured costs, one line per method on
   log-log axes (the numbers come from ``attn.lessons.cost.measure``);
 * ``plot_path_counts`` and ``plot_gradient_profile``: notebook 01's RNN against
-  self-attention (the numbers come from ``attn.lessons.rnn_vs_attention``).
+  self-attention (the numbers come from ``attn.lessons.rnn_vs_attention``);
+* ``plot_warmup_runs``: notebook 12's training loss of post-LN and pre-LN stacks, with and
+  without a warm-up (the runs come from ``attn.lessons.trained.warmup``).
 
 The lessons compute, this module draws: nothing here measures anything.
 """
@@ -18,8 +20,9 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from ..language import mark, tr
 from .plotting import label_font, new_figure, power_of_ten_label, text_font, title_font
 from ..lessons.rnn_vs_attention import GradientProfile, PathCounts
+from ..lessons.trained.warmup import WarmupRun
 
-__all__ = ["STYLE", "loglog_curves", "plot_path_counts", "plot_gradient_profile"]
+__all__ = ["STYLE", "loglog_curves", "plot_path_counts", "plot_gradient_profile", "plot_warmup_runs"]
 
 
 #: How each method is drawn: label, colour, and a marker and line style of its own, so that
@@ -128,4 +131,41 @@ def plot_gradient_profile(profile: GradientProfile, ax: Axes | None = None) -> l
     ax.set_title(tr("random layers, n = {n}, d = {d}, seed {seed}", n=profile.n, d=profile.d, seed=profile.seed),
                  fontproperties=title_font())
     ax.legend(prop=text_font(8))
+    return lines
+
+
+#: How each run of ``plot_warmup_runs`` is drawn: (norm_first, warmed up) -> colour, line style.
+#: Post-LN red, pre-LN blue; without a warm-up solid, with one dashed (apart without colour too).
+WARMUP_STYLE: dict[tuple[bool, bool], tuple[str, str]] = {
+    (False, False): ("tab:red", "-"), (False, True): ("tab:red", "--"),
+    (True, False): ("tab:blue", "-"), (True, True): ("tab:blue", "--"),
+}
+
+
+def plot_warmup_runs(runs: Sequence[WarmupRun], ax: Axes | None = None) -> list[Line2D]:
+    """The training loss against the step, one line per run of
+    ``attn.lessons.trained.warmup.warmup_runs``, the warm-up's steps shaded, with its words in
+    the current language (``attn.language``).
+
+    Returns the ``Line2D`` drawn, in the order of ``runs``.
+    """
+    if ax is None:
+        ax = new_figure(6.5, 3.4).add_subplot()
+    lines = []
+    for run in runs:
+        colour, style = WARMUP_STYLE[run.norm_first, run.warmup > 0]
+        placement = tr(run.placement)
+        name = (tr("{placement}, warm-up of {steps} steps", placement=placement, steps=run.warmup)
+                if run.warmup else tr("{placement}, no warm-up", placement=placement))
+        steps = range(1, len(run.losses) + 1)
+        lines.append(ax.plot(steps, run.losses, style, color=colour, linewidth=1.4, label=name)[0])
+    warm = max(run.warmup for run in runs)
+    if warm:
+        ax.axvspan(0, warm, color="0.9", zorder=0)
+        ax.text(warm / 2, 0.98, tr("warm-up"), transform=ax.get_xaxis_transform(), ha="center", va="top",
+                fontproperties=text_font(8))
+    ax.set_xlim(0, len(runs[0].losses))
+    ax.set_xlabel(tr("training step"), fontproperties=label_font())
+    ax.set_ylabel(tr("training loss (cross-entropy)"), fontproperties=label_font())
+    ax.legend(prop=text_font(8), loc="center right")
     return lines

@@ -37,13 +37,13 @@ from .._text import width
 __all__ = ["Picture", "FIGURE_TYPES", "AXIS_WORDS", "FIGURE_TYPES_ZH", "AXIS_PATTERNS_ZH", "check_alt",
            "figure_bundle", "figure_picture", "show_figure"]
 
-# A description names one of these types of picture ...
-FIGURE_TYPES = ("heatmap", "line plot", "log-log plot", "bar chart", "scatter plot")
+# A description names one of these types of picture (a diagram: attn.drawing.diagrams) ...
+FIGURE_TYPES = ("heatmap", "line plot", "log-log plot", "bar chart", "scatter plot", "diagram")
 # ... and its axes: a heatmap's rows and columns, a plot's x and y axes ("ms against n").
 AXIS_WORDS = ("rows", "columns", "axis", "axes", "against")
 # A Chinese description does the same in Chinese: heatmap, line plot, log-log, bar chart,
-# scatter plot ...
-FIGURE_TYPES_ZH = ("热力图", "热图", "折线图", "曲线图", "双对数", "柱状图", "条形图", "散点图")
+# scatter plot, diagram ...
+FIGURE_TYPES_ZH = ("热力图", "热图", "折线图", "曲线图", "双对数", "柱状图", "条形图", "散点图", "示意图")
 # ... and axes: any 轴 (横轴, 纵轴, x 轴, 坐标轴); 行 and 列 where they are the picture's rows and
 # columns (每行, 各列, 行是 / 列为 / 行表示, 行和列; not 序列 "sequence" or 并行 "in parallel");
 # "y 随 x 变化" for "y against x" (not 随机 "random").

@@ -1,8 +1,9 @@
 """Checkers for notebook 12 (the Transformer block).
 
-Three checkers: ``check_transformer_block`` (the block itself), ``check_layer_norm`` (exercise 1:
-LayerNorm written out) and ``check_block_parameters`` (exercise 2: what one block of the 2017
-paper's base model holds); ``passes`` asks the first one quietly (no hint counted), for the
+Four checkers: ``check_transformer_block`` (the block itself), ``check_layer_norm`` (exercise 1:
+LayerNorm written out), ``check_block_parameters`` (exercise 2: what one block of the 2017
+paper's base model holds) and ``check_decoder_block`` (exercise 3: a decoder block, against
+``nn.TransformerDecoderLayer``); ``passes`` asks the first one quietly (no hint counted), for the
 cell that trains a model of the learner's blocks.
 
 This module holds exercise 2 and is the notebook's door to the others, whose names it imports,
@@ -12,6 +13,7 @@ so that the notebook asks ``nb12.check_transformer_block(...)``:
   learner's block through ``attn.exercises._block_parts`` and compares it with the block of
   ``attn.exercises._block_bugs`` (PyTorch's layer, and the chapter's block with each bug).
 - ``attn.exercises._layer_norm``: ``check_layer_norm``, LayerNorm written out.
+- ``attn.exercises._decoder_checker``: ``check_decoder_block``, the decoder block and its slips.
 """
 from __future__ import annotations
 
@@ -22,17 +24,19 @@ from ._base import Feedback, as_whole_number, checker
 from ._block_bugs import BLOCK_ARGS, BUGS, variant
 from ._block_checker import BLOCK_HINTS, check_transformer_block, passes
 from ._block_parts import DROPOUT
+from ._decoder_checker import DECODER_ARGS, DECODER_BUGS, DECODER_HINTS, check_decoder_block
 from ._layer_norm import LAYER_NORM_BUGS, LAYER_NORM_HINTS, check_layer_norm, layer_norm_variant
 
 __all__ = ["BLOCK_ARGS", "DROPOUT", "BUGS", "check_transformer_block", "passes", "variant", "reset_hints",
            "LAYER_NORM_BUGS", "layer_norm_variant", "check_layer_norm", "BASE", "block_parameters",
-           "check_block_parameters"]
+           "check_block_parameters", "DECODER_ARGS", "DECODER_BUGS", "check_decoder_block"]
 
 
 def reset_hints() -> None:
     """Start the checkers' hints again from the first tier (the symptom alone)."""
     BLOCK_HINTS.reset()
     LAYER_NORM_HINTS.reset()
+    DECODER_HINTS.reset()
 
 
 # ---- exercise 2: what one block holds ----------------------------------------------------

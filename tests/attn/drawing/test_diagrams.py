@@ -1,9 +1,10 @@
-"""attn.drawing.diagrams: the three schematic figures of the flow (notebooks 04 and 10).
+"""attn.drawing.diagrams: the four schematic figures (notebooks 04, 10 and 12).
 
 Each figure is checked against numbers computed here, independently of the module: the split
 and merge against X W^Q cut by hand into heads and each head's attention; the encoder-decoder's
 grids against the causal and padding masks; the KV-cache step against a full causal pass over
-every position. Then for all three, in English and in Chinese: no two texts overlap, none
+every position; the residual stream's boxes against the formulas of post-LN and pre-LN. Then
+for all four, in English and in Chinese: no two texts overlap, none
 leaves the figure or covers a heatmap's cells, every number is inside its own cell in 4.5:1
 contrast, and in Chinese every word is in the CJK font with no glyph missing.
 """
@@ -20,8 +21,9 @@ from matplotlib.colors import to_rgba
 from matplotlib.text import Text
 
 from attn import MultiHeadAttention, padding_mask, scaled_dot_product_attention
-from attn.drawing.diagrams import (ALLOWED, BLOCKED, CMAP, encoder_decoder_diagram, encoder_decoder_flow,
-                                   kv_cache_diagram, number, split_merge_diagram)
+from attn.drawing.diagrams import (ALLOWED, BLOCKED, CMAP, Step, block_steps, encoder_decoder_diagram,
+                                   encoder_decoder_flow, kv_cache_diagram, number, residual_stream_diagram,
+                                   split_merge_diagram)
 from attn.examples import SENTENCE
 from attn.drawing.figures import check_alt
 from attn.language import language, missing_messages
@@ -29,7 +31,7 @@ from attn.drawing.plotting import _font_path, contrast_ratio, new_figure, relati
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 #: code and names a Chinese figure keeps (docs/translating.md: code is not translated)
-CODE_WORDS = {"view", "transpose", "reshape", "softmax", "d_model", "Concat", "memory"}
+CODE_WORDS = {"view", "transpose", "reshape", "softmax", "d_model", "Concat", "memory", "norm"}
 
 
 # --- the examples, seeded ---------------------------------------------------------------------
@@ -61,7 +63,8 @@ def draw_kv(**kw):
     return kv_cache_diagram(*kv_example(), **kw)
 
 
-DRAW = {"split_merge": draw_split, "encoder_decoder": encoder_decoder_diagram, "kv_cache": draw_kv}
+DRAW = {"split_merge": draw_split, "encoder_decoder": encoder_decoder_diagram, "kv_cache": draw_kv,
+        "residual_stream": residual_stream_diagram}
 
 
 def strings(texts: list[Text]) -> list[str]:
@@ -193,6 +196,45 @@ def test_kv_cache_step_draws_what_a_full_causal_pass_computes(E, H, T, head, H_k
     assert f"{(1, cached, T, D)} \u2192 {(1, cached, T + 1, D)}" in "\n".join(strings(d.texts))
 
 
+# --- 12: the residual stream, post-LN beside pre-LN --------------------------------------------
+
+
+def test_block_steps_follow_the_formulas_of_the_two_placements():
+    """post-LN: x = norm1(x + sa(x)); x = norm2(x + ff(x)). pre-LN: x = x + sa(norm1(x)); x = x + ff(norm2(x))."""
+    assert block_steps(False) == (Step("self_attn", False), Step("norm1", True), Step("linear1", False),
+                                  Step("norm2", True))
+    assert block_steps(True) == (Step("norm1", False), Step("self_attn", False), Step("norm2", False),
+                                 Step("linear1", False))
+
+
+def test_block_steps_are_read_from_the_block_that_runs(monkeypatch):
+    """A block whose forward normalises after the addition reads as post-LN, whatever its flag says."""
+    from attn import TransformerBlock
+
+    def post_ln(self, x, mask=None, *, causal=False, cache=None):
+        x = self.norm1(x + self.attention_sublayer(x, mask, causal))
+        return self.norm2(x + self.feed_forward(x))
+
+    monkeypatch.setattr(TransformerBlock, "forward", post_ln)
+    assert block_steps(True) == block_steps(False) == (Step("self_attn", False), Step("norm1", True),
+                                                       Step("linear1", False), Step("norm2", True))
+
+
+def test_residual_stream_draws_each_norm_where_the_block_runs_it():
+    d = residual_stream_diagram()
+    for placement, norm_first in (("post-LN", False), ("pre-LN", True)):
+        placed = d.boxes[placement]
+        assert tuple(s for s, _ in placed) == block_steps(norm_first)
+        heights = [y for _, (_, y) in placed]
+        assert heights == sorted(heights) and len(set(heights)) == 4, f"{placement}: not bottom to top"
+        for s, (x, _) in placed:
+            column = d.stream_x[placement] if s.on_stream else d.branch_x[placement]
+            assert x == column, f"{placement}: {s.part} drawn off its column"
+    assert all(s.on_stream for s, _ in d.boxes["post-LN"] if s.is_norm)
+    assert not any(s.on_stream for s, _ in d.boxes["pre-LN"])
+    assert strings(d.texts).count("+") == 4  # two additions per block, in each panel
+
+
 # --- every figure: text placed, legible, in both languages ------------------------------------
 
 
@@ -211,7 +253,8 @@ def overlap(a, b, tolerance: float = 0.5) -> bool:
 
 def grids_of(d) -> list:
     """Every heatmap a diagram drew (the KV-cache diagram names its own)."""
-    return list(d.grids.values()) if isinstance(d.grids, dict) else list(d.grids)
+    grids = getattr(d, "grids", [])  # the residual stream draws none
+    return list(grids.values()) if isinstance(grids, dict) else list(grids)
 
 
 def pixels(ax, left, bottom, right, top):
@@ -290,6 +333,10 @@ def test_the_english_description_is_a_text_alternative_with_the_drawn_numbers(na
     drawn = {t.get_text() for g in grids_of(d) for t in g.numbers.values()}
     if name == "encoder_decoder":
         assert "(2, 1, 1, 5)" in text and "lower triangle of 4 by 4" in text
+    elif name == "residual_stream":
+        assert ("Post-LN runs self-attention, then LayerNorm norm1 (on the stream), then feed-forward, then "
+                "LayerNorm norm2 (on the stream)") in text
+        assert "Pre-LN runs LayerNorm norm1, then self-attention, then LayerNorm norm2, then feed-forward:" in text
     else:
         quoted = set(re.findall(r"\u2212?\d+\.\d\d", text))
         assert quoted and quoted <= drawn, quoted - drawn
@@ -308,6 +355,8 @@ def test_draws_into_a_given_axes():
     (lambda: split_merge_diagram(*split_example(), tokens=["a"]), ValueError, "tokens"),
     (lambda: split_merge_diagram(*split_example(), token=6), ValueError, "token"),
     (lambda: split_merge_diagram(*split_example(), ax="ax"), TypeError, "ax"),
+    (lambda: block_steps("pre"), TypeError, "norm_first"),
+    (lambda: residual_stream_diagram(ax="ax"), TypeError, "ax"),
     (lambda: encoder_decoder_flow([3, "4"]), TypeError, "source_lengths"),
     (lambda: encoder_decoder_flow((3, 9)), ValueError, "source_lengths"),
     (lambda: encoder_decoder_flow(5), TypeError, "source_lengths"),

@@ -506,3 +506,171 @@ def test_a_block_whose_own_dropout_never_runs_is_told_so(language):
     would say its dropout is on in training."""
     fb = reply(nb12.check_transformer_block, OnlyTheAttentionDrops)
     assert not fb.correct and says(fb, "in training mode it gives the same output twice"), fb.message
+
+
+# ---- exercise 3: the decoder block, against nn.TransformerDecoderLayer -------------------------
+
+class DecoderBlock(nn.Module):
+    """The worked solution: post-LN by default, as nn.TransformerDecoderLayer."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.1, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = attn.MultiHeadAttention(d_model, num_heads, bias=True, dropout=dropout)
+        self.cross_attn = attn.MultiHeadAttention(d_model, num_heads, bias=True, dropout=dropout)
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def self_attention(self, x):
+        return self.dropout(self.self_attn(x, causal=True)[0])
+
+    def cross_attention(self, x, memory, memory_mask):
+        return self.dropout(self.cross_attn(x, memory, memory, mask=memory_mask)[0])
+
+    def feed_forward(self, x):
+        return self.dropout(self.linear2(self.dropout(torch.relu(self.linear1(x)))))
+
+    def forward(self, x, memory, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x))
+            x = x + self.cross_attention(self.norm2(x), memory, memory_mask)
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x))
+        x = self.norm2(x + self.cross_attention(x, memory, memory_mask))
+        return self.norm3(x + self.feed_forward(x))
+
+
+def decoder_with(bug):
+    """The solution with one slip a learner makes, written as a learner would write it."""
+    class Slipped(DecoderBlock):
+        def self_attention(self, x):
+            if bug == "no causal mask":
+                return self.dropout(self.self_attn(x)[0])
+            return super().self_attention(x)
+
+        def cross_attention(self, x, memory, memory_mask):
+            call = {"keys and values from the decoder": lambda: self.cross_attn(x, x, x, mask=memory_mask),
+                    "queries from the memory": lambda: self.cross_attn(memory, x, x, mask=memory_mask),
+                    "memory mask applied as causal": lambda: self.cross_attn(x, memory, memory, causal=True),
+                    "memory mask not passed": lambda: self.cross_attn(x, memory, memory),
+                    "memory normalised": lambda: self.cross_attn(x, self.norm2(memory), self.norm2(memory),
+                                                                 mask=memory_mask)}.get(bug)
+            if bug == "memory normalised" and not self.norm_first:  # the slip of pre-LN, where norm2 is on the branch
+                call = None
+            return super().cross_attention(x, memory, memory_mask) if call is None else self.dropout(call()[0])
+
+        def forward(self, x, memory, memory_mask=None):
+            keep = {part: 0 if bug == f"no residual around the {part}" else 1
+                    for part in ("self-attention", "cross-attention", "feed-forward")}
+            if self.norm_first != (bug == "norm placement swapped"):  # pre-LN
+                x = keep["self-attention"] * x + self.self_attention(self.norm1(x))
+                x = keep["cross-attention"] * x + self.cross_attention(self.norm2(x), memory, memory_mask)
+                return keep["feed-forward"] * x + self.feed_forward(self.norm3(x))
+            x = self.norm1(keep["self-attention"] * x + self.self_attention(x))
+            x = self.norm2(keep["cross-attention"] * x + self.cross_attention(x, memory, memory_mask))
+            return self.norm3(keep["feed-forward"] * x + self.feed_forward(x))
+
+    Slipped.__name__ = "DecoderBlock"
+    return Slipped
+
+
+def test_the_written_out_decoder_is_torchs_decoder_layer():
+    """decoder_variant(bug=None), which names the slips, equals nn.TransformerDecoderLayer."""
+    from attn.exercises import _decoder_checker as dc
+
+    block = dc._build(DecoderBlock, False, both=True)
+    x = torch.randn(dc.BATCH, dc.TARGET, 8, dtype=torch.float64)
+    params = dc._write_weights(block, x)
+    for nf in (False, True):
+        for _, S, mask in dc.decoder_cases():
+            memory = torch.randn(dc.BATCH, S, 8, dtype=torch.float64)
+            expected = dc.decoder_reference(x, memory, params, mask, norm_first=nf)
+            assert torch.allclose(dc.decoder_variant(x, memory, params, mask, norm_first=nf), expected, atol=1e-12)
+
+
+def test_every_slip_is_far_from_the_right_block_and_from_every_other_slip():
+    from attn.exercises import _decoder_checker as dc
+
+    block = dc._build(DecoderBlock, True, both=True)
+    x = torch.randn(dc.BATCH, dc.TARGET, 8, dtype=torch.float64)
+    params = dc._write_weights(block, x)
+    for nf in (False, True):
+        _, S, mask = dc.decoder_cases()[2]  # padded: where every slip shows
+        memory = torch.randn(dc.BATCH, dc.TARGET, 8, dtype=torch.float64)
+        outs = {None: dc.decoder_variant(x, memory, params, None, norm_first=nf)}
+        for bug in nb12.DECODER_BUGS:
+            if bug in ("memory mask not passed",) or (bug == "memory normalised" and not nf):
+                continue
+            outs[bug] = dc.decoder_variant(x, memory, params, None, norm_first=nf, bug=bug)
+        names = list(outs)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                assert (outs[a] - outs[b]).abs().max() > 1e-3, (nf, a, b)
+
+
+@pytest.mark.parametrize("norm_first", [None, False, True])
+def test_the_decoder_solution_passes(norm_first, language):
+    fb = reply(nb12.check_decoder_block, DecoderBlock, norm_first=norm_first)
+    assert fb.correct, fb.message
+    assert says(fb, "matches nn.TransformerDecoderLayer with the same weights"), fb.message
+
+
+DECODER_SLIPS = {
+    "no causal mask": "self-attention has no causal mask",
+    "keys and values from the decoder": "takes its keys and values from the decoder",
+    "queries from the memory": "takes its queries from the memory",
+    "memory mask applied as causal": "cross-attention applies a causal mask",
+    "memory mask not passed": "does not pass `memory_mask` on",
+    "no residual around the self-attention": "self-attention sub-layer has no residual",
+    "no residual around the cross-attention": "cross-attention sub-layer has no residual",
+    "no residual around the feed-forward": "feed-forward sub-layer has no residual",
+    "norm placement swapped": "the other placement of the norms",
+    "memory normalised": "normalises the memory too",
+}
+
+
+def test_every_decoder_slip_has_a_plant():
+    assert set(DECODER_SLIPS) == set(nb12.DECODER_BUGS)
+
+
+@pytest.mark.parametrize("bug", list(DECODER_SLIPS))
+def test_each_decoder_slip_is_named_then_where_to_look(bug, language):
+    first = reply(nb12.check_decoder_block, decoder_with(bug))
+    assert not first.correct
+    assert says(first, DECODER_SLIPS[bug]), first.message
+    assert not says(first, "Where to look")
+    second = reply(nb12.check_decoder_block, decoder_with(bug))
+    assert second.message.startswith(first.message) and says(second, "Where to look"), second.message
+
+
+def test_the_decoder_checker_refuses_what_it_cannot_read(language):
+    class NoCross(DecoderBlock):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.cross_attn = None
+
+    assert says(reply(nb12.check_decoder_block, NoCross), "is not set yet")
+
+    class Shared(DecoderBlock):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.cross_attn = self.self_attn
+
+    assert says(reply(nb12.check_decoder_block, Shared), "is the same layer as")
+    assert says(reply(nb12.check_decoder_block, DecoderBlock(8, 2, 24)), "not an instance")
+
+    class Dropping(DecoderBlock):
+        def forward(self, x, memory, memory_mask=None):
+            return nn.functional.dropout(super().forward(x, memory, memory_mask), 0.5, training=True)
+
+    assert says(reply(nb12.check_decoder_block, Dropping), "different output each time")
+
+
+def test_the_decoder_checker_leaves_the_rng_alone():
+    torch.manual_seed(0)
+    before = torch.rand(3)
+    torch.manual_seed(0)
+    nb12.check_decoder_block(DecoderBlock)
+    nb12.check_decoder_block(decoder_with("no causal mask"))
+    assert torch.equal(torch.rand(3), before)

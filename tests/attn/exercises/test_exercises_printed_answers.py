@@ -303,7 +303,8 @@ SET_ASIDE = {
     "check_online_softmax": "a function",
     "check_sinusoidal": "a function", "check_rope": "a function", "check_cached_step": "a function",
     "check_softmax_backward": "a function", "check_score_backward": "a function",
-    "check_transformer_block": "a class", "check_layer_norm": "a function; its formula is the lesson",
+    "check_transformer_block": "a class", "check_decoder_block": "a class",
+    "check_layer_norm": "a function; its formula is the lesson",
     "check_feed_forward_residual": "a prediction, one of three words, that the checker then runs",
     "check_top_k": "a function",
 }

@@ -42,7 +42,7 @@ from .tasks import IGNORE, check_task, held_out_batch, make_batch
 
 __all__ = ["D_MODEL", "HEADS", "D_FF", "SEQ_LEN", "EVAL_SEED", "AttentionOnlyBlock", "LinearFeedForwardBlock",
            "BlockModel",
-           "build_block_model", "Examples", "digit_sum_batch", "task_batch", "train_block_model",
+           "build_block_model", "Examples", "digit_sum_batch", "task_batch", "train_block_model", "warmup_lr",
            "accuracy", "held_out", "task_held_out", "find_attention", "attention_maps"]
 
 #: The models' sizes: d_ff = 4 * d_model, as in the 2017 paper.
@@ -255,11 +255,13 @@ def held_out(draw: Callable[..., Examples], n: int = 256) -> Examples:
 # ---- training ------------------------------------------------------------------------------
 
 def train_block_model(model: nn.Module, draw: Callable[..., Examples], *, steps: int,
-                      batch_size: int = 64, lr: float = 1e-2, seed: int = 0) -> list[float]:
+                      batch_size: int = 64, lr: float = 1e-2, warmup: int = 0, seed: int = 0) -> list[float]:
     """Train ``model`` (tokens -> logits (B, L, C)) with Adam on fresh batches of ``draw``.
 
     Seeded (the batches from ``seed + 1``, the dropout from ``seed``), on one thread, the
-    learner's RNG left as it was; ends in eval mode.
+    learner's RNG left as it was; ends in eval mode. With ``warmup`` > 0 the learning rate
+    rises in a straight line over the first ``warmup`` steps (``warmup_lr``), then stays at
+    ``lr``; with 0 (the default) every step takes ``lr``.
 
     Returns:
         The training loss of each step (cross-entropy over the positions with a target).
@@ -271,6 +273,7 @@ def train_block_model(model: nn.Module, draw: Callable[..., Examples], *, steps:
     for name, v in (("steps", steps), ("batch_size", batch_size)):
         check_positive_int(name, v)
     lr = check_number("lr", lr, positive=True)
+    check_int("warmup", warmup, low=0)
     check_int("seed", seed, low=0)
     data = torch.Generator().manual_seed(seed + 1)
     losses = []
@@ -278,7 +281,8 @@ def train_block_model(model: nn.Module, draw: Callable[..., Examples], *, steps:
         torch.manual_seed(seed)
         model.train()
         opt = Adam(model.parameters(), lr=lr)  # = torch.optim.Adam(..., lr=lr), see attn.lessons.trained.adam
-        for _ in range(steps):
+        for step in range(steps):
+            opt.lr = warmup_lr(step, lr, warmup)
             batch = draw(batch_size, data)
             if not isinstance(batch, Examples):
                 model.eval()
@@ -293,6 +297,12 @@ def train_block_model(model: nn.Module, draw: Callable[..., Examples], *, steps:
             losses.append(loss.item())
     model.eval()
     return losses
+
+
+def warmup_lr(step: int, lr: float, warmup: int) -> float:
+    """The learning rate of step ``step`` (0, 1, ...) under a linear warm-up of ``warmup`` steps:
+    lr * (step + 1) / warmup until it reaches ``lr``; ``lr`` itself when ``warmup`` is 0."""
+    return lr if warmup == 0 else lr * min(1.0, (step + 1) / warmup)
 
 
 @torch.no_grad()
