@@ -73,8 +73,10 @@ _INPUT_SCALE = 2.0  # scores of about one unit: maps neither flat nor one-hot
 
 @lru_cache(maxsize=1)
 def _multi_head() -> MultiHeadAttention:
-    torch.manual_seed(14)
-    return MultiHeadAttention(NUM_HEADS * HEAD_SIZE, NUM_HEADS).double().eval()
+    """The seeded multi-head layer every setting is made from."""
+    with torch.random.fork_rng(devices=[]):  # the learner's random state stays as it was
+        torch.manual_seed(14)
+        return MultiHeadAttention(NUM_HEADS * HEAD_SIZE, NUM_HEADS).double().eval()
 
 
 @lru_cache(maxsize=len(KV_HEADS))
@@ -92,10 +94,14 @@ def modern_layer(kv_heads: int) -> MultiHeadAttention:
     check_int("kv_heads", kv_heads)
     check_choice("kv_heads", kv_heads, KV_HEADS)
     mha = _multi_head()
-    layer = MultiHeadAttention(mha.d_model, NUM_HEADS, num_kv_heads=kv_heads).double().eval()
+    with torch.random.fork_rng(devices=[]):  # (its weights are all copied below)
+        layer = MultiHeadAttention(mha.d_model, NUM_HEADS, num_kv_heads=kv_heads).double().eval()
     group = NUM_HEADS // kv_heads
-    # rows of the first head of each group: (H * D, E) -> (H_kv, D, E) -> (H_kv * D, E)
-    first = lambda w: w.view(NUM_HEADS, HEAD_SIZE, -1)[::group].reshape(-1, w.shape[1])  # noqa: E731
+
+    def first(w: torch.Tensor) -> torch.Tensor:
+        """The rows of the first head of each group: (H * D, E) -> (H, D, E) -> (H_kv * D, E)."""
+        return w.view(NUM_HEADS, HEAD_SIZE, -1)[::group].reshape(-1, w.shape[1])
+
     with torch.no_grad():
         layer.W_q.weight.copy_(mha.W_q.weight)
         layer.W_o.weight.copy_(mha.W_o.weight)
@@ -156,7 +162,8 @@ def _bytes_per_token(kv_heads: int) -> int:
 
 
 @lru_cache(maxsize=len(KV_HEADS) * len(WINDOWS))
-def _attention(kv_heads: int, window: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _attention(kv_heads: int, window: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The mask (L, L), every head's weights (H, L, L) and the keys each reads (H, L, D)."""
     layer = modern_layer(kv_heads)
     x = modern_input()
     allowed = causal_mask(POSITIONS) if window is None else sliding_window_mask(POSITIONS, window)  # (L, L)
@@ -164,7 +171,7 @@ def _attention(kv_heads: int, window: int | None) -> tuple[np.ndarray, np.ndarra
         _, weights = layer(x, mask=allowed)  # (1, H, L, L)
         _, k, _ = layer.project(x, x, x)  # (1, H_kv, L, D)
     keys = repeat_kv(k, NUM_HEADS // kv_heads)[0]  # (1, H_kv, L, D) -> (H, L, D)
-    return weights[0].numpy(), keys.numpy()
+    return allowed.numpy(), weights[0].numpy(), keys.numpy()
 
 
 def modern_view(kv_heads: int = 8, window: int | None = None, length: int = 4096, layers: int = 32) -> ModernView:
@@ -188,15 +195,13 @@ def modern_view(kv_heads: int = 8, window: int | None = None, length: int = 4096
     check_choice("length", length, LENGTHS)
     check_int("layers", layers)
     check_choice("layers", layers, LAYERS)
-    weights, keys = _attention(kv_heads, window)
-    causal = causal_mask(POSITIONS).numpy()
-    allowed = causal if window is None else sliding_window_mask(POSITIONS, window).numpy()
+    allowed, weights, keys = _attention(kv_heads, window)
     group = NUM_HEADS // kv_heads
     kept = length if window is None else min(length, window)
     per_token = _bytes_per_token(kv_heads)
     reach = length if window is None else min(length, layers * (window - 1) + 1)
     return ModernView(kv_heads, window, length, layers, group, tuple(h // group for h in range(NUM_HEADS)),
-                      allowed, causal & ~allowed, weights, keys, per_token, _bytes_per_token(NUM_HEADS),
+                      allowed, causal_mask(POSITIONS).numpy() & ~allowed, weights, keys, per_token, _bytes_per_token(NUM_HEADS),
                       kept, layers * kept * per_token, layers * length * per_token,
                       layers * length * _bytes_per_token(NUM_HEADS), reach)
 
