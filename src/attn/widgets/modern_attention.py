@@ -40,7 +40,7 @@ from matplotlib.patches import Rectangle
 
 from .._checks import check_choice, check_int
 from ..functional import repeat_kv
-from ..language import mark, tr
+from ..language import tr
 from ..lessons.cost.measure import format_bytes
 from ..masks import causal_mask, sliding_window_mask
 from ..modules import MultiHeadAttention
@@ -171,7 +171,10 @@ def _attention(kv_heads: int, window: int | None) -> tuple[np.ndarray, np.ndarra
         _, weights = layer(x, mask=allowed)  # (1, H, L, L)
         _, k, _ = layer.project(x, x, x)  # (1, H_kv, L, D)
     keys = repeat_kv(k, NUM_HEADS // kv_heads)[0]  # (1, H_kv, L, D) -> (H, L, D)
-    return allowed.numpy(), weights[0].numpy(), keys.numpy()
+    arrays = allowed.numpy(), weights[0].numpy(), keys.numpy()
+    for a in arrays:
+        a.setflags(write=False)  # kept for later calls: read-only
+    return arrays
 
 
 def modern_view(kv_heads: int = 8, window: int | None = None, length: int = 4096, layers: int = 32) -> ModernView:
@@ -197,13 +200,16 @@ def modern_view(kv_heads: int = 8, window: int | None = None, length: int = 4096
     check_choice("layers", layers, LAYERS)
     allowed, weights, keys = _attention(kv_heads, window)
     group = NUM_HEADS // kv_heads
-    kept = length if window is None else min(length, window)
-    per_token = _bytes_per_token(kv_heads)
-    reach = length if window is None else min(length, layers * (window - 1) + 1)
-    return ModernView(kv_heads, window, length, layers, group, tuple(h // group for h in range(NUM_HEADS)),
-                      allowed, causal_mask(POSITIONS).numpy() & ~allowed, weights, keys, per_token, _bytes_per_token(NUM_HEADS),
-                      kept, layers * kept * per_token, layers * length * per_token,
-                      layers * length * _bytes_per_token(NUM_HEADS), reach)
+    kept = length if window is None else min(length, window)  # a windowed cache drops the older ones
+    per_token, mha_per_token = _bytes_per_token(kv_heads), _bytes_per_token(NUM_HEADS)
+    return ModernView(
+        kv_heads=kv_heads, window=window, length=length, layers=layers, group_size=group,
+        groups=tuple(h // group for h in range(NUM_HEADS)),
+        allowed=allowed, hidden=causal_mask(POSITIONS).numpy() & ~allowed, weights=weights, keys=keys,
+        bytes_per_token=per_token, mha_bytes_per_token=mha_per_token, kept=kept,
+        cache_bytes=layers * kept * per_token, no_window_bytes=layers * length * per_token,
+        mha_bytes=layers * length * mha_per_token,
+        reach=length if window is None else min(length, layers * (window - 1) + 1))
 
 
 def _heads(first: int, last: int) -> str:

@@ -276,3 +276,10 @@ def test_building_leaves_the_learners_random_state_alone():
     torch.manual_seed(0)
     modern_attention_explorer(kv_heads=2).close()
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_a_view_cannot_change_the_next_one():
+    v = modern_view(2, 4)
+    with pytest.raises(ValueError, match="read-only"):
+        v.weights[0, 0, 0] = 5.0
+    assert modern_view(2, 4).weights[0, 0, 0] == 1.0  # the first query sees only itself
