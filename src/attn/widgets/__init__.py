@@ -65,6 +65,7 @@ EXPLORERS: dict[str, Callable[[], Explorer]] = {
     "backward (11)": _when_built("backward", "backward_explorer"),
     "depth (12)": _when_built("depth", "depth_explorer"),
     "language model (13)": _when_built("language_model", "language_model_explorer"),
+    "modern attention (14)": _when_built("modern_attention", "modern_attention_explorer"),
 }
 
 __all__ = ["Explorer", "EXPLORERS"]

@@ -32,7 +32,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 #: Names a Chinese text keeps: code and maths (softmax, NaN, attn.masked_softmax), units, the
 #: library and the special tokens. A word with a digit or "_" (d_k, float32, head_i) is code too.
 NAMES = {"softmax", "exp", "NaN", "inf", "attn", "SDPA", "PyTorch", "RoPE", "MiB", "KiB", "max",
-         "min", "rowsum", "Concat", "MultiHead", "CLS", "SEP", "PAD", "UNK", "cls"}
+         "min", "GiB", "rowsum", "Concat", "MultiHead", "CLS", "SEP", "PAD", "UNK", "cls"}
 MODEL = "all-MiniLM-L6-v2"
 #: Options and labels that are data, not words of the course: the pretrained (English) model's
 #: example sentences, the one typed, and the tokens of its map.
