@@ -40,6 +40,7 @@ from matplotlib.patches import Rectangle
 
 from .._checks import check_choice, check_int
 from ..functional import repeat_kv
+from ..lessons.modern.cache_budget import cache_bytes_per_token, chapter_configs
 from ..language import tr
 from ..lessons.cost.measure import format_bytes
 from ..masks import causal_mask, sliding_window_mask
@@ -157,8 +158,9 @@ class ModernView:
 
 def _bytes_per_token(kv_heads: int) -> int:
     """Bytes the KV cache keeps per position and layer: a key and a value of HEAD_SIZE numbers
-    for each of ``kv_heads`` heads, in fp16."""
-    return 2 * kv_heads * HEAD_SIZE * BYTES_PER_NUMBER
+    for each of ``kv_heads`` heads, in fp16 (``attn.lessons.modern.cache_budget``)."""
+    config, = chapter_configs(NUM_HEADS * HEAD_SIZE, NUM_HEADS, kv_heads=(kv_heads,))
+    return cache_bytes_per_token(config, bytes_per_number=BYTES_PER_NUMBER)
 
 
 @lru_cache(maxsize=len(KV_HEADS) * len(WINDOWS))
