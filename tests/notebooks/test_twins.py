@@ -181,6 +181,7 @@ NAMES = {
     "softmax", "CLS", "SEP", "PAD", "KV", "CPU", "GPU", "torch", "ipywidgets", "attn",
     "min", "max", "autograd", "gradcheck", "WordPiece",
     "MiB", "KiB", "GiB", "FLOPs", "MACs", "tanh", "exp", "log", "sin", "cos", "sqrt",
+    "Llama", "Mistral", "Falcon",  # models' names (notebook 14's table)
     *keyword.kwlist,
 }
 # PyTorch's own error messages, which 05 shows as they are (what a learner will meet), and a

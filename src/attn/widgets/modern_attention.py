@@ -80,7 +80,7 @@ def _multi_head() -> MultiHeadAttention:
         return MultiHeadAttention(NUM_HEADS * HEAD_SIZE, NUM_HEADS).double().eval()
 
 
-@lru_cache(maxsize=len(KV_HEADS))
+@lru_cache(maxsize=len(KV_HEADS), typed=True)
 def modern_layer(kv_heads: int) -> MultiHeadAttention:
     """The explorer's layer with ``kv_heads`` key/value heads: the seeded multi-head layer's
     W_q and W_o, and for each group the keys and values of its first query head.
@@ -163,7 +163,7 @@ def _bytes_per_token(kv_heads: int) -> int:
     return cache_bytes_per_token(config, bytes_per_number=BYTES_PER_NUMBER)
 
 
-@lru_cache(maxsize=len(KV_HEADS) * len(WINDOWS))
+@lru_cache(maxsize=len(KV_HEADS) * len(WINDOWS), typed=True)
 def _attention(kv_heads: int, window: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The mask (L, L), every head's weights (H, L, L) and the keys each reads (H, L, D)."""
     layer = modern_layer(kv_heads)

@@ -306,7 +306,7 @@ SET_ASIDE = {
     "check_transformer_block": "a class", "check_decoder_block": "a class",
     "check_layer_norm": "a function; its formula is the lesson",
     "check_feed_forward_residual": "a prediction, one of three words, that the checker then runs",
-    "check_top_k": "a function",
+    "check_top_k": "a function", "check_grouped_query_attention": "a function",
 }
 
 
