@@ -51,16 +51,22 @@ class Parts:
     linear2: nn.Linear
 
 
-def build_block(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool]:
+def build_block(cls: Any, norm_first: bool, both: bool, *, sizes: dict[str, int] | None = None,
+                checker: str = "check_transformer_block") -> tuple[nn.Module, bool]:
     """``cls(d_model, num_heads, d_ff, norm_first=..., [dropout=DROPOUT])``: (the block,
     whether it took a dropout).
+
+    Args:
+        sizes: the positional arguments by name (default ``BLOCK_ARGS``); checker: the checker's
+            name, which the message about a missing ``norm_first`` tells the learner to call.
 
     Raises:
         Refused: ``cls`` is not an nn.Module class, takes no norm_first when both placements
             are checked, or building it failed.
     """
+    sizes = BLOCK_ARGS if sizes is None else sizes
     name = getattr(cls, "__name__", type(cls).__name__)
-    args = ", ".join(map(str, BLOCK_ARGS.values()))
+    args = ", ".join(map(str, sizes.values()))
     if isinstance(cls, nn.Module):
         raise Refused(tr("Pass the class itself, `{cls}`, not an instance of it: the checker "
                          "builds it with its own sizes.", cls=type(cls).__name__))
@@ -79,13 +85,13 @@ def build_block(cls: Any, norm_first: bool, both: bool) -> tuple[nn.Module, bool
         raise Refused(tr("{name} takes no `norm_first`: the checker builds {name}({args}, "
                          "norm_first=False) and norm_first=True. Give __init__ a keyword "
                          "argument norm_first, or check one placement: "
-                         "check_transformer_block({name}, norm_first=False).", name=name, args=args))
+                         "{checker}({name}, norm_first=False).", name=name, args=args, checker=checker))
     took_dropout = "dropout" in params
     if took_dropout:
         kwargs["dropout"] = DROPOUT
     call = f"{name}({args}{''.join(f', {k}={v}' for k, v in kwargs.items())})"
     try:
-        block = cls(*BLOCK_ARGS.values(), **kwargs)
+        block = cls(*sizes.values(), **kwargs)
     except NotImplementedError:
         raise Refused(tr("{name}.__init__ is not written yet.", name=name))
     except Exception as err:  # the learner's code: any error becomes a hint

@@ -18,7 +18,6 @@ mask (B, 1, 1, S); the causal mask of the self-attention is the block's own to m
 """
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
@@ -33,7 +32,7 @@ from . import _layer_bugs, _layer_checker
 from ._base import Feedback, Hints, Refused, checker, sentences
 from ._block_bugs import ATTENTION, BLOCK_ARGS, SEED
 from ._block_checker import RANDOM_IN_EVAL
-from ._block_parts import _attention_problem, _gain_and_bias
+from ._block_parts import DROPOUT, _attention_problem, _gain_and_bias, build_block
 
 __all__ = ["DECODER_ARGS", "DECODER_PARTS", "DECODER_BUGS", "DECODER_HINTS", "decoder_cases", "decoder_variant",
            "decoder_reference", "check_decoder_block"]
@@ -47,8 +46,6 @@ DECODER_PARTS = ("self_attn", "cross_attn", "linear1", "linear2", "norm1", "norm
 #: The cross-attention's weights are the self-attention's times this (both are written from one
 #: seed): a block that uses one attention layer for the other does not pass.
 _CROSS_SCALE = 1.5
-#: Passed as ``dropout=`` when the constructor takes one: eval mode must switch it off.
-DROPOUT = 0.5
 
 #: Each classic slip: (its symptom, where to look). Neither gives the code of the fix.
 DECODER_BUGS: dict[str, tuple[str, str]] = {
@@ -201,36 +198,10 @@ def _bias(weight_and_bias: tuple[Tensor, Tensor | None]) -> Tensor:
 # ---- the learner's block ---------------------------------------------------------------------
 
 def _build(cls: Any, norm_first: bool, both: bool) -> nn.Module:
-    """``cls(d_model, num_heads, d_ff, norm_first=..., [dropout=DROPOUT])`` in float64, eval mode."""
-    name = getattr(cls, "__name__", type(cls).__name__)
-    if isinstance(cls, nn.Module):
-        raise Refused(tr("Pass the class itself, `{cls}`, not an instance of it: the checker "
-                         "builds it with its own sizes.", cls=type(cls).__name__))
-    if not inspect.isclass(cls) or not issubclass(cls, nn.Module):
-        raise Refused(tr("cls: expected the class you wrote (an nn.Module subclass), got {kind}.",
-                         kind=type(cls).__name__))
-    params = inspect.signature(cls).parameters
-    takes_any = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values())
-    kwargs: dict[str, object] = {}
-    if "norm_first" in params or takes_any:
-        kwargs["norm_first"] = norm_first
-    elif both:
-        raise Refused(tr("{name} takes no `norm_first`: the checker builds {name}({args}, "
-                         "norm_first=False) and norm_first=True. Give __init__ a keyword "
-                         "argument norm_first, or check one placement: "
-                         "check_decoder_block({name}, norm_first=False).",
-                         name=name, args=", ".join(map(str, DECODER_ARGS.values()))))
-    if "dropout" in params or takes_any:
-        kwargs["dropout"] = DROPOUT
-    try:
-        block = cls(*DECODER_ARGS.values(), **kwargs)
-    except NotImplementedError:
-        raise Refused(tr("{name}.__init__ is not written yet.", name=name))
-    except Exception as err:  # the learner's code: any error becomes a hint
-        raise Refused(tr("{call} raised {error} The checker builds {name}(d_model, num_heads, "
-                         "d_ff, norm_first=...).", call=f"{name}(...)", error=_layer_checker.describe_error(err),
-                         name=name))
-    return block.double().eval()
+    """``cls(d_model, num_heads, d_ff, norm_first=..., [dropout=DROPOUT])`` in float64, eval mode
+    (``_block_parts.build_block`` with the decoder's sizes)."""
+    block, _ = build_block(cls, norm_first, both, sizes=DECODER_ARGS, checker="check_decoder_block")
+    return block
 
 
 def _write_weights(block: nn.Module, x: Tensor) -> Params:
