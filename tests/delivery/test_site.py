@@ -148,8 +148,12 @@ def _visit(tab, page_name: str, pdf: Path | None) -> dict:
             facts["switch"] = {"count": switch.count(), "links": switch.locator("a").count()}
         facts["axe"] = axe_violations(page)
         if pdf is not None:
-            facts["pdf"] = handouts.print_page(page, pdf)
+            # Print media before printing: the tab shows pages with the screen's media, and
+            # Playwright prints what is emulated, so the handout would be laid out for the
+            # screen (its print style sheet unapplied: a long line cut, not wrapped), unlike
+            # the one make handouts prints from a fresh page.
             page.emulate_media(media="print")
+            facts["pdf"] = handouts.print_page(page, pdf)
             page.set_viewport_size({"width": PRINT_WIDTH, "height": VIEWPORT["height"]})
             facts["printed"] = page.evaluate(_PRINTED)
     finally:
