@@ -27,15 +27,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from html import escape
 
 import ipywidgets as widgets
 import numpy as np
 import torch
-from html import escape
 
 from .._checks import check_choice, check_int
 from ..language import get_language, tr
-from ..lessons.language_model.corpus import Corpus, load_corpus
+from ..lessons.language_model.corpus import Corpus, load_corpus, openings
 from ..lessons.language_model.generation import distribution_after, generate
 from ..lessons.language_model.heads import TEXT_PATTERNS, HeadName, causal_maps, name_heads
 from ..lessons.language_model.model import CharLM
@@ -72,16 +72,8 @@ def prompts(language: str) -> tuple[str, ...]:
     """The explorer's prompts in ``language``: the start of the first ``PROMPTS`` speeches
     (English: their first 16 characters, the speaker's name among them) or poems (Chinese: the
     first half of the first line, up to its comma) of the held-out text."""
-    corpus = load_corpus(language)
-    held = corpus.vocab.decode(corpus.held_out)
-    found, at = [], 0
-    while len(found) < PROMPTS:
-        at = held.index("\n\n", at) + 2  # a blank line: a new speech, a new poem
-        if language == "zh":
-            found.append(held[at:held.index("，", at) + 1])
-        else:
-            found.append(held[at:at + _PROMPT_CHARS])
-    return tuple(found)
+    starts = openings(load_corpus(language), PROMPTS)
+    return tuple(text[:text.index("，") + 1] if language == "zh" else text[:_PROMPT_CHARS] for text in starts)
 
 
 @lru_cache(maxsize=2, typed=True)

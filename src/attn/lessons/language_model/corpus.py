@@ -23,11 +23,11 @@ from importlib.resources.abc import Traversable
 import torch
 from torch import Tensor
 
-from ..._checks import check_choice, check_positive_int, check_rank, check_tensor, shape_str
+from ..._checks import check_choice, check_int, check_positive_int, check_rank, check_tensor, shape_str
 from ...language import LANGUAGES, get_language
 
-__all__ = ["TEXTS", "HELD_OUT_SHARE", "Vocabulary", "Corpus", "load_text", "load_corpus", "random_windows",
-           "text_files"]
+__all__ = ["TEXTS", "HELD_OUT_SHARE", "Vocabulary", "Corpus", "load_text", "load_corpus", "openings",
+           "random_windows", "text_files"]
 
 #: Each language's text, in ``texts/``.
 TEXTS = {"en": "en/shakespeare.txt", "zh": "zh/tang_poems.txt"}
@@ -147,6 +147,20 @@ def _corpus(language: str) -> Corpus:
 def load_corpus(language: str | None = None) -> Corpus:
     """The ``Corpus`` of ``language`` ("en" or "zh"; None: the course's current language)."""
     return _corpus(_language(language))
+
+
+def openings(corpus: Corpus, count: int = 1) -> list[str]:
+    """The held-out text from the start of each of its first ``count`` speeches (the plays) or
+    poems, a blank line before each: each string runs from that start to the end of the text."""
+    if not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus: expected an attn.lessons.language_model.Corpus, got {type(corpus).__name__}")
+    count = check_int("count", count, low=1)
+    held = corpus.vocab.decode(corpus.held_out)
+    found, at = [], 0
+    while len(found) < count:
+        at = held.index("\n\n", at) + 2  # a blank line: a new speech, a new poem
+        found.append(held[at:])
+    return found
 
 
 def random_windows(data: Tensor, batch_size: int, context: int, *,

@@ -21,7 +21,7 @@ from ..._checks import check_int, check_number
 from ...language import mark
 from ..pattern_scores import pattern_mask, pattern_score
 from ..trained.blocks import attention_maps
-from .corpus import Corpus, Vocabulary
+from .corpus import Corpus, Vocabulary, openings
 from .model import CharLM
 
 __all__ = ["TEXT_PATTERNS", "PUNCTUATION", "passage", "causal_maps", "text_patterns", "uniform_score", "HeadName",
@@ -43,12 +43,8 @@ PUNCTUATION = set(".,;:!?'\"-()") | set("，。？！；：、")
 def passage(corpus: Corpus, length: int = 96) -> str:
     """``length`` characters of the held-out text, from the start of its first speech (the
     plays) or poem: the first character after its first blank line."""
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus: expected an attn.lessons.language_model.Corpus, got {type(corpus).__name__}")
     length = check_int("length", length, low=1)
-    held = corpus.vocab.decode(corpus.held_out[:length + 1000])
-    start = held.index("\n\n") + 2
-    return held[start:start + length]
+    return openings(corpus)[0][:length]
 
 
 @torch.no_grad()
